@@ -1,0 +1,1 @@
+//! The `broker` crate: not built yet (see ARCHITECTURE.md). It holds nothing but its name.

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package compat
+
+import "os/exec"
+
+func setChildAttrs(cmd *exec.Cmd) {}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Resolves the Java RocketMQ parts the compat tests and benchmarks run, from Maven Central, and writes
+# one classpath file per part to compat-tests/.runtime/cp/<artifact>-<version>.cp.
+# Usage: compat-tests/resolve-runtime.sh            (all parts)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="$here/.runtime/cp"
+mkdir -p "$out"
+. "$here/versions.env"
+parts=(
+  "rocketmq-broker:$RMQ_JAVA_49"
+  "rocketmq-broker:$RMQ_JAVA_5"
+  "rocketmq-namesrv:$RMQ_JAVA_5"
+  "rocketmq-tools:$RMQ_JAVA_49"
+  "rocketmq-tools:$RMQ_JAVA_5"
+  "rocketmq-client:$RMQ_JAVA_49"
+  "rocketmq-client:$RMQ_JAVA_5"
+)
+for part in "${parts[@]}"; do
+  artifact="${part%%:*}"; version="${part##*:}"
+  file="$out/$artifact-$version.cp"
+  if [ -s "$file" ]; then continue; fi
+  echo "resolving $artifact $version" >&2
+  mvn -B -q -f "$here/runtime/pom.xml" validate \
+    -Drmq.artifact="$artifact" -Drmq.version="$version" -Dcp.out="$file.tmp"
+  mv "$file.tmp" "$file"
+done

@@ -1,0 +1,25 @@
+//! The RocketMQ remoting protocol, byte for byte as the Java and Go peers speak it.
+//!
+//! Layers, from the socket up:
+//! - [`codec`]: bytes <-> frames <-> [`RemotingCommand`] (length checks before allocation);
+//! - [`serialize`]: the two header encodings, JSON (fastjson's exact output) and ROCKETMQ binary;
+//! - [`command`]: the command itself; [`code`]: request and response codes;
+//! - [`header`]: typed custom headers <-> `extFields`; [`fastjson`]: JSON bodies with Java's quirks;
+//!   [`properties`]: Java `Properties` text (config bodies and config files);
+//! - [`server`]: accept loop, per-connection reader and writer, processor registry with bounded
+//!   business pools; [`client`]: sync, async and oneway calls over cached connections.
+
+pub mod client;
+pub mod code;
+pub mod codec;
+pub mod command;
+pub mod connection;
+pub mod fastjson;
+pub mod header;
+pub mod pool;
+pub mod properties;
+pub mod serialize;
+pub mod server;
+
+pub use code::{RequestCode, ResponseCode};
+pub use command::{LanguageCode, RemotingCommand, SerializeType};

@@ -1,0 +1,99 @@
+//! The ROCKETMQ binary header: code i16, language u8, version i16, opaque i32, flag i32,
+//! remark (i32 length + bytes), ext block (i32 length + entries of i16 key length, key, i32 value
+//! length, value). All big-endian. A zero length means absent (null) in Java.
+
+use bytes::{BufMut, BytesMut};
+
+use super::HeaderDecodeError;
+use crate::command::{ExtFields, LanguageCode, RemotingCommand};
+
+pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
+    // Java writes code and version as shorts: larger values are truncated, as on the Java side.
+    out.put_i16(cmd.code as i16);
+    out.put_u8(cmd.language.0);
+    out.put_i16(cmd.version as i16);
+    out.put_i32(cmd.opaque);
+    out.put_i32(cmd.flag);
+    match cmd.remark.as_deref() {
+        Some(remark) if !remark.is_empty() => {
+            out.put_i32(remark.len() as i32);
+            out.put_slice(remark.as_bytes());
+        }
+        _ => out.put_i32(0),
+    }
+    let ext_len: usize = cmd.ext_fields.iter().flatten().map(|(k, v)| 2 + k.len() + 4 + v.len()).sum();
+    out.put_i32(ext_len as i32);
+    for (k, v) in cmd.ext_fields.iter().flatten() {
+        out.put_i16(k.len() as i16);
+        out.put_slice(k.as_bytes());
+        out.put_i32(v.len() as i32);
+        out.put_slice(v.as_bytes());
+    }
+}
+
+/// A bounds-checked reader over the header region.
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], HeaderDecodeError> {
+        if self.buf.len() < n {
+            return Err(HeaderDecodeError::Truncated { what, need: n, left: self.buf.len() });
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], HeaderDecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
+
+    /// A length field of 2 (`i16`) or 4 (`i32`) bytes; negative lengths are errors.
+    fn length<const N: usize>(&mut self, what: &'static str) -> Result<usize, HeaderDecodeError> {
+        let raw = self.array::<N>(what)?;
+        let len = match N {
+            2 => i16::from_be_bytes([raw[0], raw[1]]) as i64,
+            _ => i32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]) as i64,
+        };
+        usize::try_from(len).map_err(|_| HeaderDecodeError::NegativeLength { what, len })
+    }
+
+    fn text(&mut self, n: usize, what: &'static str) -> Result<String, HeaderDecodeError> {
+        let bytes = self.take(n, what)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| HeaderDecodeError::NotUtf8 { what })
+    }
+}
+
+pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
+    let mut r = Reader { buf: header };
+    let code = i16::from_be_bytes(r.array("code")?) as i32;
+    let language = LanguageCode(r.array::<1>("language")?[0]);
+    let version = i16::from_be_bytes(r.array("version")?) as i32;
+    let opaque = i32::from_be_bytes(r.array("opaque")?);
+    let flag = i32::from_be_bytes(r.array("flag")?);
+
+    let remark_len = r.length::<4>("remark length")?;
+    let remark = if remark_len > 0 { Some(r.text(remark_len, "remark")?) } else { None };
+
+    let ext_len = r.length::<4>("ext length")?;
+    let ext_fields = if ext_len > 0 {
+        let mut block = Reader { buf: r.take(ext_len, "ext fields")? };
+        let mut ext = ExtFields::new();
+        while !block.buf.is_empty() {
+            let key_len = block.length::<2>("ext key length")?;
+            let key = block.text(key_len, "ext key")?;
+            let value_len = block.length::<4>("ext value length")?;
+            let value = block.text(value_len, "ext value")?;
+            ext.insert(key, value);
+        }
+        Some(ext)
+    } else {
+        None
+    };
+
+    Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: None, serialize_type: Default::default() })
+}

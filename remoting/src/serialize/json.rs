@@ -1,0 +1,143 @@
+//! The JSON header, written exactly as Java's fastjson writes `RemotingCommand`: compact, keys in
+//! alphabetical order, null members omitted, every `extFields` value a string.
+
+use bytes::{BufMut, BytesMut};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::HeaderDecodeError;
+use crate::command::{ExtFields, LanguageCode, RemotingCommand};
+use crate::fastjson::escapes_as_unicode;
+
+pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
+    let mut s = String::with_capacity(160);
+    s.push_str("{\"code\":");
+    s.push_str(&cmd.code.to_string());
+    if let Some(ext) = &cmd.ext_fields {
+        s.push_str(",\"extFields\":{");
+        for (i, (k, v)) in ext.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            write_json_string(&mut s, k);
+            s.push(':');
+            write_json_string(&mut s, v);
+        }
+        s.push('}');
+    }
+    s.push_str(",\"flag\":");
+    s.push_str(&cmd.flag.to_string());
+    s.push_str(",\"language\":\"");
+    s.push_str(cmd.language.name());
+    s.push_str("\",\"opaque\":");
+    s.push_str(&cmd.opaque.to_string());
+    if let Some(remark) = &cmd.remark {
+        s.push_str(",\"remark\":");
+        write_json_string(&mut s, remark);
+    }
+    s.push_str(",\"serializeTypeCurrentRPC\":\"");
+    s.push_str(cmd.serialize_type.java_name());
+    s.push_str("\",\"version\":");
+    s.push_str(&cmd.version.to_string());
+    s.push('}');
+    out.put_slice(s.as_bytes());
+}
+
+/// Writes `value` as a JSON string the way fastjson does by default: `"` and `\` escaped, the
+/// usual short escapes for \b \f \n \r \t, other control characters and those of
+/// [`escapes_as_unicode`] as `\uXXXX` with upper-case hex, everything else (non-ASCII included) raw.
+pub fn write_json_string(out: &mut String, value: &str) {
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || escapes_as_unicode(c) => {
+                out.push_str(&format!("\\u{:04X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The fields a JSON header may hold. Unknown keys are ignored and missing ones keep Java's
+/// defaults, as fastjson reads them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonHeader {
+    #[serde(default)]
+    code: i32,
+    #[serde(default)]
+    language: Option<Value>,
+    #[serde(default)]
+    version: i32,
+    #[serde(default)]
+    opaque: i32,
+    #[serde(default)]
+    flag: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default)]
+    ext_fields: Option<serde_json::Map<String, Value>>,
+}
+
+pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
+    let h: JsonHeader = serde_json::from_slice(header)?;
+    Ok(RemotingCommand {
+        code: h.code,
+        language: h.language.as_ref().map(language_of).unwrap_or_default(),
+        version: h.version,
+        opaque: h.opaque,
+        flag: h.flag,
+        remark: h.remark,
+        ext_fields: h.ext_fields.map(|map| map.into_iter().filter_map(|(k, v)| ext_text(v).map(|v| (k, v))).collect::<ExtFields>()),
+        body: None,
+        serialize_type: Default::default(),
+    })
+}
+
+/// Java accepts the language as its name or its ordinal; an unknown one is kept as OTHER.
+fn language_of(v: &Value) -> LanguageCode {
+    match v {
+        Value::String(name) => LanguageCode::from_name(name).unwrap_or(LanguageCode::OTHER),
+        Value::Number(n) => n.as_u64().and_then(|n| u8::try_from(n).ok()).map(LanguageCode).unwrap_or(LanguageCode::OTHER),
+        _ => LanguageCode::OTHER,
+    }
+}
+
+/// fastjson turns non-string ext values into their text; null values are dropped.
+fn ext_text(v: Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_like_fastjson() {
+        let mut s = String::new();
+        write_json_string(&mut s, "a\"b\\c\u{1}\u{2}\n\u{7f}é");
+        assert_eq!(s, r#""a\"b\\c\u0001\u0002\n\u007Fé""#);
+    }
+
+    #[test]
+    fn reads_numeric_language_and_non_string_ext_values() {
+        let cmd = decode(br#"{"code":34,"language":9,"opaque":5,"extFields":{"a":1,"b":true,"c":null}}"#).unwrap();
+        assert_eq!(cmd.language, LanguageCode::GO);
+        let ext = cmd.ext_fields.unwrap();
+        assert_eq!(ext.get("a").map(String::as_str), Some("1"));
+        assert_eq!(ext.get("b").map(String::as_str), Some("true"));
+        assert!(!ext.contains_key("c"));
+    }
+}

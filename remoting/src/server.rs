@@ -1,0 +1,293 @@
+//! The server: accept loop, one [`connection`](crate::connection) per socket, and the dispatcher
+//! that maps each request code to a processor and the bounded pool it runs on.
+//!
+//! Request path: frame -> registry lookup by code -> unknown code: REQUEST_CODE_NOT_SUPPORTED;
+//! processor rejects or pool full: SYSTEM_BUSY -> otherwise run on the pool -> response with the
+//! request's opaque and serialize type, unless the request was oneway.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+use crate::code::{RequestCode, ResponseCode};
+use crate::command::{RemotingCommand, SerializeType, CURRENT_VERSION, FLAG_RESPONSE};
+use crate::connection::{self, ConnectionConfig, InboundHandler};
+use crate::header::HeaderError;
+use crate::pool::BusinessPool;
+
+pub use crate::connection::Channel;
+
+/// A failed request, turned into a response with this code and remark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessError {
+    pub code: ResponseCode,
+    pub remark: String,
+}
+
+impl ProcessError {
+    pub fn new(code: ResponseCode, remark: impl Into<String>) -> Self {
+        ProcessError { code, remark: remark.into() }
+    }
+
+    pub fn system(remark: impl Into<String>) -> Self {
+        ProcessError::new(ResponseCode::SYSTEM_ERROR, remark)
+    }
+}
+
+impl From<HeaderError> for ProcessError {
+    fn from(e: HeaderError) -> Self {
+        ProcessError::system(e.to_string())
+    }
+}
+
+/// `Ok(Some(response))` answers now; `Ok(None)` answers later (or never, for oneway requests)
+/// through the channel; `Err` becomes an error response.
+pub type ProcessResult = Result<Option<RemotingCommand>, ProcessError>;
+
+pub trait RequestProcessor: Send + Sync + 'static {
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult;
+
+    /// Java's `rejectRequest()`: when true, the request is answered SYSTEM_BUSY without running.
+    fn reject(&self) -> bool {
+        false
+    }
+}
+
+/// Told when connections go away, e.g. so the name server can forget a broker at once.
+pub trait ConnectionListener: Send + Sync + 'static {
+    fn on_close(&self, channel: &Channel);
+}
+
+#[derive(Clone)]
+struct Route {
+    processor: Arc<dyn RequestProcessor>,
+    pool: Arc<BusinessPool>,
+}
+
+/// Which processor and pool serve which request code. Registering is one line per code.
+#[derive(Default)]
+pub struct ProcessorRegistry {
+    routes: HashMap<i32, Route>,
+    default: Option<Route>,
+    listener: Option<Arc<dyn ConnectionListener>>,
+}
+
+impl ProcessorRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, code: RequestCode, processor: Arc<dyn RequestProcessor>, pool: &Arc<BusinessPool>) {
+        self.routes.insert(code.0, Route { processor, pool: pool.clone() });
+    }
+
+    /// The processor for codes without their own entry (Java's default processor). Codes it
+    /// does not know should be answered with [`not_supported`].
+    pub fn set_default(&mut self, processor: Arc<dyn RequestProcessor>, pool: &Arc<BusinessPool>) {
+        self.default = Some(Route { processor, pool: pool.clone() });
+    }
+
+    pub fn set_connection_listener(&mut self, listener: Arc<dyn ConnectionListener>) {
+        self.listener = Some(listener);
+    }
+
+    fn pools(&self) -> Vec<Arc<BusinessPool>> {
+        let mut pools: Vec<Arc<BusinessPool>> = Vec::new();
+        for route in self.routes.values().chain(self.default.iter()) {
+            if !pools.iter().any(|p| Arc::ptr_eq(p, &route.pool)) {
+                pools.push(route.pool.clone());
+            }
+        }
+        pools
+    }
+}
+
+/// Java's answer to an unknown request code.
+pub fn not_supported(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::error_response(
+        request,
+        ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
+        format!(" request type {} not supported", request.code),
+    )
+}
+
+const BUSY_REJECT_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
+const BUSY_OVERLOAD_REMARK: &str = "[OVERLOAD]system busy, start flow control for a while";
+
+struct Dispatcher {
+    registry: ProcessorRegistry,
+    connections: Mutex<HashMap<u64, Channel>>,
+    /// Once set, requests still arriving on open connections are no longer read into pools.
+    draining: CancellationToken,
+}
+
+/// What a response needs from its request, captured before the request moves into a job.
+#[derive(Clone, Copy)]
+struct ReplyTo {
+    opaque: i32,
+    serialize_type: SerializeType,
+    oneway: bool,
+}
+
+impl ReplyTo {
+    fn of(request: &RemotingCommand) -> Self {
+        ReplyTo { opaque: request.opaque, serialize_type: request.serialize_type, oneway: request.is_oneway() }
+    }
+
+    /// Sends the response unless the request was oneway; fills in what every response carries.
+    fn send(self, channel: &Channel, mut response: RemotingCommand) {
+        if self.oneway {
+            return;
+        }
+        response.opaque = self.opaque;
+        response.flag |= FLAG_RESPONSE;
+        response.serialize_type = self.serialize_type;
+        if let Err(e) = channel.send(response) {
+            debug!(error = %e, "response not sent");
+        }
+    }
+
+    fn error(self, channel: &Channel, code: ResponseCode, remark: impl Into<String>) {
+        let response = RemotingCommand { code: code.0, version: CURRENT_VERSION, remark: Some(remark.into()), ..Default::default() };
+        self.send(channel, response);
+    }
+}
+
+impl InboundHandler for Dispatcher {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+        if self.draining.is_cancelled() {
+            return;
+        }
+        let reply = ReplyTo::of(&request);
+        let code = request.code;
+        let Some(route) = self.registry.routes.get(&code).or(self.registry.default.as_ref()).cloned() else {
+            warn!(code, "request code not supported");
+            return reply.send(channel, not_supported(&request));
+        };
+        if route.processor.reject() {
+            return reply.error(channel, ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
+        }
+        let ch = channel.clone();
+        let processor = route.processor.clone();
+        let job = move || {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(&ch, request)));
+            match outcome {
+                Ok(Ok(Some(response))) => reply.send(&ch, response),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => reply.error(&ch, e.code, e.remark),
+                Err(_) => {
+                    error!(code, "processor panicked");
+                    reply.error(&ch, ResponseCode::SYSTEM_ERROR, "internal error while processing the request");
+                }
+            }
+        };
+        if let Err(rejected) = route.pool.try_execute(job) {
+            warn!(code, pool = route.pool.name(), ?rejected, "pool cannot take the request; answering SYSTEM_BUSY");
+            reply.error(channel, ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
+        }
+    }
+
+    fn on_close(&self, channel: &Channel) {
+        self.connections.lock().remove(&channel.id());
+        if let Some(listener) = &self.registry.listener {
+            listener.on_close(channel);
+        }
+    }
+}
+
+/// Server settings: where to listen and the per-connection limits.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub listen_addr: SocketAddr,
+    pub connection: ConnectionConfig,
+    /// How long a graceful shutdown waits for queued requests to finish.
+    pub drain_timeout: Duration,
+}
+
+impl ServerConfig {
+    pub fn new(listen_addr: SocketAddr) -> Self {
+        ServerConfig { listen_addr, connection: ConnectionConfig::default(), drain_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// A running server. Dropping it does not stop it; call [`RemotingServer::shutdown`].
+pub struct RemotingServer {
+    local_addr: SocketAddr,
+    dispatcher: Arc<Dispatcher>,
+    stop_accepting: CancellationToken,
+    accept_task: JoinHandle<()>,
+    drain_timeout: Duration,
+}
+
+impl RemotingServer {
+    /// Binds and starts accepting. Must be called inside a tokio runtime.
+    pub async fn start(config: ServerConfig, registry: ProcessorRegistry) -> std::io::Result<RemotingServer> {
+        let listener = TcpListener::bind(config.listen_addr).await?;
+        let local_addr = listener.local_addr()?;
+        let dispatcher =
+            Arc::new(Dispatcher { registry, connections: Mutex::new(HashMap::new()), draining: CancellationToken::new() });
+        let stop_accepting = CancellationToken::new();
+        let accept_task = tokio::spawn(accept_loop(listener, config.connection, dispatcher.clone(), stop_accepting.clone()));
+        info!(%local_addr, "remoting server listening");
+        Ok(RemotingServer { local_addr, dispatcher, stop_accepting, accept_task, drain_timeout: config.drain_timeout })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Open connections right now.
+    pub fn channels(&self) -> Vec<Channel> {
+        self.dispatcher.connections.lock().values().cloned().collect()
+    }
+
+    /// Graceful shutdown: stop accepting and reading new requests, let the pools finish what they
+    /// hold (their responses are written), then close every connection.
+    pub async fn shutdown(self) {
+        self.stop_accepting.cancel();
+        let _ = self.accept_task.await;
+        self.dispatcher.draining.cancel();
+        let pools = self.dispatcher.registry.pools();
+        let drain = tokio::task::spawn_blocking(move || pools.iter().for_each(|p| p.shutdown()));
+        if tokio::time::timeout(self.drain_timeout, drain).await.is_err() {
+            warn!("requests still running after {:?}; closing connections anyway", self.drain_timeout);
+        }
+        let open: Vec<Channel> = self.dispatcher.connections.lock().values().cloned().collect();
+        for channel in open {
+            channel.close();
+        }
+        info!(local_addr = %self.local_addr, "remoting server stopped");
+    }
+}
+
+async fn accept_loop(listener: TcpListener, config: ConnectionConfig, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.cancelled() => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => match connection::spawn(stream, &config, dispatcher.clone()) {
+                Ok(channel) => {
+                    debug!(%peer, "connection accepted");
+                    dispatcher.connections.lock().insert(channel.id(), channel);
+                }
+                Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
+            },
+            Err(e) => {
+                // Typically EMFILE; back off instead of spinning.
+                warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
