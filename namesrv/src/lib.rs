@@ -1,1 +1,112 @@
-//! The name server.
+//! The RocketMQ name server: brokers register their topics here, clients and mqadmin ask for
+//! routes. Layers: [`config`] (Java keys and defaults), [`route_info`] (the routing tables),
+//! [`kv_config`] (namespaced key/value config, persisted), [`processor`] (the request codes),
+//! and [`NamesrvController`], which wires them to a remoting server.
+
+pub mod config;
+mod file;
+pub mod kv_config;
+pub mod processor;
+pub mod route_info;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use remoting::connection::ConnectionConfig;
+use remoting::pool::BusinessPool;
+use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, ServerConfig};
+use remoting::RequestCode;
+use tokio::task::JoinHandle;
+
+use crate::config::NamesrvConfig;
+use crate::kv_config::KvConfigManager;
+use crate::processor::NamesrvProcessor;
+use crate::route_info::RouteInfoManager;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("bindAddress {0:?} is not an IP address")]
+    BadBindAddress(String),
+    #[error(transparent)]
+    KvConfig(#[from] kv_config::KvConfigError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot start the business pools: {0}")]
+    Pool(std::io::Error),
+}
+
+struct RemoveBrokerOnClose(Arc<RouteInfoManager>);
+
+impl ConnectionListener for RemoveBrokerOnClose {
+    fn on_close(&self, channel: &Channel) {
+        self.0.on_channel_closed(channel);
+    }
+}
+
+/// A running name server.
+pub struct NamesrvController {
+    server: RemotingServer,
+    scanner: JoinHandle<()>,
+    pub routes: Arc<RouteInfoManager>,
+}
+
+impl NamesrvController {
+    /// Loads the KV config, binds the port and starts serving. Call inside a tokio runtime.
+    pub async fn start(config: NamesrvConfig) -> Result<NamesrvController, StartError> {
+        let ip: IpAddr = config.bind_address.parse().map_err(|_| StartError::BadBindAddress(config.bind_address.clone()))?;
+        let listen_addr = SocketAddr::new(ip, config.listen_port);
+        let kv = Arc::new(KvConfigManager::load(config.kv_config_path.clone().into())?);
+        let routes = Arc::new(RouteInfoManager::new(config.delete_topic_with_broker_registration));
+
+        // As Java: route queries get their own pool so registrations cannot starve them.
+        let default_pool =
+            Arc::new(BusinessPool::new("NamesrvDefault", config.default_thread_pool_nums, config.default_thread_pool_queue_capacity).map_err(StartError::Pool)?);
+        let client_pool = Arc::new(
+            BusinessPool::new("NamesrvClientRequest", config.client_request_thread_pool_nums, config.client_request_thread_pool_queue_capacity)
+                .map_err(StartError::Pool)?,
+        );
+        let scan_interval = Duration::from_millis(config.scan_not_active_broker_interval_ms.max(100));
+        let server_config = ServerConfig {
+            listen_addr,
+            connection: ConnectionConfig {
+                max_frame_bytes: config.max_frame_bytes,
+                idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1)),
+            },
+            drain_timeout: Duration::from_secs(10),
+        };
+        let processor = Arc::new(NamesrvProcessor {
+            config: Arc::new(RwLock::new(config)),
+            routes: routes.clone(),
+            kv,
+            started: Instant::now(),
+        });
+        let mut registry = ProcessorRegistry::new();
+        registry.set_default(processor.clone(), &default_pool);
+        registry.register(RequestCode::GET_ROUTEINFO_BY_TOPIC, processor, &client_pool);
+        registry.set_connection_listener(Arc::new(RemoveBrokerOnClose(routes.clone())));
+
+        let server = RemotingServer::start(server_config, registry).await.map_err(|source| StartError::Listen { addr: listen_addr, source })?;
+        let scanner = tokio::spawn(scan_loop(routes.clone(), scan_interval));
+        Ok(NamesrvController { server, scanner, routes })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    pub async fn shutdown(self) {
+        self.scanner.abort();
+        self.server.shutdown().await;
+    }
+}
+
+async fn scan_loop(routes: Arc<RouteInfoManager>, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        routes.scan_not_active_brokers(Instant::now());
+    }
+}

@@ -5,7 +5,7 @@
 //! - [`serialize`]: the two header encodings, JSON (fastjson's exact output) and ROCKETMQ binary;
 //! - [`command`]: the command itself; [`code`]: request and response codes;
 //! - [`header`]: typed custom headers <-> `extFields`; [`fastjson`]: JSON bodies with Java's quirks;
-//!   [`properties`]: Java `Properties` text (config bodies and config files);
+//!   [`properties`]: Java `Properties` text; [`config`]: config structs keyed like Java's;
 //! - [`server`]: accept loop, per-connection reader and writer, processor registry with bounded
 //!   business pools; [`client`]: sync, async and oneway calls over cached connections.
 
@@ -13,11 +13,13 @@ pub mod client;
 pub mod code;
 pub mod codec;
 pub mod command;
+pub mod config;
 pub mod connection;
 pub mod fastjson;
 pub mod header;
 pub mod pool;
 pub mod properties;
+pub mod protocol;
 pub mod serialize;
 pub mod server;
 

@@ -50,7 +50,6 @@ public final class MqAdmin {
                 .heapMb(32, 128)
                 .shortLived()
                 .property("rocketmq.serialize.type", serializeType)
-                .property("rocketmq.namesrv.addr", namesrvAddress)
                 .args(all.toArray(new String[0]))
                 .toList())
             .output(home.dir().resolve(tag + ".out"), home.dir().resolve(tag + ".err"))

@@ -1,0 +1,41 @@
+//! The wire types of the protocol: typed request/response headers and JSON bodies, as the Java
+//! classes of the same names put them on the wire. Behaviour lives in the crates that serve them.
+//!
+//! Body structs declare their fields in alphabetical order because fastjson sorts keys; serde
+//! then writes them in the same order Java does.
+
+pub mod body;
+pub mod namesrv;
+pub mod register;
+pub mod route;
+pub mod topic;
+
+/// Topic permission bits (Java `PermName`).
+pub mod perm {
+    pub const PRIORITY: i32 = 8;
+    pub const READ: i32 = 4;
+    pub const WRITE: i32 = 2;
+    pub const INHERIT: i32 = 1;
+
+    pub fn is_writeable(perm: i32) -> bool {
+        perm & WRITE != 0
+    }
+
+    pub fn is_readable(perm: i32) -> bool {
+        perm & READ != 0
+    }
+}
+
+/// Topic sys-flag bits (Java `TopicSysFlag`).
+pub mod topic_sys_flag {
+    pub const UNIT: i32 = 0x1;
+    pub const UNIT_SUB: i32 = 0x2;
+
+    pub fn has_unit(flag: i32) -> bool {
+        flag & UNIT != 0
+    }
+
+    pub fn has_unit_sub(flag: i32) -> bool {
+        flag & UNIT_SUB != 0
+    }
+}

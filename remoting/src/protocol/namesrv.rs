@@ -1,0 +1,99 @@
+//! Headers of the name-server codes.
+
+use crate::command_header;
+
+command_header! {
+    /// REGISTER_BROKER request.
+    pub struct RegisterBrokerRequestHeader {
+        pub broker_name: String => "brokerName",
+        pub broker_addr: String => "brokerAddr",
+        pub cluster_name: String => "clusterName",
+        pub ha_server_addr: String => "haServerAddr",
+        pub broker_id: i64 => "brokerId",
+        pub heartbeat_timeout_millis: Option<i64> => "heartbeatTimeoutMillis",
+        pub enable_acting_master: Option<bool> => "enableActingMaster",
+        pub compressed: Option<bool> => "compressed",
+        pub body_crc32: Option<i32> => "bodyCrc32",
+    }
+}
+
+command_header! {
+    /// REGISTER_BROKER response.
+    pub struct RegisterBrokerResponseHeader {
+        pub ha_server_addr: Option<String> => "haServerAddr",
+        pub master_addr: Option<String> => "masterAddr",
+    }
+}
+
+command_header! {
+    /// UNREGISTER_BROKER and QUERY_DATA_VERSION requests.
+    pub struct BrokerIdentityHeader {
+        pub broker_name: String => "brokerName",
+        pub broker_addr: String => "brokerAddr",
+        pub cluster_name: String => "clusterName",
+        pub broker_id: i64 => "brokerId",
+    }
+}
+
+command_header! {
+    /// BROKER_HEARTBEAT request (5.x).
+    pub struct BrokerHeartbeatRequestHeader {
+        pub cluster_name: String => "clusterName",
+        pub broker_addr: String => "brokerAddr",
+        pub broker_name: String => "brokerName",
+    }
+}
+
+command_header! {
+    /// GET_ROUTEINFO_BY_TOPIC request.
+    pub struct GetRouteInfoRequestHeader {
+        pub topic: String => "topic",
+        pub accept_standard_json_only: Option<bool> => "acceptStandardJsonOnly",
+    }
+}
+
+command_header! {
+    /// DELETE_TOPIC_IN_NAMESRV request.
+    pub struct DeleteTopicFromNamesrvRequestHeader {
+        pub topic: String => "topic",
+        pub cluster_name: Option<String> => "clusterName",
+    }
+}
+
+command_header! {
+    /// GET_TOPICS_BY_CLUSTER request.
+    pub struct GetTopicsByClusterRequestHeader {
+        pub cluster: String => "cluster",
+    }
+}
+
+command_header! {
+    /// WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER requests.
+    pub struct BrokerNameHeader {
+        pub broker_name: String => "brokerName",
+    }
+}
+
+command_header! {
+    /// PUT_KV_CONFIG request.
+    pub struct PutKvConfigRequestHeader {
+        pub namespace: String => "namespace",
+        pub key: String => "key",
+        pub value: String => "value",
+    }
+}
+
+command_header! {
+    /// GET_KV_CONFIG and DELETE_KV_CONFIG requests.
+    pub struct KvConfigKeyHeader {
+        pub namespace: String => "namespace",
+        pub key: String => "key",
+    }
+}
+
+command_header! {
+    /// GET_KVLIST_BY_NAMESPACE request.
+    pub struct NamespaceHeader {
+        pub namespace: String => "namespace",
+    }
+}
