@@ -277,12 +277,19 @@ func (p *proc) stop(t *testing.T) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-		t.Logf("%s: stopped by SIGTERM in %v", p.name, time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: stopped by SIGTERM in %v (%v)", p.name, time.Since(start).Round(time.Millisecond), exitStatus(p.waitErr))
 	case <-time.After(p.grace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		t.Logf("%s: did not exit within %v of SIGTERM; killed", p.name, p.grace)
 	}
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 func (p *proc) dumpLogs(t *testing.T) {
@@ -332,6 +339,21 @@ func waitTCP(t *testing.T, p *proc, addr string, timeout time.Duration) {
 	}
 }
 
+// testDir is t.TempDir(), or a directory that is kept after the test when RMQ_KEEP_TMP
+// is set (to read the processes' logs afterwards).
+func testDir(t *testing.T, what string) string {
+	t.Helper()
+	if os.Getenv("RMQ_KEEP_TMP") == "" {
+		return t.TempDir()
+	}
+	d, err := os.MkdirTemp("", "gocompat-"+what+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RMQ_KEEP_TMP: keeping %s", d)
+	return d
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -375,7 +397,7 @@ func startNameServer(t *testing.T) *nameServer {
 		t.Fatalf("RMQ_NAMESRV=%q: use java (the Java name server) or leave it unset (our mqnamesrv)", kind)
 	}
 
-	dir := t.TempDir()
+	dir := testDir(t, "namesrv")
 	port := freePortBlock(t, 0, 0)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	conf := filepath.Join(dir, "namesrv.conf")
@@ -438,7 +460,7 @@ func startBroker(t *testing.T, version, nsAddr string) *broker {
 	t.Helper()
 	cp := classpath(t, "rocketmq-broker", version)
 	java := javaBin(t)
-	dir := t.TempDir()
+	dir := testDir(t, "broker")
 	// The broker binds listenPort-2 (fast/VIP channel), listenPort and listenPort+1 (HA).
 	port := freePortBlock(t, 2, 1)
 	b := &broker{
