@@ -9,7 +9,7 @@ use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::command::{RemotingCommand, SerializeType};
-use crate::serialize::{self, HeaderDecodeError};
+use crate::serialize::{self, HeaderDecodeError, HeaderEncodeError};
 
 /// Java's default `com.rocketmq.remoting.frameMaxLength`: the largest frame, length prefix included.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
@@ -34,6 +34,8 @@ pub enum CodecError {
     HeaderTooLarge { header_bytes: usize },
     #[error(transparent)]
     Header(#[from] HeaderDecodeError),
+    #[error(transparent)]
+    Encode(#[from] HeaderEncodeError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -125,7 +127,10 @@ impl Encoder<&RemotingCommand> for RemotingCodec {
     fn encode(&mut self, cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), CodecError> {
         let start = dst.len();
         dst.put_u64(0); // length and header-length word, filled in below
-        serialize::encode_header(cmd, dst);
+        if let Err(e) = serialize::encode_header(cmd, dst) {
+            dst.truncate(start);
+            return Err(e.into());
+        }
         let header_bytes = dst.len() - start - 8;
         if header_bytes > MAX_HEADER_BYTES {
             dst.truncate(start);
@@ -206,6 +211,15 @@ mod tests {
     fn header_longer_than_frame_is_an_error() {
         let mut buf = BytesMut::from(&[0, 0, 0, 8, 0, 0, 0, 9, b'{', b'}', 0, 0][..]);
         assert!(matches!(RemotingCodec::default().decode(&mut buf), Err(CodecError::HeaderTooLong { .. })));
+    }
+
+    #[test]
+    fn binary_encoding_refuses_keys_its_length_field_cannot_hold() {
+        let cmd = RemotingCommand::request(RequestCode::SEND_MESSAGE_V2)
+            .with_ext("k".repeat(40_000), "v")
+            .with_serialize_type(SerializeType::RocketMq);
+        assert!(matches!(encode_frame(&cmd), Err(CodecError::Encode(_))));
+        assert!(encode_frame(&cmd.with_serialize_type(SerializeType::Json)).is_ok());
     }
 
     #[test]

@@ -7,6 +7,12 @@ use bytes::{BufMut, BytesMut};
 use super::HeaderDecodeError;
 use crate::command::{ExtFields, LanguageCode, RemotingCommand};
 
+/// Whether `cmd` fits the binary layout: ext keys carry an i16 length. Java truncates the length
+/// silently and sends a corrupt frame; we refuse to encode instead.
+pub fn longest_unencodable_key(cmd: &RemotingCommand) -> Option<usize> {
+    cmd.ext_fields.iter().flatten().map(|(k, _)| k.len()).find(|len| *len > i16::MAX as usize)
+}
+
 pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
     // Java writes code and version as shorts: larger values are truncated, as on the Java side.
     out.put_i16(cmd.code as i16);

@@ -71,20 +71,34 @@ pub fn write_json_string(out: &mut String, value: &str) {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JsonHeader {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i32")]
     code: i32,
     #[serde(default)]
     language: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i32")]
     version: i32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i32")]
     opaque: i32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i32")]
     flag: i32,
     #[serde(default)]
     remark: Option<String>,
     #[serde(default)]
     ext_fields: Option<serde_json::Map<String, Value>>,
+}
+
+/// fastjson reads an int member from null (the default), a decimal (truncated) or a numeric
+/// string; anything else is an error.
+fn lenient_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+    use serde::de::Error;
+    let v = Value::deserialize(d)?;
+    let n = match &v {
+        Value::Null => return Ok(0),
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    n.and_then(|n| i32::try_from(n).ok()).ok_or_else(|| D::Error::custom(format!("not an int: {v}")))
 }
 
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
@@ -106,7 +120,12 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
 fn language_of(v: &Value) -> LanguageCode {
     match v {
         Value::String(name) => LanguageCode::from_name(name).unwrap_or(LanguageCode::OTHER),
-        Value::Number(n) => n.as_u64().and_then(|n| u8::try_from(n).ok()).map(LanguageCode).unwrap_or(LanguageCode::OTHER),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| u8::try_from(n).ok())
+            .map(LanguageCode)
+            .filter(|code| LanguageCode::from_name(code.name()) == Some(*code))
+            .unwrap_or(LanguageCode::OTHER),
         _ => LanguageCode::OTHER,
     }
 }
@@ -129,6 +148,13 @@ mod tests {
         let mut s = String::new();
         write_json_string(&mut s, "a\"b\\c\u{1}\u{2}\n\u{7f}é");
         assert_eq!(s, r#""a\"b\\c\u0001\u0002\n\u007Fé""#);
+    }
+
+    #[test]
+    fn reads_int_members_as_leniently_as_fastjson() {
+        let cmd = decode(br#"{"code":1.0,"opaque":null,"flag":"1","version":"409","language":200}"#).unwrap();
+        assert_eq!((cmd.code, cmd.opaque, cmd.flag, cmd.version, cmd.language), (1, 0, 1, 409, LanguageCode::OTHER));
+        assert!(decode(br#"{"code":[1]}"#).is_err());
     }
 
     #[test]

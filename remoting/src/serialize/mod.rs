@@ -32,10 +32,22 @@ pub fn decode_header(serialize_type: SerializeType, header: &[u8]) -> Result<Rem
     Ok(cmd)
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderEncodeError {
+    #[error("ext field key of {key_bytes} bytes does not fit the binary header's 16-bit key length")]
+    KeyTooLong { key_bytes: usize },
+}
+
 /// Appends the header of `cmd`, in its serialize type, to `out`.
-pub fn encode_header(cmd: &RemotingCommand, out: &mut BytesMut) {
+pub fn encode_header(cmd: &RemotingCommand, out: &mut BytesMut) -> Result<(), HeaderEncodeError> {
     match cmd.serialize_type {
         SerializeType::Json => json::encode(cmd, out),
-        SerializeType::RocketMq => binary::encode(cmd, out),
+        SerializeType::RocketMq => {
+            if let Some(key_bytes) = binary::longest_unencodable_key(cmd) {
+                return Err(HeaderEncodeError::KeyTooLong { key_bytes });
+            }
+            binary::encode(cmd, out)
+        }
     }
+    Ok(())
 }

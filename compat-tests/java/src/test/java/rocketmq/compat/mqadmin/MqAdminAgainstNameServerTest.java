@@ -212,8 +212,7 @@ class MqAdminAgainstNameServerTest {
             assertTrue(persistedConfigText().contains("orderMessageEnable=true"),
                 "the change is persisted: " + persistedConfigText());
 
-            MqAdminRun back = mqadmin.run("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "false");
-            assertSucceeded(back);
+            probe.updateConfig("orderMessageEnable", "false");
             assertEquals("false", probe.config().getProperty("orderMessageEnable"), "GET_NAMESRV_CONFIG after reset");
         });
     }
@@ -227,38 +226,49 @@ class MqAdminAgainstNameServerTest {
                 MqAdminRun run = mqadmin.run("updateNamesrvConfig", "-k", key, "-v", evil.toString());
                 assertFalse(run.stdout().contains("success"), "must not report success" + run.describe());
                 assertTrue(run.stderr().contains("UpdateNamesrvConfigCommand command failed"), run.describe());
-                assertTrue(run.stderr().contains("CODE: 16  DESC: Can not update config in black list."),
-                    "NO_PERMISSION with Java's remark" + run.describe());
+                // 5.x name server: "Can not update config in black list."; 4.9: "Can not update config path"
+                assertTrue(run.stderr().contains("CODE: 16  DESC: Can not update config in black list.")
+                        || run.stderr().contains("CODE: 16  DESC: Can not update config path"),
+                    "NO_PERMISSION with a remark of Java's" + run.describe());
             }
             assertEquals(namesrv.kvConfigPath().toString(), probe.config().getProperty("kvConfigPath"));
             assertFalse(Files.exists(evil), "nothing written to " + evil);
         });
     }
 
+    /**
+     * Java's name server clears only the write bit on wipe, but sets the perm to exactly read|write (6) on
+     * add, so a topic that had the inherit bit (TBW102: 7) comes back as 6.
+     */
     @Test
     @Order(10)
-    void wipeWritePermTakesTheWriteBitAwayAndAddWritePermGivesItBack() {
+    void wipeWritePermTakesTheWriteBitAwayAndAddWritePermSetsReadWrite() {
         eachTools.inTurn("wipeWritePerm / addWritePerm", mqadmin -> {
-            Pattern wiped = Pattern.compile(Pattern.quote("wipe write perm of broker[" + BROKER + "] in name server["
-                + namesrv.address() + "] OK, ") + "(\\d+)");
+            int before = defaultTopicPerm();
+            assertTrue((before & 2) != 0, "TBW102 writable before wipeWritePerm, perm " + before);
+
             MqAdminRun wipe = mqadmin.run("wipeWritePerm", "-b", BROKER);
             assertSucceeded(wipe);
-            Matcher w = wiped.matcher(wipe.stdout());
-            assertTrue(w.find() && Integer.parseInt(w.group(1)) > 0, "wiped topic count > 0" + wipe.describe());
-            assertEquals(5, defaultTopicPerm(), "TBW102 perm after wipeWritePerm (7 without the write bit 2)");
+            assertTopicCount("wipe", wipe);
+            assertEquals(before & ~2, defaultTopicPerm(), "TBW102 perm after wipeWritePerm (" + before + " without the write bit 2)");
             MqAdminRun routeAfterWipe = mqadmin.run("topicRoute", "-t", DEFAULT_TOPIC);
-            assertTrue(compact(routeAfterWipe.stdout()).contains("\"perm\":5"), routeAfterWipe.describe());
+            assertTrue(compact(routeAfterWipe.stdout()).contains("\"perm\":" + (before & ~2)), routeAfterWipe.describe());
 
-            Pattern added = Pattern.compile(Pattern.quote("add write perm of broker[" + BROKER + "] in name server["
-                + namesrv.address() + "] OK, ") + "(\\d+)");
             MqAdminRun add = mqadmin.run("addWritePerm", "-b", BROKER);
             assertSucceeded(add);
-            Matcher a = added.matcher(add.stdout());
-            assertTrue(a.find() && Integer.parseInt(a.group(1)) > 0, "added topic count > 0" + add.describe());
-            assertEquals(7, defaultTopicPerm(), "TBW102 perm after addWritePerm");
+            assertTopicCount("add", add);
+            assertEquals(6, defaultTopicPerm(), "TBW102 perm after addWritePerm (read|write)");
             MqAdminRun routeAfterAdd = mqadmin.run("topicRoute", "-t", DEFAULT_TOPIC);
-            assertTrue(compact(routeAfterAdd.stdout()).contains("\"perm\":7"), routeAfterAdd.describe());
+            assertTrue(compact(routeAfterAdd.stdout()).contains("\"perm\":6"), routeAfterAdd.describe());
         });
+    }
+
+    /** "wipe|add write perm of broker[B] in name server[NS] OK, N" with N &gt; 0 topics changed. */
+    private void assertTopicCount(String verb, MqAdminRun run) {
+        Pattern line = Pattern.compile(Pattern.quote(verb + " write perm of broker[" + BROKER + "] in name server["
+            + namesrv.address() + "] OK, ") + "(\\d+)");
+        Matcher m = line.matcher(run.stdout());
+        assertTrue(m.find() && Integer.parseInt(m.group(1)) > 0, verb + " topic count > 0" + run.describe());
     }
 
     private int defaultTopicPerm() throws Exception {

@@ -55,6 +55,13 @@ public final class NamesrvProbe implements AutoCloseable {
         return all.get(address);
     }
 
+    /** UPDATE_NAMESRV_CONFIG (318) of one key. */
+    public void updateConfig(String key, String value) throws Exception {
+        Properties properties = new Properties();
+        properties.setProperty(key, value);
+        api.updateNameServerConfig(properties, List.of(address), TIMEOUT_MILLIS);
+    }
+
     /** The response code of a failed call, or -1 if it did not fail with a server-side code. */
     public static int responseCode(Exception e) {
         return e instanceof MQClientException ? ((MQClientException) e).getResponseCode() : -1;
