@@ -48,6 +48,14 @@ java_config! {
         pub server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
         pub server_pooled_byte_buf_allocator_enable: bool = "serverPooledByteBufAllocatorEnable" => true,
         pub use_epoll_native_selector: bool = "useEpollNativeSelector" => false,
+        pub server_socket_snd_buf_size: usize = "serverSocketSndBufSize" => 0,
+        pub server_socket_rcv_buf_size: usize = "serverSocketRcvBufSize" => 0,
+        pub write_buffer_high_water_mark: usize = "writeBufferHighWaterMark" => 0,
+        pub write_buffer_low_water_mark: usize = "writeBufferLowWaterMark" => 0,
+        pub server_socket_backlog: usize = "serverSocketBacklog" => 1024,
+        pub server_netty_worker_group_enable: bool = "serverNettyWorkerGroupEnable" => true,
+        pub enable_shutdown_gracefully: bool = "enableShutdownGracefully" => false,
+        pub shutdown_wait_time_seconds: u64 = "shutdownWaitTimeSeconds" => 30,
         pub max_frame_bytes: usize = "frameMaxLength" => remoting::codec::DEFAULT_MAX_FRAME_BYTES,
     }
 }

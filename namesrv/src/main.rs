@@ -30,6 +30,8 @@ fn load_config(args: &Args) -> anyhow::Result<NamesrvConfig> {
         for key in unknown {
             tracing::warn!(key, "unknown config key ignored");
         }
+        // As Java's NamesrvStartup: runtime config updates are persisted back into the -c file.
+        config.config_store_path = path.to_string_lossy().into_owned();
         println!("load config properties file OK, {}", path.display());
     }
     Ok(config)

@@ -22,6 +22,9 @@ use crate::route_info::{BrokerIdentity, Registration, RouteInfoManager};
 /// The namespace whose entries are the order-topic configs handed to brokers and routes.
 pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
+/// What Java appends to the TOPIC_NOT_EXIST remark (`FAQUrl.suggestTodo`); clients show it.
+const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+
 /// Brokers older than this send a bare `TopicConfigSerializeWrapper` (Java `V3_0_11`).
 const VERSION_3_0_11: i32 = 37;
 /// Requesters from this version on get standard JSON routes (Java `V4_9_4`).
@@ -202,7 +205,7 @@ impl NamesrvProcessor {
         let Some(mut route) = self.routes.pickup_topic_route(&h.topic) else {
             return Err(ProcessError::new(
                 ResponseCode::TOPIC_NOT_EXIST,
-                format!("No topic route info in name server for the topic: {}", h.topic),
+                format!("No topic route info in name server for the topic: {}{}", h.topic, FAQ_SUFFIX),
             ));
         };
         if order_enabled {

@@ -133,6 +133,24 @@ abstract class JavaBrokerWithNameServerTest {
         assertRouteLeadsToTheBroker(probe.route(topic));
     }
 
+    /** Last: stops the broker (unregistration, or failing that its closed connection, must drop it). */
+    @Test
+    @Order(99)
+    void brokerAndItsRoutesDisappearWhenTheBrokerStops() {
+        awaitRegistration();
+        broker.close();
+        ClusterInfo info = Await.until("broker " + broker.brokerName() + " gone from the cluster info",
+            REGISTER_TIMEOUT, probe::clusterInfo,
+            ci -> ci.getBrokerAddrTable() == null || !ci.getBrokerAddrTable().containsKey(broker.brokerName()),
+            () -> namesrv.describe(40) + "\n" + broker.describe(40));
+        Set<String> brokersOfCluster = info.getClusterAddrTable() == null ? null : info.getClusterAddrTable().get(CLUSTER);
+        assertTrue(brokersOfCluster == null || !brokersOfCluster.contains(broker.brokerName()),
+            "cluster -> broker names: " + info.getClusterAddrTable());
+        Exception e = assertThrows(Exception.class, () -> probe.route("TBW102"),
+            "a topic served by no broker must have no route");
+        assertEquals(17, NamesrvProbe.responseCode(e), "expected 17 TOPIC_NOT_EXIST, got " + e);
+    }
+
     private void assertRouteLeadsToTheBroker(TopicRouteData route) {
         assertFalse(route.getBrokerDatas().isEmpty(), "no broker data in " + route);
         BrokerData data = route.getBrokerDatas().stream()

@@ -3,12 +3,10 @@ package rocketmq.compat.mqadmin;
 import static org.junit.jupiter.api.Assertions.assertAll;
 
 import java.util.List;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.function.Executable;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.function.ThrowingConsumer;
 
 /**
@@ -26,27 +24,15 @@ public final class EachTools {
     public void concurrently(String what, ThrowingConsumer<MqAdmin> scenario) {
         ExecutorService pool = Executors.newFixedThreadPool(tools.size());
         try {
-            List<Future<?>> futures = tools.stream()
-                .map(t -> pool.submit(() -> {
-                    try {
-                        scenario.accept(t);
-                    } catch (Throwable e) {
-                        throw new ScenarioFailed(e);
-                    }
-                    return null;
-                }))
-                .<Future<?>>map(f -> f)
+            List<Future<Throwable>> outcomes = tools.stream()
+                .map(t -> pool.submit(() -> failureOf(scenario, t)))
                 .toList();
-            Stream<Executable> checks = futures.stream().map(f -> () -> {
-                MqAdmin t = tools.get(futures.indexOf(f));
-                try {
-                    f.get();
-                } catch (ExecutionException e) {
-                    Throwable cause = e.getCause() instanceof ScenarioFailed ? e.getCause().getCause() : e.getCause();
-                    throw labelled(t, cause);
+            assertAll(what, IntStream.range(0, tools.size()).mapToObj(i -> () -> {
+                Throwable failure = outcomes.get(i).get();
+                if (failure != null) {
+                    throw labelled(tools.get(i), failure);
                 }
-            });
-            assertAll(what, checks);
+            }));
         } finally {
             pool.shutdownNow();
         }
@@ -62,16 +48,18 @@ public final class EachTools {
         }));
     }
 
+    private static Throwable failureOf(ThrowingConsumer<MqAdmin> scenario, MqAdmin t) {
+        try {
+            scenario.accept(t);
+            return null;
+        } catch (Throwable e) {
+            return e;
+        }
+    }
+
     private static AssertionError labelled(MqAdmin t, Throwable e) {
         AssertionError error = new AssertionError("[mqadmin " + t.version() + "] " + e.getMessage(), e);
         error.setStackTrace(e.getStackTrace());
         return error;
-    }
-
-    /** Carries a scenario's throwable out of the pool. */
-    private static final class ScenarioFailed extends RuntimeException {
-        ScenarioFailed(Throwable cause) {
-            super(cause);
-        }
     }
 }

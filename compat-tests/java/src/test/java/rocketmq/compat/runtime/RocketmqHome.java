@@ -8,8 +8,8 @@ import rocketmq.compat.harness.ChildProcess;
 import rocketmq.compat.harness.JavaCommand;
 
 /**
- * A temp folder that a RocketMQ process uses as HOME, user.home and ROCKETMQ_HOME (logs, stores and
- * config files stay inside it). It holds the conf/logback_*.xml files the 4.9 start classes insist on
+ * A temp folder that a RocketMQ process uses as HOME, user.home, ROCKETMQ_HOME and java.io.tmpdir
+ * (logs, stores and config files stay inside it). It holds the conf/logback_*.xml files the 4.9 start classes insist on
  * loading from ROCKETMQ_HOME; they log warnings and errors to the process output. Plain logback (on
  * every classpath resolve-runtime.sh writes) is pointed at a quiet config too, or third-party libraries
  * of the 5.x line log at DEBUG.
@@ -35,6 +35,7 @@ public final class RocketmqHome {
     public static RocketmqHome create(Path dir) {
         try {
             Files.createDirectories(dir.resolve("conf"));
+            Files.createDirectories(dir.resolve("tmp"));
             Files.writeString(dir.resolve("conf/logback_broker.xml"), LOGBACK.formatted("System.out", "WARN"));
             Files.writeString(dir.resolve("conf/logback_namesrv.xml"), LOGBACK.formatted("System.out", "WARN"));
             Files.writeString(dir.resolve("conf/logback_tools.xml"), LOGBACK.formatted("System.err", "ERROR"));
@@ -52,7 +53,9 @@ public final class RocketmqHome {
     public JavaCommand applyTo(JavaCommand command) {
         return command.property("user.home", dir.toString())
             .property("rocketmq.home.dir", dir.toString())
-            .property("logback.configurationFile", dir.resolve("conf/logback_default.xml").toString());
+            .property("logback.configurationFile", dir.resolve("conf/logback_default.xml").toString())
+            // Netty's self-signed TLS certificates and the like land here, not in the shared /tmp
+            .property("java.io.tmpdir", dir.resolve("tmp").toString());
     }
 
     public ChildProcess.Builder applyTo(ChildProcess.Builder builder) {
