@@ -1,1 +1,19 @@
-//! The `store` crate: not built yet (see ARCHITECTURE.md). It holds nothing but its name.
+//! The RocketMQ message store, in Java's file formats.
+//!
+//! Layers, bottom up: [`message`] (the commit-log record, properties, ids); [`mapped_file`] and
+//! [`mapped_file_queue`] (mmap segments named by offset); [`commit_log`] (append, roll, flush);
+//! [`consume_queue`] (20-byte units per topic and queue); [`index`] (lookup by key);
+//! [`checkpoint`]; recovery; and [`store::MessageStore`], which owns them all and runs the
+//! dispatcher and flush threads.
+
+pub mod checkpoint;
+pub mod commit_log;
+pub mod config;
+pub mod consume_queue;
+pub mod index;
+mod lock;
+pub mod mapped_file;
+pub mod mapped_file_queue;
+pub mod message;
+mod recovery;
+pub mod store;

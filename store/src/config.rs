@@ -1,0 +1,170 @@
+//! `MessageStoreConfig`: the store's keys of `broker.conf`, with Java's names and defaults.
+
+use std::path::PathBuf;
+
+use remoting::config::ConfigValue;
+use remoting::java_config;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushDiskType {
+    SyncFlush,
+    AsyncFlush,
+}
+
+impl ConfigValue for FlushDiskType {
+    const EXPECTED: &'static str = "flush type (SYNC_FLUSH or ASYNC_FLUSH)";
+    fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "SYNC_FLUSH" => Some(FlushDiskType::SyncFlush),
+            "ASYNC_FLUSH" => Some(FlushDiskType::AsyncFlush),
+            _ => None,
+        }
+    }
+    fn to_text(&self) -> String {
+        match self {
+            FlushDiskType::SyncFlush => "SYNC_FLUSH",
+            FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+        }
+        .to_owned()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BrokerRole {
+    AsyncMaster,
+    SyncMaster,
+    Slave,
+}
+
+impl ConfigValue for BrokerRole {
+    const EXPECTED: &'static str = "broker role (ASYNC_MASTER, SYNC_MASTER or SLAVE)";
+    fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "ASYNC_MASTER" => Some(BrokerRole::AsyncMaster),
+            "SYNC_MASTER" => Some(BrokerRole::SyncMaster),
+            "SLAVE" => Some(BrokerRole::Slave),
+            _ => None,
+        }
+    }
+    fn to_text(&self) -> String {
+        match self {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
+        }
+        .to_owned()
+    }
+}
+
+fn default_root() -> String {
+    PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| ".".into())).join("store").to_string_lossy().into_owned()
+}
+
+java_config! {
+    pub struct MessageStoreConfig {
+        pub store_path_root_dir: String = "storePathRootDir" => default_root(),
+        /// Empty means `<storePathRootDir>/commitlog`.
+        pub store_path_commit_log: String = "storePathCommitLog" => String::new(),
+        pub mapped_file_size_commit_log: usize = "mappedFileSizeCommitLog" => 1024 * 1024 * 1024,
+        pub mapped_file_size_consume_queue: usize = "mappedFileSizeConsumeQueue" => 300_000 * 20,
+        pub flush_interval_commit_log_ms: u64 = "flushIntervalCommitLog" => 500,
+        pub commit_interval_commit_log_ms: u64 = "commitIntervalCommitLog" => 200,
+        pub flush_commit_log_timed: bool = "flushCommitLogTimed" => true,
+        pub flush_interval_consume_queue_ms: u64 = "flushIntervalConsumeQueue" => 1000,
+        pub clean_resource_interval_ms: u64 = "cleanResourceInterval" => 10_000,
+        pub delete_when: String = "deleteWhen" => "04".to_owned(),
+        pub disk_max_used_space_ratio: u32 = "diskMaxUsedSpaceRatio" => 75,
+        pub file_reserved_time_hours: u64 = "fileReservedTime" => 72,
+        pub max_message_size: usize = "maxMessageSize" => 4 * 1024 * 1024,
+        pub check_crc_on_recover: bool = "checkCRCOnRecover" => true,
+        pub flush_commit_log_least_pages: usize = "flushCommitLogLeastPages" => 4,
+        pub commit_commit_log_least_pages: usize = "commitCommitLogLeastPages" => 4,
+        pub flush_least_pages_when_warm_mapped_file: usize = "flushLeastPagesWhenWarmMapedFile" => 1024 / 4 * 16,
+        pub flush_consume_queue_least_pages: usize = "flushConsumeQueueLeastPages" => 2,
+        pub flush_commit_log_thorough_interval_ms: u64 = "flushCommitLogThoroughInterval" => 10_000,
+        pub commit_commit_log_thorough_interval_ms: u64 = "commitCommitLogThoroughInterval" => 200,
+        pub flush_consume_queue_thorough_interval_ms: u64 = "flushConsumeQueueThoroughInterval" => 60_000,
+        pub max_transfer_bytes_on_message_in_memory: usize = "maxTransferBytesOnMessageInMemory" => 256 * 1024,
+        pub max_transfer_count_on_message_in_memory: usize = "maxTransferCountOnMessageInMemory" => 32,
+        pub max_transfer_bytes_on_message_in_disk: usize = "maxTransferBytesOnMessageInDisk" => 64 * 1024,
+        pub max_transfer_count_on_message_in_disk: usize = "maxTransferCountOnMessageInDisk" => 8,
+        pub access_message_in_memory_max_ratio: u32 = "accessMessageInMemoryMaxRatio" => 40,
+        pub message_index_enable: bool = "messageIndexEnable" => true,
+        pub max_hash_slot_num: usize = "maxHashSlotNum" => 5_000_000,
+        pub max_index_num: usize = "maxIndexNum" => 5_000_000 * 4,
+        pub max_msgs_num_batch: usize = "maxMsgsNumBatch" => 64,
+        pub message_index_safe: bool = "messageIndexSafe" => false,
+        pub ha_listen_port: u16 = "haListenPort" => 10912,
+        pub broker_role: BrokerRole = "brokerRole" => BrokerRole::AsyncMaster,
+        pub flush_disk_type: FlushDiskType = "flushDiskType" => FlushDiskType::AsyncFlush,
+        pub sync_flush_timeout_ms: u64 = "syncFlushTimeout" => 5000,
+        pub message_delay_level: String = "messageDelayLevel" => "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_owned(),
+        pub warm_mapped_file_enable: bool = "warmMapedFileEnable" => false,
+        pub default_query_max_num: usize = "defaultQueryMaxNum" => 32,
+        pub transient_store_pool_enable: bool = "transientStorePoolEnable" => false,
+        pub transient_store_pool_size: usize = "transientStorePoolSize" => 5,
+        pub fast_fail_if_no_buffer_in_store_pool: bool = "fastFailIfNoBufferInStorePool" => false,
+    }
+}
+
+impl MessageStoreConfig {
+    pub fn root_dir(&self) -> PathBuf {
+        PathBuf::from(&self.store_path_root_dir)
+    }
+
+    pub fn commit_log_dir(&self) -> PathBuf {
+        if self.store_path_commit_log.is_empty() {
+            self.root_dir().join("commitlog")
+        } else {
+            PathBuf::from(&self.store_path_commit_log)
+        }
+    }
+
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.root_dir().join("consumequeue")
+    }
+
+    pub fn index_dir(&self) -> PathBuf {
+        self.root_dir().join("index")
+    }
+
+    /// Java's rule: the transient pool only serves an asynchronously flushed master.
+    pub fn transient_store_pool_in_use(&self) -> bool {
+        self.transient_store_pool_enable
+            && self.flush_disk_type == FlushDiskType::AsyncFlush
+            && self.broker_role != BrokerRole::Slave
+    }
+
+    /// Delay per level (index 0 = level 1) in milliseconds, parsed from `messageDelayLevel`.
+    pub fn delay_levels_ms(&self) -> Vec<u64> {
+        self.message_delay_level
+            .split_whitespace()
+            .filter_map(|level| {
+                let (num, unit) = level.split_at(level.find(|c: char| !c.is_ascii_digit())?);
+                let n: u64 = num.parse().ok()?;
+                Some(n * match unit {
+                    "s" => 1000,
+                    "m" => 60_000,
+                    "h" => 3_600_000,
+                    "d" => 86_400_000,
+                    _ => return None,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_delay_levels_match_java() {
+        let c = MessageStoreConfig::default();
+        assert_eq!(c.delay_levels_ms().len(), 18);
+        assert_eq!(c.delay_levels_ms()[4], 60_000);
+        assert_eq!(c.delay_levels_ms()[17], 7_200_000);
+        assert!(!c.transient_store_pool_in_use());
+        assert_eq!(c.commit_log_dir(), c.root_dir().join("commitlog"));
+    }
+}

@@ -1,0 +1,67 @@
+//! The properties string: `name 0x01 value 0x02 ...`. Java 4.9.1–5.1.4 drop the final 0x02,
+//! others keep it; both parse. A pair is kept only when name and value are both non-empty, and a
+//! later duplicate wins, as in Java's `string2messageProperties`.
+
+use indexmap::IndexMap;
+
+pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
+pub const PROPERTY_SEPARATOR: char = '\u{2}';
+
+pub const KEYS: &str = "KEYS";
+pub const TAGS: &str = "TAGS";
+pub const UNIQ_KEY: &str = "UNIQ_KEY";
+pub const WAIT: &str = "WAIT";
+pub const DELAY: &str = "DELAY";
+pub const REAL_TOPIC: &str = "REAL_TOPIC";
+pub const REAL_QID: &str = "REAL_QID";
+
+pub fn parse(s: &str) -> IndexMap<String, String> {
+    let mut map = IndexMap::new();
+    for pair in s.split(PROPERTY_SEPARATOR) {
+        if let Some((name, value)) = pair.split_once(NAME_VALUE_SEPARATOR) {
+            if !name.is_empty() && !value.is_empty() {
+                map.insert(name.to_owned(), value.to_owned());
+            }
+        }
+    }
+    map
+}
+
+/// Serializes with a trailing separator, as Java ≥ 5.2 and Go do.
+pub fn serialize<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut out = String::new();
+    for (name, value) in entries {
+        out.push_str(name);
+        out.push(NAME_VALUE_SEPARATOR);
+        out.push_str(value);
+        out.push(PROPERTY_SEPARATOR);
+    }
+    out
+}
+
+/// Looks one property up without building the map (the hot path reads TAGS, KEYS, UNIQ_KEY).
+pub fn get<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+    // Later duplicates win, so keep the last match.
+    s.split(PROPERTY_SEPARATOR)
+        .rev()
+        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
+        .find(|(n, v)| *n == name && !v.is_empty())
+        .map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_with_and_without_the_final_separator_and_drops_empty_pairs() {
+        for s in ["TAGS\u{1}A\u{2}KEYS\u{1}k1 k2", "TAGS\u{1}A\u{2}KEYS\u{1}k1 k2\u{2}", "X\u{1}\u{2}TAGS\u{1}A\u{2}\u{1}v\u{2}KEYS\u{1}k1 k2"] {
+            let map = parse(s);
+            assert_eq!(map.len(), 2, "{s:?}");
+            assert_eq!(map["TAGS"], "A");
+            assert_eq!(get(s, KEYS), Some("k1 k2"));
+        }
+        assert_eq!(get("A\u{1}1\u{2}A\u{1}2", "A"), Some("2"));
+        assert_eq!(serialize([("a", "1"), ("b", "2")]), "a\u{1}1\u{2}b\u{1}2\u{2}");
+    }
+}

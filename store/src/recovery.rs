@@ -1,0 +1,135 @@
+//! Recovery at open (Java `recoverNormally` / `recoverAbnormally`): find the end of the last whole
+//! record, cut everything after it (commit-log files past it, consume-queue units pointing past
+//! it), and decide where the dispatcher resumes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tracing::{info, warn};
+
+use crate::mapped_file::MappedFile;
+use crate::message::record::{decode_record, DecodedRecord, RecordAt, MAGIC_V1, MAGIC_V2};
+use crate::store::MessageStore;
+
+/// Recovers the store; returns the commit-log offset the dispatcher resumes from.
+pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> i64 {
+    let mut max_phy_of_cq = -1i64;
+    for cq in store.queues() {
+        cq.recover();
+        max_phy_of_cq = max_phy_of_cq.max(cq.max_physic_offset());
+    }
+    let files = store.commit_log.files().files();
+    if files.is_empty() {
+        // No commit log: nothing the queues point at exists.
+        for cq in store.queues() {
+            cq.destroy();
+        }
+        store.queues.write().clear();
+        return 0;
+    }
+    let check_crc = store.config.check_crc_on_recover;
+    let process_offset = if last_exit_ok {
+        let start = files.len().saturating_sub(3);
+        walk(&files[start..], check_crc, |_, _| {})
+    } else {
+        let start = abnormal_start(store, &files);
+        info!(file = %files[start].path().display(), "recovering after a crash: re-dispatching from here");
+        walk(&files[start..], check_crc, |record, offset| store.dispatch(record, offset))
+    };
+    info!(process_offset, max_phy_of_cq, "commit log recovered");
+
+    if max_phy_of_cq >= process_offset {
+        warn!(max_phy_of_cq, process_offset, "consume queues point past the commit log; truncating them");
+        for cq in store.queues() {
+            cq.truncate_to_phy(process_offset);
+        }
+    }
+    store.commit_log.files().truncate_to(process_offset as u64);
+    store.commit_log.set_flushed(process_offset as u64);
+
+    // Next queue offsets and corrected min offsets, as Java's recoverTopicQueueTable.
+    let min = store.commit_log.min_offset();
+    let mut offsets = HashMap::new();
+    for cq in store.queues() {
+        offsets.insert(format!("{}-{}", cq.topic(), cq.queue_id()), cq.max_offset());
+        cq.correct_min_offset(min);
+    }
+    store.commit_log.set_queue_offsets(offsets);
+
+    if last_exit_ok {
+        // The dispatcher catches up from what the queues already hold.
+        max_phy_of_cq.max(min).min(process_offset)
+    } else {
+        process_offset
+    }
+}
+
+/// Java's choice after a crash: scanning back from the last file, the first one whose first
+/// record is older than the checkpoint says everything was safely flushed.
+fn abnormal_start(store: &MessageStore, files: &[Arc<MappedFile>]) -> usize {
+    let min_timestamp = if store.config.message_index_enable && store.config.message_index_safe {
+        store.checkpoint.min_timestamp_index()
+    } else {
+        store.checkpoint.min_timestamp()
+    };
+    for (i, file) in files.iter().enumerate().rev() {
+        let Some(head) = file.raw(0, file.size().min(4096)) else { continue };
+        let magic = head.get(4..8).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        if magic != Some(MAGIC_V1) && magic != Some(MAGIC_V2) {
+            continue;
+        }
+        let Some(all) = file.raw(0, file.size()) else { continue };
+        if let Ok(RecordAt::Record(first)) = decode_record(all, false) {
+            if first.store_timestamp != 0 && first.store_timestamp <= min_timestamp {
+                return i;
+            }
+        }
+    }
+    0
+}
+
+/// A write cut short leaves zeros where the rest of the record should be. The body CRC does not
+/// cover the topic and properties, so check them: a whole record has a topic and ends with a
+/// non-zero byte (its last property character, the 0x02 separator, or the last topic character).
+fn tail_intact(record: &DecodedRecord<'_>, bytes: &[u8]) -> bool {
+    let size = record.store_size as usize;
+    !record.topic.is_empty() && size > 0 && bytes.get(size - 1).is_some_and(|b| *b != 0)
+}
+
+/// Walks records from the start of `files[0]`, calling `on_record` for each valid one, and
+/// returns the offset just past the last valid record.
+fn walk(files: &[Arc<MappedFile>], check_crc: bool, mut on_record: impl FnMut(&DecodedRecord<'_>, i64)) -> i64 {
+    let mut end = files.first().map_or(0, |f| f.from_offset() as i64);
+    for (i, file) in files.iter().enumerate() {
+        let Some(bytes) = file.raw(0, file.size()) else { break };
+        let mut pos = 0usize;
+        loop {
+            match decode_record(&bytes[pos..], check_crc) {
+                Ok(RecordAt::Record(record)) if !tail_intact(&record, &bytes[pos..]) => {
+                    warn!(offset = file.from_offset() as i64 + pos as i64, "recovery stops at a torn record");
+                    return end;
+                }
+                Ok(RecordAt::Record(record)) => {
+                    on_record(&record, file.from_offset() as i64 + pos as i64);
+                    pos += record.store_size as usize;
+                    end = file.from_offset() as i64 + pos as i64;
+                }
+                Ok(RecordAt::Blank) => {
+                    // End of this file; the next file (if any) continues.
+                    if i + 1 == files.len() {
+                        return end;
+                    }
+                    end = files[i + 1].from_offset() as i64;
+                    break;
+                }
+                Err(e) => {
+                    if !(pos < bytes.len() && bytes[pos..].iter().take(8).all(|b| *b == 0)) {
+                        warn!(offset = file.from_offset() as i64 + pos as i64, error = %e, "recovery stops at an invalid record");
+                    }
+                    return end;
+                }
+            }
+        }
+    }
+    end
+}

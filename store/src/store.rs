@@ -1,0 +1,633 @@
+//! `MessageStore` (Java `DefaultMessageStore`): opens a store directory, recovers it, appends,
+//! dispatches new commit-log records into consume queues and the index, serves reads, and shuts
+//! down leaving what a Java broker expects (flushed files, a current checkpoint, no abort file).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use tracing::{error, info, warn};
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::{CommitLog, PutMessageResult};
+use crate::config::{BrokerRole, MessageStoreConfig};
+use crate::consume_queue::{ConsumeQueue, CqUnit};
+use crate::index::{IndexConfig, IndexRecord, IndexService};
+use crate::lock::StoreLock;
+use crate::mapped_file_queue::LoadError;
+use crate::message::record::{decode_record, DecodedRecord, RecordAt, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE};
+use crate::message::{properties, tags_code, MessageToStore};
+use crate::recovery;
+
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("Lock failed, MQ already started: {0}")]
+    Locked(String),
+    #[error("index: {0}")]
+    Index(String),
+}
+
+pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
+    let what = what.into();
+    move |source| StoreError::Io { what, source }
+}
+
+/// Told about every message dispatched into a consume queue (long polling wakes on it).
+pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64, i64) + Send + Sync>;
+
+/// Java's `GetMessageStatus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GetMessageStatus {
+    Found,
+    NoMatchedMessage,
+    MessageWasRemoving,
+    OffsetFoundNull,
+    OffsetOverflowBadly,
+    OffsetOverflowOne,
+    OffsetTooSmall,
+    NoMatchedLogicQueue,
+    NoMessageInQueue,
+}
+
+impl GetMessageStatus {
+    /// The Java enum name (pull responses carry it as their remark).
+    pub fn name(self) -> &'static str {
+        match self {
+            GetMessageStatus::Found => "FOUND",
+            GetMessageStatus::NoMatchedMessage => "NO_MATCHED_MESSAGE",
+            GetMessageStatus::MessageWasRemoving => "MESSAGE_WAS_REMOVING",
+            GetMessageStatus::OffsetFoundNull => "OFFSET_FOUND_NULL",
+            GetMessageStatus::OffsetOverflowBadly => "OFFSET_OVERFLOW_BADLY",
+            GetMessageStatus::OffsetOverflowOne => "OFFSET_OVERFLOW_ONE",
+            GetMessageStatus::OffsetTooSmall => "OFFSET_TOO_SMALL",
+            GetMessageStatus::NoMatchedLogicQueue => "NO_MATCHED_LOGIC_QUEUE",
+            GetMessageStatus::NoMessageInQueue => "NO_MESSAGE_IN_QUEUE",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct GetMessageResult {
+    pub status: GetMessageStatus,
+    pub next_begin_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+    /// Each message's stored record bytes.
+    pub messages: Vec<Vec<u8>>,
+    /// Queue offset of each message.
+    pub queue_offsets: Vec<i64>,
+    pub buffer_total_size: usize,
+    pub suggest_pulling_from_slave: bool,
+}
+
+/// Messages found by key.
+#[derive(Clone, Debug, Default)]
+pub struct QueryMessageResult {
+    pub messages: Vec<Vec<u8>>,
+    pub index_last_update_timestamp: i64,
+    pub index_last_update_phyoffset: i64,
+}
+
+pub(crate) type QueueTable = RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>;
+
+pub struct MessageStore {
+    pub(crate) config: Arc<MessageStoreConfig>,
+    pub(crate) commit_log: Arc<CommitLog>,
+    pub(crate) queues: QueueTable,
+    pub(crate) checkpoint: Arc<Checkpoint>,
+    pub(crate) index: Option<Arc<IndexService>>,
+    reput_from: AtomicI64,
+    arrival: RwLock<Option<ArrivalListener>>,
+    running: AtomicBool,
+    reput_wake: (Mutex<()>, Condvar),
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    _lock: StoreLock,
+    total_memory_bytes: u64,
+}
+
+impl MessageStore {
+    /// Takes the store lock, loads every file and recovers (normally, or after a crash when the
+    /// abort file is present). Nothing runs until [`MessageStore::start`].
+    pub fn open(config: MessageStoreConfig) -> Result<Arc<MessageStore>, StoreError> {
+        let config = Arc::new(config);
+        let root = config.root_dir();
+        std::fs::create_dir_all(&root).map_err(io_err(format!("cannot create {}", root.display())))?;
+        let lock = StoreLock::acquire(&root.join("lock"))?;
+        let last_exit_ok = !abort_path(&root).exists();
+        info!(root = %root.display(), last_exit_ok, "opening store");
+
+        let commit_log = Arc::new(CommitLog::new(config.clone()));
+        commit_log.load()?;
+        let queues = load_consume_queues(&config)?;
+        let checkpoint = Arc::new(Checkpoint::open(&root.join("checkpoint")).map_err(io_err("cannot open checkpoint"))?);
+        let index = if config.message_index_enable {
+            let index_config = IndexConfig {
+                max_hash_slot_num: config.max_hash_slot_num,
+                max_index_num: config.max_index_num,
+                max_msgs_num_batch: config.max_msgs_num_batch,
+            };
+            let index = IndexService::new(&root, index_config).map_err(|e| StoreError::Index(e.to_string()))?;
+            index.load(last_exit_ok, checkpoint.index_msg_timestamp()).map_err(|e| StoreError::Index(e.to_string()))?;
+            Some(Arc::new(index))
+        } else {
+            None
+        };
+        let store = Arc::new(MessageStore {
+            config,
+            commit_log,
+            queues,
+            checkpoint,
+            index,
+            reput_from: AtomicI64::new(0),
+            arrival: RwLock::new(None),
+            running: AtomicBool::new(false),
+            reput_wake: (Mutex::new(()), Condvar::new()),
+            threads: Mutex::new(Vec::new()),
+            _lock: lock,
+            total_memory_bytes: total_memory_bytes(),
+        });
+        let reput_from = recovery::recover(&store, last_exit_ok);
+        store.reput_from.store(reput_from, Ordering::Release);
+        Ok(store)
+    }
+
+    pub fn config(&self) -> &MessageStoreConfig {
+        &self.config
+    }
+
+    pub fn set_arrival_listener(&self, listener: ArrivalListener) {
+        *self.arrival.write() = Some(listener);
+    }
+
+    /// Starts the flusher, the dispatcher and the queue flusher, then creates the abort file
+    /// (present while running, as in Java). Dispatches the backlog before returning.
+    pub fn start(self: &Arc<Self>) -> Result<(), StoreError> {
+        self.running.store(true, Ordering::Release);
+        self.dispatch_available();
+        let mut threads = self.threads.lock();
+        let me = self.clone();
+        threads.push(spawn("CommitLogFlush", move || {
+            let checkpoint = me.checkpoint.clone();
+            me.commit_log.run_flush_service(|ts| checkpoint.set_physic_msg_timestamp(ts));
+        })?);
+        let me = self.clone();
+        threads.push(spawn("ReputMessageService", move || me.run_reput())?);
+        let me = self.clone();
+        threads.push(spawn("FlushConsumeQueueService", move || me.run_queue_flush())?);
+        drop(threads);
+        let abort = abort_path(&self.config.root_dir());
+        File::create(&abort).map_err(io_err(format!("cannot create {}", abort.display())))?;
+        Ok(())
+    }
+
+    /// Appends one message.
+    pub fn put_message(&self, msg: &MessageToStore) -> PutMessageResult {
+        self.put_messages(std::slice::from_ref(msg))
+    }
+
+    /// Appends a batch (one topic and queue).
+    pub fn put_messages(&self, msgs: &[MessageToStore]) -> PutMessageResult {
+        if !self.running.load(Ordering::Acquire) {
+            return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "message store is not running");
+        }
+        if self.config.broker_role == BrokerRole::Slave {
+            return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the broker is a slave");
+        }
+        let result = self.commit_log.put(msgs);
+        self.reput_wake.1.notify_one();
+        result
+    }
+
+    fn run_reput(&self) {
+        while self.running.load(Ordering::Acquire) {
+            if !self.dispatch_available() {
+                let mut guard = self.reput_wake.0.lock();
+                self.reput_wake.1.wait_for(&mut guard, Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Dispatches every complete record past the reput offset. Returns whether it did any work.
+    pub(crate) fn dispatch_available(&self) -> bool {
+        let mut did = false;
+        loop {
+            let mut from = self.reput_from.load(Ordering::Acquire);
+            let min = self.commit_log.min_offset();
+            if from < min {
+                from = min;
+            }
+            if from >= self.commit_log.max_offset() {
+                self.reput_from.store(from, Ordering::Release);
+                return did;
+            }
+            let Some((file, pos)) = self.commit_log.locate(from) else { return did };
+            let Some(bytes) = file.read_from(pos) else { return did };
+            let mut at = 0;
+            while at < bytes.len() {
+                match decode_record(&bytes[at..], false) {
+                    Ok(RecordAt::Record(record)) => {
+                        self.dispatch(&record, file.from_offset() as i64 + (pos + at) as i64);
+                        at += record.store_size as usize;
+                    }
+                    Ok(RecordAt::Blank) => {
+                        at = bytes.len();
+                        if file.is_full() {
+                            at = file.size() - pos;
+                        }
+                        break;
+                    }
+                    Err(e) => {
+                        if file.is_full() {
+                            error!(offset = file.from_offset() as i64 + (pos + at) as i64, error = %e, "undecodable record; skipping the rest of the file");
+                            at = file.size() - pos;
+                        }
+                        break;
+                    }
+                }
+            }
+            if at == 0 {
+                return did;
+            }
+            did = true;
+            self.reput_from.store(from + at as i64, Ordering::Release);
+        }
+    }
+
+    /// Puts one record into its consume queue and the index.
+    pub(crate) fn dispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
+        let tx = record.transaction_type();
+        if tx == TRANSACTION_NOT_TYPE || tx == TRANSACTION_COMMIT_TYPE {
+            let code = self.tags_code_of(record);
+            let cq = self.find_or_create_queue(record.topic, record.queue_id);
+            let unit = CqUnit { phy_offset, size: record.store_size, tags_code: code };
+            if let Err(e) = cq.put(record.queue_offset, unit) {
+                error!(topic = record.topic, queue = record.queue_id, error = %e, "consume queue put failed");
+            }
+            self.checkpoint.set_logics_msg_timestamp(record.store_timestamp);
+            if let Some(listener) = self.arrival.read().clone() {
+                listener(record.topic, record.queue_id, record.queue_offset + 1, code);
+            }
+        }
+        if let Some(index) = &self.index {
+            if tx != TRANSACTION_ROLLBACK_TYPE {
+                let built = index.build_index(&IndexRecord {
+                    topic: record.topic,
+                    physical_offset: phy_offset,
+                    store_timestamp: record.store_timestamp,
+                    transaction_type: tx,
+                    keys: record.property(properties::KEYS),
+                    uniq_key: record.property(properties::UNIQ_KEY),
+                });
+                let full_at = built.unwrap_or_else(|e| {
+                    error!(error = %e, "index build failed");
+                    None
+                });
+                if let Some(end_timestamp) = full_at {
+                    self.checkpoint.set_index_msg_timestamp(end_timestamp);
+                    if let Err(e) = self.checkpoint.flush() {
+                        error!(error = %e, "checkpoint write failed");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The tags code of a record; for delayed messages Java stores the delivery time instead.
+    fn tags_code_of(&self, record: &DecodedRecord<'_>) -> i64 {
+        if record.topic == SCHEDULE_TOPIC {
+            if let Some(level) = record.property(properties::DELAY).and_then(|d| d.parse::<usize>().ok()) {
+                let levels = self.config.delay_levels_ms();
+                let level = level.clamp(1, levels.len().max(1));
+                return record.store_timestamp + levels.get(level - 1).map_or(1000, |ms| *ms as i64);
+            }
+        }
+        tags_code(record.property(properties::TAGS))
+    }
+
+    pub(crate) fn find_or_create_queue(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
+        if let Some(cq) = self.find_queue(topic, queue_id) {
+            return cq;
+        }
+        let mut queues = self.queues.write();
+        queues
+            .entry(topic.to_owned())
+            .or_default()
+            .entry(queue_id)
+            .or_insert_with(|| {
+                Arc::new(ConsumeQueue::new(&self.config.consume_queue_dir(), topic, queue_id, self.config.mapped_file_size_consume_queue))
+            })
+            .clone()
+    }
+
+    pub fn find_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.queues.read().get(topic)?.get(&queue_id).cloned()
+    }
+
+    /// Every consume queue, by topic and queue id.
+    pub fn queues(&self) -> Vec<Arc<ConsumeQueue>> {
+        self.queues.read().values().flat_map(|m| m.values().cloned()).collect()
+    }
+
+    fn run_queue_flush(&self) {
+        let interval = Duration::from_millis(self.config.flush_interval_consume_queue_ms.max(1));
+        let thorough = Duration::from_millis(self.config.flush_consume_queue_thorough_interval_ms);
+        let mut last_thorough = Instant::now();
+        while self.running.load(Ordering::Acquire) {
+            std::thread::sleep(interval);
+            let full = last_thorough.elapsed() >= thorough;
+            if full {
+                last_thorough = Instant::now();
+            }
+            self.flush_queues(if full { 0 } else { self.config.flush_consume_queue_least_pages }, full);
+        }
+    }
+
+    /// Flushes the queues; a thorough flush also writes the checkpoint, with the logics time
+    /// taken before flushing so the file never claims more than is on disk.
+    fn flush_queues(&self, least_pages: usize, write_checkpoint: bool) {
+        let logics = self.checkpoint.logics_msg_timestamp();
+        for cq in self.queues() {
+            if let Err(e) = cq.flush(least_pages) {
+                error!(topic = cq.topic(), queue = cq.queue_id(), error = %e, "consume queue flush failed");
+            }
+        }
+        if write_checkpoint {
+            self.checkpoint.set_logics_msg_timestamp(logics);
+            if let Err(e) = self.checkpoint.flush() {
+                error!(error = %e, "checkpoint write failed");
+            }
+        }
+    }
+
+    /// Reads messages of a queue from `offset`, with Java's batch limits and offset rules.
+    /// `filter` sees each unit's tags code.
+    pub fn get_message(&self, topic: &str, queue_id: i32, offset: i64, max_msg_nums: usize, filter: impl Fn(i64) -> bool) -> GetMessageResult {
+        let max_offset_py = self.commit_log.max_offset();
+        let mut r = GetMessageResult {
+            status: GetMessageStatus::NoMatchedLogicQueue,
+            next_begin_offset: 0,
+            min_offset: 0,
+            max_offset: 0,
+            messages: Vec::new(),
+            queue_offsets: Vec::new(),
+            buffer_total_size: 0,
+            suggest_pulling_from_slave: false,
+        };
+        let Some(cq) = self.find_queue(topic, queue_id) else { return r };
+        r.min_offset = cq.min_offset();
+        r.max_offset = cq.max_offset();
+        if r.max_offset == 0 {
+            r.status = GetMessageStatus::NoMessageInQueue;
+            return r;
+        }
+        if offset < r.min_offset {
+            r.status = GetMessageStatus::OffsetTooSmall;
+            r.next_begin_offset = r.min_offset;
+            return r;
+        }
+        if offset == r.max_offset {
+            r.status = GetMessageStatus::OffsetOverflowOne;
+            r.next_begin_offset = offset;
+            return r;
+        }
+        if offset > r.max_offset {
+            r.status = GetMessageStatus::OffsetOverflowBadly;
+            r.next_begin_offset = if r.min_offset == 0 { r.min_offset } else { r.max_offset };
+            return r;
+        }
+        let max_filter_count = 16_000.max(max_msg_nums * 20);
+        let Some(units) = cq.units_from(offset, max_filter_count) else {
+            r.status = GetMessageStatus::OffsetFoundNull;
+            r.next_begin_offset = cq.roll_next_file(offset);
+            return r;
+        };
+        r.status = GetMessageStatus::NoMatchedMessage;
+        let memory = (self.total_memory_bytes as f64 * self.config.access_message_in_memory_max_ratio as f64 / 100.0) as i64;
+        let mut next_phy_file_start = i64::MIN;
+        let mut max_phy_pulling = 0;
+        let mut examined = 0;
+        for (i, unit) in units.iter().enumerate() {
+            examined = i;
+            max_phy_pulling = unit.phy_offset;
+            if next_phy_file_start != i64::MIN && unit.phy_offset < next_phy_file_start {
+                examined = i + 1;
+                continue;
+            }
+            let in_disk = max_offset_py - unit.phy_offset > memory;
+            if self.batch_full(unit.size as usize, max_msg_nums, r.buffer_total_size, r.messages.len(), in_disk) {
+                break;
+            }
+            examined = i + 1;
+            if !filter(unit.tags_code) {
+                if r.buffer_total_size == 0 {
+                    r.status = GetMessageStatus::NoMatchedMessage;
+                }
+                continue;
+            }
+            match self.commit_log.read_bytes(unit.phy_offset, unit.size as usize) {
+                Some(bytes) => {
+                    r.buffer_total_size += bytes.len();
+                    r.messages.push(bytes);
+                    r.queue_offsets.push(offset + i as i64);
+                    r.status = GetMessageStatus::Found;
+                    next_phy_file_start = i64::MIN;
+                }
+                None => {
+                    if r.buffer_total_size == 0 {
+                        r.status = GetMessageStatus::MessageWasRemoving;
+                    }
+                    let file_size = self.config.mapped_file_size_commit_log as i64;
+                    next_phy_file_start = unit.phy_offset + file_size - unit.phy_offset % file_size;
+                }
+            }
+        }
+        r.next_begin_offset = offset + examined as i64;
+        r.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory;
+        r
+    }
+
+    fn batch_full(&self, size: usize, max_msg_nums: usize, total: usize, count: usize, in_disk: bool) -> bool {
+        if total == 0 || count == 0 {
+            return false;
+        }
+        if max_msg_nums <= count {
+            return true;
+        }
+        let (max_bytes, max_count) = if in_disk {
+            (self.config.max_transfer_bytes_on_message_in_disk, self.config.max_transfer_count_on_message_in_disk)
+        } else {
+            (self.config.max_transfer_bytes_on_message_in_memory, self.config.max_transfer_count_on_message_in_memory)
+        };
+        total + size > max_bytes || count > max_count.saturating_sub(1)
+    }
+
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.find_queue(topic, queue_id).map_or(0, |cq| cq.max_offset())
+    }
+
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.find_queue(topic, queue_id).map_or(0, |cq| cq.min_offset())
+    }
+
+    /// The record at physical offset `offset` (Java `lookMessageByOffset`).
+    pub fn look_message_by_offset(&self, offset: i64) -> Option<Vec<u8>> {
+        let size_bytes = self.commit_log.read_bytes(offset, 4)?;
+        let size = i32::from_be_bytes(size_bytes.try_into().ok()?);
+        if size <= 0 {
+            return None;
+        }
+        self.commit_log.read_bytes(offset, size as usize)
+    }
+
+    /// Store time of the record at `offset` of size `size`.
+    pub fn store_time_at(&self, offset: i64, size: i32) -> Option<i64> {
+        let bytes = self.commit_log.read_bytes(offset, usize::try_from(size).ok()?)?;
+        match decode_record(&bytes, false).ok()? {
+            RecordAt::Record(r) => Some(r.store_timestamp),
+            RecordAt::Blank => None,
+        }
+    }
+
+    /// Queue offset of the first message stored at or after `timestamp`.
+    pub fn offset_in_queue_by_time(&self, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
+        self.find_queue(topic, queue_id).map_or(0, |cq| cq.offset_by_time(timestamp, |o, s| self.store_time_at(o, s)))
+    }
+
+    /// Store time of the message at a queue offset.
+    pub fn message_store_timestamp(&self, topic: &str, queue_id: i32, queue_offset: i64) -> Option<i64> {
+        let unit = self.find_queue(topic, queue_id)?.get(queue_offset)?;
+        self.store_time_at(unit.phy_offset, unit.size)
+    }
+
+    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        self.message_store_timestamp(topic, queue_id, self.min_offset_in_queue(topic, queue_id))
+    }
+
+    /// Messages found by key in the index (Java `queryMessage`).
+    pub fn query_message(&self, topic: &str, key: &str, max_num: usize, begin: i64, end: i64) -> QueryMessageResult {
+        let Some(index) = &self.index else { return QueryMessageResult::default() };
+        let found = index.query(topic, key, max_num, begin, end);
+        let mut result = QueryMessageResult {
+            messages: Vec::new(),
+            index_last_update_timestamp: found.index_last_update_timestamp,
+            index_last_update_phyoffset: found.index_last_update_phyoffset,
+        };
+        for offset in found.phy_offsets {
+            if let Some(bytes) = self.look_message_by_offset(offset) {
+                result.messages.push(bytes);
+            }
+        }
+        result
+    }
+
+    pub fn commit_log(&self) -> &CommitLog {
+        &self.commit_log
+    }
+
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// How far the dispatcher is behind the commit log, in bytes.
+    pub fn dispatch_behind_bytes(&self) -> i64 {
+        (self.commit_log.max_offset() - self.reput_from.load(Ordering::Acquire)).max(0)
+    }
+
+    /// Stops everything and leaves the directory as a cleanly stopped Java broker would.
+    pub fn shutdown(&self) {
+        if !self.running.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        self.commit_log.stop_flush();
+        self.reput_wake.1.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        // Catch the dispatcher up (Java waits up to 5 s), then flush queues and the checkpoint.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.dispatch_behind_bytes() > 0 && Instant::now() < deadline {
+            if !self.dispatch_available() {
+                break;
+            }
+        }
+        self.flush_queues(0, true);
+        if let Some(index) = &self.index {
+            if let Err(e) = index.shutdown() {
+                error!(error = %e, "index flush failed at shutdown");
+            }
+        }
+        if let Err(e) = self.checkpoint.flush() {
+            error!(error = %e, "checkpoint write failed at shutdown");
+        }
+        if self.dispatch_behind_bytes() == 0 {
+            let abort = abort_path(&self.config.root_dir());
+            if let Err(e) = std::fs::remove_file(&abort) {
+                warn!(path = %abort.display(), error = %e, "cannot remove abort file");
+            }
+        } else {
+            warn!("dispatch still behind at shutdown; keeping the abort file so the next start recovers");
+        }
+        info!("store shut down");
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        if self.running.load(Ordering::Acquire) {
+            self.shutdown();
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StoreError> {
+    std::thread::Builder::new().name(name.to_owned()).spawn(f).map_err(io_err(format!("cannot start thread {name}")))
+}
+
+pub(crate) fn abort_path(root: &Path) -> PathBuf {
+    root.join("abort")
+}
+
+/// Loads `consumequeue/TOPIC/QUEUEID/`; as Java, a queue directory whose name is not an integer
+/// and a topic entry that is a plain file are skipped.
+fn load_consume_queues(config: &MessageStoreConfig) -> Result<QueueTable, StoreError> {
+    let root = config.consume_queue_dir();
+    let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
+    let Ok(topics) = std::fs::read_dir(&root) else { return Ok(RwLock::new(table)) };
+    for topic in topics.flatten() {
+        if !topic.path().is_dir() {
+            continue;
+        }
+        let topic_name = topic.file_name().to_string_lossy().into_owned();
+        let Ok(queue_dirs) = std::fs::read_dir(topic.path()) else { continue };
+        for queue in queue_dirs.flatten() {
+            let Ok(queue_id) = queue.file_name().to_string_lossy().parse::<i32>() else { continue };
+            let cq = ConsumeQueue::new(&root, &topic_name, queue_id, config.mapped_file_size_consume_queue);
+            cq.load()?;
+            table.entry(topic_name.clone()).or_default().insert(queue_id, Arc::new(cq));
+        }
+    }
+    Ok(RwLock::new(table))
+}
+
+/// Physical memory, for Java's "is this message still in memory" estimate.
+fn total_memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(8 * 1024 * 1024 * 1024)
+}
