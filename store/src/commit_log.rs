@@ -14,7 +14,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::{Condvar, Mutex};
 use tracing::{error, warn};
 
+use crate::allocate::{AllocateConfig, AllocateService};
 use crate::config::{FlushDiskType, MessageStoreConfig};
+use crate::transient_pool::TransientStorePool;
 use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::{LoadError, MappedFileQueue};
 use crate::message::properties;
@@ -101,11 +103,20 @@ pub struct CommitLog {
     flush_done: Condvar,
     /// Store time of the last record appended (the checkpoint's physic time after a flush).
     last_store_timestamp: AtomicI64,
+    pool: Option<Arc<TransientStorePool>>,
+    allocator: Mutex<Option<Arc<AllocateService>>>,
+    /// One committer at a time (the commit service, or shutdown).
+    commit_lock: Mutex<()>,
 }
 
 impl CommitLog {
-    pub fn new(config: Arc<MessageStoreConfig>) -> CommitLog {
-        CommitLog {
+    pub fn new(config: Arc<MessageStoreConfig>) -> io::Result<CommitLog> {
+        let pool = if config.transient_store_pool_in_use() {
+            Some(Arc::new(TransientStorePool::new(config.transient_store_pool_size, config.mapped_file_size_commit_log)?))
+        } else {
+            None
+        };
+        Ok(CommitLog {
             files: MappedFileQueue::new(config.commit_log_dir(), config.mapped_file_size_commit_log),
             writer: Mutex::new(Writer { queue_offsets: HashMap::new() }),
             config,
@@ -113,6 +124,71 @@ impl CommitLog {
             flush_wanted: Condvar::new(),
             flush_done: Condvar::new(),
             last_store_timestamp: AtomicI64::new(0),
+            pool,
+            allocator: Mutex::new(None),
+            commit_lock: Mutex::new(()),
+        })
+    }
+
+    /// Starts the allocation service that pre-creates (and optionally warms) the next file.
+    pub fn start_allocation(&self) -> io::Result<()> {
+        let c = &self.config;
+        let warm_up = c.warm_mapped_file_enable.then(|| {
+            (c.flush_disk_type == FlushDiskType::SyncFlush).then_some(c.flush_least_pages_when_warm_mapped_file)
+        });
+        let service = AllocateService::start(AllocateConfig {
+            dir: c.commit_log_dir(),
+            file_size: c.mapped_file_size_commit_log,
+            pool: self.pool.clone(),
+            fast_fail_without_buffer: c.fast_fail_if_no_buffer_in_store_pool,
+            warm_up,
+        })?;
+        let allocate = service.clone();
+        self.files.set_allocator(Some(Arc::new(move |offset| allocate.allocate(offset))));
+        *self.allocator.lock() = Some(service);
+        Ok(())
+    }
+
+    pub fn uses_transient_pool(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// Free buffers of the transient pool (0 without a pool).
+    pub fn transient_pool_available(&self) -> usize {
+        self.pool.as_ref().map_or(0, |p| p.available())
+    }
+
+    /// Copies pool buffers into their files; wakes the flusher when bytes moved.
+    pub fn commit(&self, least_pages: usize) {
+        let _one_committer = self.commit_lock.lock();
+        if self.files.commit(least_pages) {
+            self.flush_wanted.notify_one();
+        }
+    }
+
+    /// The commit loop (transient pool only); runs until [`CommitLog::stop_flush`].
+    pub fn run_commit_service(&self) {
+        let interval = Duration::from_millis(self.config.commit_interval_commit_log_ms.max(1));
+        let thorough = Duration::from_millis(self.config.commit_commit_log_thorough_interval_ms);
+        let mut last_thorough = Instant::now();
+        while !self.flush_state.lock().stopped {
+            std::thread::sleep(interval);
+            let least = if last_thorough.elapsed() >= thorough {
+                last_thorough = Instant::now();
+                0
+            } else {
+                self.config.commit_commit_log_least_pages
+            };
+            self.commit(least);
+        }
+        self.commit(0);
+    }
+
+    /// Stops the allocation service, deleting any file it created ahead.
+    pub fn stop_allocation(&self) {
+        self.files.set_allocator(None);
+        if let Some(service) = self.allocator.lock().take() {
+            service.shutdown();
         }
     }
 
@@ -319,6 +395,7 @@ impl CommitLog {
             self.flush_now(least_pages, &on_flushed);
         }
         // Java retries the final flush up to ten times.
+        self.commit(0);
         for _ in 0..10 {
             if self.flush_now(0, &on_flushed) {
                 break;

@@ -6,6 +6,7 @@
 //! [`checkpoint`]; recovery; and [`store::MessageStore`], which owns them all and runs the
 //! dispatcher and flush threads.
 
+pub mod allocate;
 pub mod checkpoint;
 pub mod commit_log;
 pub mod config;
@@ -17,3 +18,4 @@ pub mod mapped_file_queue;
 pub mod message;
 mod recovery;
 pub mod store;
+pub mod transient_pool;

@@ -1,10 +1,11 @@
 //! One memory-mapped segment file of a commit log or consume queue (Java `MappedFile`).
 //!
-//! A file has three positions: `wrote` (appended), `committed` (equal to `wrote` when writing
-//! straight into the mapping) and `flushed` (forced to disk). Exactly one writer appends (the
-//! owner holds the append lock); readers may read concurrently, but only below the position the
-//! writer published with release ordering, which the writer never touches again. That discipline
-//! is what makes the raw-pointer accesses below sound.
+//! A file has three positions: `wrote` (appended), `committed` (copied from a transient-pool
+//! buffer into the mapping; equal to `wrote` when appends go straight into the mapping) and
+//! `flushed` (forced to disk). Exactly one writer appends (the owner holds the append lock) and
+//! one committer commits; readers may read concurrently, but only below the position published
+//! with release ordering, which nobody writes again. That discipline is what makes the
+//! raw-pointer accesses below sound.
 
 #![allow(unsafe_code)]
 
@@ -14,8 +15,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::MmapRaw;
+use parking_lot::RwLock;
+
+use crate::transient_pool::{PoolBuffer, TransientStorePool};
 
 pub const OS_PAGE_SIZE: usize = 4096;
+
+/// The transient-pool buffer a file writes into until it is fully committed.
+struct WriteBuffer {
+    buffer: RwLock<Option<PoolBuffer>>,
+    pool: std::sync::Arc<TransientStorePool>,
+}
 
 pub struct MappedFile {
     path: PathBuf,
@@ -24,7 +34,9 @@ pub struct MappedFile {
     from_offset: u64,
     size: usize,
     wrote: AtomicUsize,
+    committed: AtomicUsize,
     flushed: AtomicUsize,
+    write_buffer: Option<WriteBuffer>,
 }
 
 impl std::fmt::Debug for MappedFile {
@@ -69,7 +81,36 @@ impl MappedFile {
         if map.len() < size {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} mapped short", path.display())));
         }
-        Ok(MappedFile { path, _file: file, map, from_offset, size, wrote: AtomicUsize::new(0), flushed: AtomicUsize::new(0) })
+        Ok(MappedFile {
+            path,
+            _file: file,
+            map,
+            from_offset,
+            size,
+            wrote: AtomicUsize::new(0),
+            committed: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
+            write_buffer: None,
+        })
+    }
+
+    /// Creates a file whose appends go into a buffer borrowed from `pool` (when one is free; else
+    /// straight into the mapping, as Java does).
+    pub fn create_with_pool(dir: &Path, from_offset: u64, size: usize, pool: &std::sync::Arc<TransientStorePool>) -> io::Result<MappedFile> {
+        let mut file = Self::create(dir, from_offset, size)?;
+        if let Some(buffer) = pool.borrow() {
+            if buffer.len() >= size {
+                file.write_buffer = Some(WriteBuffer { buffer: RwLock::new(Some(buffer)), pool: pool.clone() });
+            } else {
+                pool.give_back(buffer);
+            }
+        }
+        Ok(file)
+    }
+
+    /// Whether appends currently land in a pool buffer.
+    pub fn uses_write_buffer(&self) -> bool {
+        self.write_buffer.as_ref().is_some_and(|wb| wb.buffer.read().is_some())
     }
 
     pub fn path(&self) -> &Path {
@@ -92,9 +133,17 @@ impl MappedFile {
         self.flushed.load(Ordering::Acquire)
     }
 
-    /// What readers may see.
+    pub fn committed_position(&self) -> usize {
+        if self.write_buffer.is_some() {
+            self.committed.load(Ordering::Acquire)
+        } else {
+            self.wrote_position()
+        }
+    }
+
+    /// What readers may see: committed bytes.
     pub fn read_position(&self) -> usize {
-        self.wrote_position()
+        self.committed_position()
     }
 
     pub fn is_full(&self) -> bool {
@@ -109,6 +158,7 @@ impl MappedFile {
     pub fn set_positions(&self, pos: usize) {
         let pos = pos.min(self.size);
         self.wrote.store(pos, Ordering::Release);
+        self.committed.store(pos, Ordering::Release);
         self.flushed.store(pos, Ordering::Release);
     }
 
@@ -119,11 +169,55 @@ impl MappedFile {
         if data.len() > self.size - pos {
             return false;
         }
-        // SAFETY: [pos, pos + len) lies inside the mapping (checked above) and beyond the published
-        // read position, so no reader looks at it; the single writer is the only one writing.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_mut_ptr().add(pos), data.len()) };
+        self.with_write_target(|target| {
+            // SAFETY: [pos, pos + len) lies inside the target (buffer or mapping, both at least
+            // `size` long; checked above) and beyond every published position, so no reader or
+            // committer looks at it; the single writer is the only one writing.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), target.add(pos), data.len()) };
+        });
         self.wrote.store(pos + data.len(), Ordering::Release);
         true
+    }
+
+    /// Runs `f` with the base pointer appends go to: the pool buffer while the file has one,
+    /// else the mapping.
+    fn with_write_target(&self, f: impl FnOnce(*mut u8)) {
+        if let Some(wb) = &self.write_buffer {
+            if let Some(buffer) = wb.buffer.read().as_ref() {
+                return f(buffer.as_mut_ptr());
+            }
+        }
+        f(self.map.as_mut_ptr())
+    }
+
+    /// Copies appended bytes from the pool buffer into the file when at least `least_pages` pages
+    /// accumulated (0 = any), and returns the buffer to the pool once the file is fully committed.
+    /// Single committer only. Returns the committed position.
+    pub fn commit(&self, least_pages: usize) -> usize {
+        let Some(wb) = &self.write_buffer else { return self.wrote_position() };
+        let wrote = self.wrote_position();
+        let committed = self.committed.load(Ordering::Acquire);
+        if wrote > committed {
+            let pages = wrote / OS_PAGE_SIZE - committed / OS_PAGE_SIZE;
+            if !(least_pages == 0 || pages >= least_pages || wrote == self.size) {
+                return committed;
+            }
+            if let Some(buffer) = wb.buffer.read().as_ref() {
+                // SAFETY: [committed, wrote) was published by the writer (acquire above) and is
+                // not written again; the destination range of the mapping is beyond the published
+                // read position, so no reader sees it until `committed` moves below.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buffer.as_ptr().add(committed), self.map.as_mut_ptr().add(committed), wrote - committed)
+                };
+            }
+            self.committed.store(wrote, Ordering::Release);
+        }
+        if self.committed.load(Ordering::Acquire) == self.size {
+            if let Some(buffer) = wb.buffer.write().take() {
+                wb.pool.give_back(buffer);
+            }
+        }
+        self.committed.load(Ordering::Acquire)
     }
 
     /// Fills `data` via `fill` directly in the mapping, then publishes it. Single writer only.
@@ -132,9 +226,14 @@ impl MappedFile {
         if len > self.size - pos {
             return false;
         }
-        // SAFETY: as in `append`: the region is inside the mapping, unpublished, and ours alone.
-        let region = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(pos), len) };
-        fill(region);
+        let mut fill = Some(fill);
+        self.with_write_target(|target| {
+            // SAFETY: as in `append`: the region is inside the target, unpublished, and ours alone.
+            let region = unsafe { std::slice::from_raw_parts_mut(target.add(pos), len) };
+            if let Some(fill) = fill.take() {
+                fill(region);
+            }
+        });
         self.wrote.store(pos + len, Ordering::Release);
         true
     }
@@ -143,6 +242,15 @@ impl MappedFile {
     /// marker stay as they are).
     pub fn mark_full(&self) {
         self.wrote.store(self.size, Ordering::Release);
+    }
+
+    /// Gives an unused buffer back before the file is dropped (shutdown, truncation).
+    pub fn release_write_buffer(&self) {
+        if let Some(wb) = &self.write_buffer {
+            if let Some(buffer) = wb.buffer.write().take() {
+                wb.pool.give_back(buffer);
+            }
+        }
     }
 
     /// Bytes `[pos, pos + len)` if they are all readable.
@@ -176,13 +284,14 @@ impl MappedFile {
     /// Forces written bytes to disk when at least `least_pages` dirty pages accumulated (0 = any),
     /// or the file is full. Returns the new flushed position.
     pub fn flush(&self, least_pages: usize) -> io::Result<usize> {
-        let wrote = self.wrote_position();
+        // Only committed bytes are in the file.
+        let wrote = self.committed_position();
         let flushed = self.flushed_position();
         if wrote <= flushed {
             return Ok(flushed);
         }
         let dirty_pages = wrote / OS_PAGE_SIZE - flushed / OS_PAGE_SIZE;
-        if !(self.is_full() || least_pages == 0 || dirty_pages >= least_pages) {
+        if !(wrote == self.size || least_pages == 0 || dirty_pages >= least_pages) {
             return Ok(flushed);
         }
         // msync needs a page-aligned start.
@@ -244,6 +353,25 @@ mod tests {
         let again = MappedFile::open(&dir.path().join(file_name(1024)), 1024, 64).unwrap();
         assert_eq!(again.raw(0, 8), Some(&b"helloabc"[..]));
         assert!(MappedFile::open(&dir.path().join(file_name(1024)), 1024, 128).is_err());
+    }
+
+    #[test]
+    fn pooled_appends_are_invisible_until_committed_and_the_buffer_returns_when_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = std::sync::Arc::new(TransientStorePool::new(1, 8192).unwrap());
+        let f = MappedFile::create_with_pool(dir.path(), 0, 8192, &pool).unwrap();
+        assert!(f.uses_write_buffer() && pool.available() == 0);
+        assert!(f.append(b"hello"));
+        assert_eq!(f.read(0, 5), None);
+        assert_eq!(f.commit(4), 0, "below the page threshold nothing moves");
+        assert_eq!(f.commit(0), 5);
+        assert_eq!(f.read(0, 5), Some(&b"hello"[..]));
+        assert!(f.append(&[7u8; 8187]));
+        assert_eq!(f.commit(4), 8192);
+        assert!(!f.uses_write_buffer());
+        assert_eq!(pool.available(), 1);
+        assert_eq!(f.flush(0).unwrap(), 8192);
+        assert_eq!(f.raw(8191, 1), Some(&[7u8][..]));
     }
 
     #[test]

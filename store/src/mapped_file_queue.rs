@@ -22,15 +22,24 @@ pub enum LoadError {
     Map { path: PathBuf, source: io::Error },
 }
 
+/// Creates the file starting at an offset (the commit log's allocation service).
+pub type Allocator = Arc<dyn Fn(u64) -> io::Result<MappedFile> + Send + Sync>;
+
 pub struct MappedFileQueue {
     dir: PathBuf,
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
+    allocator: RwLock<Option<Allocator>>,
 }
 
 impl MappedFileQueue {
     pub fn new(dir: impl Into<PathBuf>, file_size: usize) -> Self {
-        MappedFileQueue { dir: dir.into(), file_size, files: RwLock::new(Vec::new()) }
+        MappedFileQueue { dir: dir.into(), file_size, files: RwLock::new(Vec::new()), allocator: RwLock::new(None) }
+    }
+
+    /// New files come from `allocator` instead of being created in place.
+    pub fn set_allocator(&self, allocator: Option<Allocator>) {
+        *self.allocator.write() = allocator;
     }
 
     pub fn dir(&self) -> &Path {
@@ -110,7 +119,12 @@ impl MappedFileQueue {
             Some(last) => last.from_offset() + self.file_size as u64,
             None => start_offset - start_offset % self.file_size as u64,
         };
-        let file = Arc::new(MappedFile::create(&self.dir, next_offset, self.file_size)?);
+        let allocator = self.allocator.read().clone();
+        let file = match allocator {
+            Some(allocate) => allocate(next_offset)?,
+            None => MappedFile::create(&self.dir, next_offset, self.file_size)?,
+        };
+        let file = Arc::new(file);
         self.files.write().push(file.clone());
         Ok(file)
     }
@@ -147,10 +161,23 @@ impl MappedFileQueue {
         files.last().map_or(0, |f| f.from_offset() + f.size() as u64)
     }
 
+    /// Commits transient-pool buffers into their files (see [`MappedFile::commit`]); returns
+    /// whether any bytes moved.
+    pub fn commit(&self, least_pages: usize) -> bool {
+        let mut moved = false;
+        for f in self.files() {
+            if f.committed_position() < f.wrote_position() || f.uses_write_buffer() {
+                let before = f.committed_position();
+                moved |= f.commit(least_pages) > before;
+            }
+        }
+        moved
+    }
+
     /// Flushes the files that hold unflushed bytes. Returns the new flushed offset.
     pub fn flush(&self, least_pages: usize) -> io::Result<u64> {
         for f in self.files() {
-            if f.flushed_position() < f.wrote_position() {
+            if f.flushed_position() < f.committed_position() {
                 f.flush(if f.is_full() { 0 } else { least_pages })?;
             }
         }
@@ -171,6 +198,7 @@ impl MappedFileQueue {
                 return true;
             }
             info!(path = %f.path().display(), "deleting file past the recovered end");
+            f.release_write_buffer();
             if let Err(e) = f.delete_file() {
                 warn!(path = %f.path().display(), error = %e, "cannot delete file");
             }
@@ -184,6 +212,7 @@ impl MappedFileQueue {
         let count = count.min(files.len());
         let removed: Vec<_> = files.drain(..count).collect();
         for f in &removed {
+            f.release_write_buffer();
             if let Err(e) = f.delete_file() {
                 warn!(path = %f.path().display(), error = %e, "cannot delete file");
             }

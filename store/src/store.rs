@@ -127,7 +127,7 @@ impl MessageStore {
         let last_exit_ok = !abort_path(&root).exists();
         info!(root = %root.display(), last_exit_ok, "opening store");
 
-        let commit_log = Arc::new(CommitLog::new(config.clone()));
+        let commit_log = Arc::new(CommitLog::new(config.clone()).map_err(io_err("cannot allocate the transient store pool"))?);
         commit_log.load()?;
         let queues = load_consume_queues(&config)?;
         let checkpoint = Arc::new(Checkpoint::open(&root.join("checkpoint")).map_err(io_err("cannot open checkpoint"))?);
@@ -175,7 +175,12 @@ impl MessageStore {
     pub fn start(self: &Arc<Self>) -> Result<(), StoreError> {
         self.running.store(true, Ordering::Release);
         self.dispatch_available();
+        self.commit_log.start_allocation().map_err(io_err("cannot start the allocation service"))?;
         let mut threads = self.threads.lock();
+        if self.commit_log.uses_transient_pool() {
+            let me = self.clone();
+            threads.push(spawn("CommitRealTimeService", move || me.commit_log.run_commit_service())?);
+        }
         let me = self.clone();
         threads.push(spawn("CommitLogFlush", move || {
             let checkpoint = me.checkpoint.clone();
@@ -554,6 +559,7 @@ impl MessageStore {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+        self.commit_log.stop_allocation();
         // Catch the dispatcher up (Java waits up to 5 s), then flush queues and the checkpoint.
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.dispatch_behind_bytes() > 0 && Instant::now() < deadline {

@@ -191,12 +191,55 @@ fn a_batch_is_stored_with_consecutive_queue_offsets() {
 }
 
 #[test]
-fn a_second_store_on_the_same_directory_is_refused() {
+fn a_second_process_on_the_same_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(config(dir.path()));
-    // fcntl locks are per process, so a second open in this process would succeed; check the
-    // lock from a child process instead.
-    let status = std::process::Command::new("flock").arg("-n").arg(dir.path().join("lock")).arg("true").status();
-    drop(status); // flock(1) uses flock(2), which does not see fcntl locks: nothing to assert here
+    // fcntl locks exclude other processes (as a Java broker would be), so try from a child.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_store-append-probe")).arg(dir.path()).arg("0").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Lock failed, MQ already started"), "{stderr}");
     store.shutdown();
+}
+
+#[test]
+fn the_transient_pool_recycles_buffers_across_file_rolls_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = MessageStoreConfig { transient_store_pool_enable: true, transient_store_pool_size: 3, commit_interval_commit_log_ms: 5, ..config(dir.path()) };
+    let store = open(cfg.clone());
+    assert!(store.commit_log().uses_transient_pool());
+    let n = 600;
+    for i in 0..n {
+        assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+    }
+    wait_dispatched(&store);
+    // Every message is readable once the commit service copied it into the file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while read_all(&store, n).len() < n {
+        assert!(std::time::Instant::now() < deadline, "committed data never became readable");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(store.commit_log().files().files().len() > 3, "files should have rolled");
+    assert!(store.commit_log().transient_pool_available() >= 1, "full files return their buffers");
+    store.shutdown();
+    drop(store);
+    let store = open(cfg);
+    assert_eq!(read_all(&store, n).len(), n);
+    store.shutdown();
+}
+
+#[test]
+fn the_next_file_is_created_ahead_and_no_spare_is_left_after_a_clean_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(MessageStoreConfig { warm_mapped_file_enable: true, ..config(dir.path()) });
+    store.put_message(&message(0));
+    let spare = dir.path().join("commitlog").join(format!("{:020}", 64 * 1024));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !spare.exists() {
+        assert!(std::time::Instant::now() < deadline, "the next file was not created ahead");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    store.shutdown();
+    assert!(!spare.exists(), "a clean shutdown removes the spare file, as Java does");
+    assert_eq!(std::fs::read_dir(dir.path().join("commitlog")).unwrap().count(), 1);
 }

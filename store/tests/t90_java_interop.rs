@@ -51,10 +51,10 @@ fn config(dir: &Path) -> MessageStoreConfig {
 /// The DATASET of compat-tests/store-interop/README.md, as puts: single messages or batches.
 fn dataset(n: usize) -> Vec<Vec<MessageToStore>> {
     let message = |i: usize, head: usize| {
-        let body_len = if i % 997 == 0 { 512 * 1024 + i } else { 1 + (i * 7919) % 2048 };
+        let body_len = if i.is_multiple_of(997) { 512 * 1024 + i } else { 1 + (i * 7919) % 2048 };
         let body: Vec<u8> = (0..body_len).map(|j| ((i * 31 + j) & 0xFF) as u8).collect();
         let mut props = vec![("p".to_owned(), format!("v{i}"))];
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             props.push(("KEYS".into(), format!("key-{i} order-{}", i % 50)));
         }
         props.push(("UNIQ_KEY".into(), format!("{i:032X}")));
