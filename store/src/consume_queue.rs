@@ -284,9 +284,8 @@ impl ConsumeQueue {
             }
         }
         self.files.remove_first(count);
-        if count > 0 {
-            self.correct_min_offset(commit_log_min);
-        }
+        // As Java: the minimum moves even when no whole file could go.
+        self.correct_min_offset(commit_log_min);
         count
     }
 

@@ -8,6 +8,7 @@
 
 pub mod allocate;
 pub mod checkpoint;
+pub mod cleanup;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;

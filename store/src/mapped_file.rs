@@ -45,6 +45,16 @@ impl std::fmt::Debug for MappedFile {
     }
 }
 
+fn reserve_blocks(file: &File, size: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    match nix::fcntl::posix_fallocate(file.as_raw_fd(), 0, size as i64) {
+        Ok(()) => Ok(()),
+        // Filesystems without fallocate: fall back to a sparse file, as Java has.
+        Err(nix::errno::Errno::EOPNOTSUPP) => file.set_len(size as u64),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
 /// The 20-digit zero-padded decimal name of the file starting at `offset`.
 pub fn file_name(offset: u64) -> String {
     format!("{offset:020}")
@@ -58,7 +68,13 @@ impl MappedFile {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
         let len = file.metadata()?.len();
         if len != size as u64 {
-            file.set_len(size as u64)?;
+            // Reserve the blocks now: a sparse mapping on a full disk fails later with SIGBUS on
+            // a page write; reserving turns a full disk into a clean error here.
+            if let Err(e) = reserve_blocks(&file, size) {
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
         }
         Self::map(path, file, from_offset, size)
     }

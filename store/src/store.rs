@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use tracing::{error, info, warn};
 
 use crate::checkpoint::Checkpoint;
+use crate::cleanup;
 use crate::commit_log::{CommitLog, PutMessageResult};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
@@ -114,6 +115,8 @@ pub struct MessageStore {
     threads: Mutex<Vec<JoinHandle<()>>>,
     _lock: StoreLock,
     total_memory_bytes: u64,
+    /// Set by the cleanup pass when the disk is above the warning level: writes are refused.
+    disk_full: AtomicBool,
 }
 
 impl MessageStore {
@@ -156,6 +159,7 @@ impl MessageStore {
             threads: Mutex::new(Vec::new()),
             _lock: lock,
             total_memory_bytes: total_memory_bytes(),
+            disk_full: AtomicBool::new(false),
         });
         let reput_from = recovery::recover(&store, last_exit_ok);
         store.reput_from.store(reput_from, Ordering::Release);
@@ -190,6 +194,8 @@ impl MessageStore {
         threads.push(spawn("ReputMessageService", move || me.run_reput())?);
         let me = self.clone();
         threads.push(spawn("FlushConsumeQueueService", move || me.run_queue_flush())?);
+        let me = self.clone();
+        threads.push(spawn("CleanResourceService", move || me.run_cleanup())?);
         drop(threads);
         let abort = abort_path(&self.config.root_dir());
         File::create(&abort).map_err(io_err(format!("cannot create {}", abort.display())))?;
@@ -208,6 +214,9 @@ impl MessageStore {
         }
         if self.config.broker_role == BrokerRole::Slave {
             return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the broker is a slave");
+        }
+        if self.disk_full.load(Ordering::Acquire) {
+            return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the disk is full; writes are refused until space is freed");
         }
         let result = self.commit_log.put(msgs);
         self.reput_wake.1.notify_one();
@@ -373,6 +382,52 @@ impl MessageStore {
                 error!(error = %e, "checkpoint write failed");
             }
         }
+    }
+
+    fn run_cleanup(&self) {
+        let interval = Duration::from_millis(self.config.clean_resource_interval_ms.max(10));
+        let mut slept = Duration::ZERO;
+        while self.running.load(Ordering::Acquire) {
+            // Sleep in short steps so shutdown is not held up by a long interval.
+            std::thread::sleep(Duration::from_millis(50));
+            slept += Duration::from_millis(50);
+            if slept < interval {
+                continue;
+            }
+            slept = Duration::ZERO;
+            let hour = chrono::Timelike::hour(&chrono::Local::now());
+            let ratio = cleanup::disk_used_ratio(&self.config.commit_log_dir());
+            self.clean_once(std::time::SystemTime::now(), hour, ratio);
+        }
+    }
+
+    /// One cleaning pass with the given clock, hour of day and disk usage; returns how many
+    /// commit-log files were deleted.
+    pub fn clean_once(&self, now: std::time::SystemTime, hour: u32, disk_used_ratio: f64) -> usize {
+        let decision = cleanup::decide(&self.config, hour, disk_used_ratio);
+        if decision.disk_full != self.disk_full.swap(decision.disk_full, Ordering::AcqRel) {
+            warn!(disk_used_ratio, full = decision.disk_full, "disk-full state changed");
+        }
+        if !decision.delete {
+            return 0;
+        }
+        let reserved = Duration::from_secs(self.config.file_reserved_time_hours * 3600);
+        let deleted = self.commit_log.files().delete_expired(now, reserved, decision.force);
+        cleanup::log_deleted("commit-log", deleted);
+        if deleted > 0 {
+            let min = self.commit_log.min_offset();
+            let queues: usize = self.queues().iter().map(|cq| cq.delete_expired(min)).sum();
+            cleanup::log_deleted("consume-queue", queues);
+            if let Some(index) = &self.index {
+                cleanup::log_deleted("index", index.delete_files_below(min));
+            }
+        }
+        deleted
+    }
+
+    /// Whether writes are refused because the disk is full.
+    pub fn is_disk_full(&self) -> bool {
+        self.disk_full.load(Ordering::Acquire)
     }
 
     /// Reads messages of a queue from `offset`, with Java's batch limits and offset rules.

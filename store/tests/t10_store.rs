@@ -243,3 +243,43 @@ fn the_next_file_is_created_ahead_and_no_spare_is_left_after_a_clean_shutdown() 
     assert!(!spare.exists(), "a clean shutdown removes the spare file, as Java does");
     assert_eq!(std::fs::read_dir(dir.path().join("commitlog")).unwrap().count(), 1);
 }
+
+#[test]
+fn expired_files_are_cleaned_and_readers_move_to_the_new_minimum() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..600 {
+        store.put_message(&message(i));
+    }
+    wait_dispatched(&store);
+    let files = store.commit_log().files().files().len();
+    assert!(files > 3);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100 * 3600);
+    assert_eq!(store.clean_once(later, 5, 0.1), 0, "not the hour and the disk has room");
+    let deleted = store.clean_once(later, 4, 0.1);
+    assert_eq!(deleted, (files - 1).min(10));
+    let min = store.commit_log().min_offset();
+    assert!(min > 0);
+    let cq_min = store.min_offset_in_queue("T0", 0);
+    assert!(cq_min > 0, "queue minimum follows the commit log");
+    let r = store.get_message("T0", 0, 0, 32, |_| true);
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetTooSmall, cq_min));
+    let r = store.get_message("T0", 0, cq_min, 32, |_| true);
+    assert_eq!(r.status, GetMessageStatus::Found);
+    store.shutdown();
+}
+
+#[test]
+fn a_nearly_full_disk_refuses_writes_until_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    let now = std::time::SystemTime::now();
+    store.clean_once(now, 5, 0.95);
+    assert!(store.is_disk_full());
+    let r = store.put_message(&message(0));
+    assert_eq!(r.status, PutStatus::ServiceNotAvailable);
+    assert!(r.remark.unwrap().contains("disk is full"));
+    store.clean_once(now, 5, 0.5);
+    assert_eq!(store.put_message(&message(0)).status, PutStatus::PutOk);
+    store.shutdown();
+}

@@ -158,3 +158,36 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn a_full_disk_fails_puts_cleanly_and_keeps_everything_acknowledged() {
+    let work = tempfile::tempdir().unwrap();
+    let mount = work.path().join("tiny");
+    let copy = work.path().join("copy");
+    std::fs::create_dir_all(&mount).unwrap();
+    std::fs::create_dir_all(&copy).unwrap();
+    // A 700 KiB tmpfs in a private mount namespace (unprivileged through a user namespace): the
+    // probe fills it, then the store is copied out for checking.
+    let script = r#"mount -t tmpfs -o size=700k tmpfs "$1" || exit 99; PROBE_INDEX=off "$2" "$1" 0; status=$?; cp -a "$1"/. "$3"/; exit $status"#;
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", script, "sh"])
+        .arg(&mount)
+        .arg(env!("CARGO_BIN_EXE_store-append-probe"))
+        .arg(&copy)
+        .output()
+        .expect("unshare (util-linux) is needed for the full-disk test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(99), "cannot mount a tmpfs: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "the probe should stop on a failed put: {stderr}");
+    assert!(stderr.contains("FAILED CreateMappedFileFailed"), "{stderr}");
+    let acked: Vec<(usize, i64, i64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            Some((p.get(1)?.parse().ok()?, p.get(2)?.parse().ok()?, p.get(3)?.parse().ok()?))
+        })
+        .collect();
+    assert!(acked.len() > 100, "only {} messages fit", acked.len());
+    let store = MessageStore::open(MessageStoreConfig { message_index_enable: false, ..config(&copy) }).unwrap();
+    check(&store, &acked);
+}

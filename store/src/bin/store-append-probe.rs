@@ -3,6 +3,9 @@
 //! kill it with SIGKILL and check that every acknowledged message survived.
 //!
 //! Usage: store-append-probe <storeDir> <firstNumber>
+//! A put that fails ends it with exit code 3 and `FAILED <status> <remark>` on stderr.
+//! `PROBE_INDEX=off` disables the index (its files are sparse, so a full disk would hit them
+//! with SIGBUS rather than an error; the full-disk test keeps them out).
 
 use std::io::Write;
 
@@ -22,6 +25,7 @@ fn main() {
         mapped_file_size_consume_queue: 1000 * 20,
         max_hash_slot_num: 1000,
         max_index_num: 10_000,
+        message_index_enable: std::env::var("PROBE_INDEX").map_or(true, |v| v != "off"),
         ..Default::default()
     };
     let store = match MessageStore::open(config) {
@@ -40,8 +44,9 @@ fn main() {
         let r = store.put_message(&store::message::probe_message(n));
         let ok = r.is_ok();
         let Some(a) = r.append.filter(|_| ok) else {
-            eprintln!("put {n} failed: {:?} {:?}", r.status, r.remark);
-            std::process::exit(1);
+            eprintln!("FAILED {:?} {}", r.status, r.remark.unwrap_or_default());
+            store.shutdown();
+            std::process::exit(3);
         };
         if writeln!(out, "ACK {n} {} {}", a.wrote_offset, a.logics_offset).and_then(|_| out.flush()).is_err() {
             break;

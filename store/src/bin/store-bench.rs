@@ -6,7 +6,8 @@
 //! 1 KiB bodies and 1 or 64 writer threads. The index is disabled (append path and dispatch to
 //! the consume queues only); commit-log files are 256 MiB, the transient pool holds 2 buffers.
 //!
-//! Usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE]
+//! Usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE] [--only SUBSTRING]
+//! (`--only` runs only the cases whose name contains it, e.g. `--only "ASYNC 1 KiB w1"` to profile).
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
@@ -36,10 +37,11 @@ struct Args {
     warmup: f64,
     dir: PathBuf,
     json: Option<PathBuf>,
+    only: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { seconds: 5.0, warmup: 1.0, dir: std::env::temp_dir(), json: None };
+    let mut args = Args { seconds: 5.0, warmup: 1.0, dir: std::env::temp_dir(), json: None, only: None };
     let mut dir_given = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -49,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
             "--warmup" => args.warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
             "--dir" => (args.dir, dir_given) = (value()?.into(), true),
             "--json" => args.json = Some(value()?.into()),
+            "--only" => args.only = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -227,7 +230,13 @@ fn run_case(case: &Case, dir: &Path, warmup: Duration, measure: Duration) -> Res
     let timed = case.flush == FlushDiskType::SyncFlush;
 
     let (stats, secs, cpu, behind) = std::thread::scope(|s| {
-        let writers: Vec<_> = messages.iter().map(|msgs| s.spawn(|| put_loop(&store, msgs, &measuring, &stop, timed))).collect();
+        let writers: Vec<_> = (messages.iter().enumerate())
+            .map(|(w, msgs)| {
+                let (store, measuring, stop) = (&store, &measuring, &stop);
+                let thread = std::thread::Builder::new().name(format!("writer{w}"));
+                thread.spawn_scoped(s, move || put_loop(store, msgs, measuring, stop, timed)).expect("cannot start a writer thread")
+            })
+            .collect();
         std::thread::sleep(warmup);
         measuring.store(true, Ordering::Relaxed);
         let (start, cpu0) = (Instant::now(), process_cpu_secs());
@@ -265,7 +274,7 @@ fn main() {
             if !e.is_empty() {
                 eprintln!("{e}");
             }
-            eprintln!("usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE]");
+            eprintln!("usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE] [--only SUBSTRING]");
             std::process::exit(2);
         }
     };
@@ -306,7 +315,7 @@ fn run(args: &Args) -> Result<(), String> {
     }
     println!("\n{:<22} {:>7} {:>11} {:>9} {:>17} {:>9} {:>9} {:>5} {:>9} {:>6}", "case", "rec B", "msgs/s", "MB/s", "fraction", "p50 µs", "p99 µs", "cpu", "behind B", "failed");
     let mut results = Vec::new();
-    for case in &cases {
+    for case in cases.iter().filter(|c| args.only.iter().all(|only| c.name().contains(only.as_str()))) {
         let r = run_case(case, &dir, warmup, measure)?;
         let fraction = if case.flush == FlushDiskType::SyncFlush {
             format!("{:.3} of fsync64K", r.mb_per_sec / group_commit_mbps)

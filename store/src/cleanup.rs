@@ -1,0 +1,98 @@
+//! Expiry of old data (Java `CleanCommitLogService` / `CleanConsumeQueueService`): commit-log
+//! files older than `fileReservedTime` go at `deleteWhen`, or whenever the disk is fuller than
+//! `diskMaxUsedSpaceRatio`; above 85 % they go regardless of age; above 90 % writes are refused
+//! until space comes back. Consume-queue and index files that only point below the commit log's
+//! new minimum follow.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use tracing::{info, warn};
+
+use crate::config::MessageStoreConfig;
+
+/// Java's `diskSpaceCleanForciblyRatio` and `diskSpaceWarningLevelRatio`.
+pub const CLEAN_FORCIBLY_RATIO: f64 = 0.85;
+pub const WARNING_LEVEL_RATIO: f64 = 0.90;
+/// Java's `DELETE_FILES_BATCH_MAX`.
+pub const DELETE_FILES_BATCH_MAX: usize = 10;
+
+/// What one cleaning pass should do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CleanDecision {
+    /// Delete expired files at all this pass.
+    pub delete: bool,
+    /// Delete regardless of age (disk above the forcible ratio).
+    pub force: bool,
+    /// Refuse writes (disk above the warning level).
+    pub disk_full: bool,
+}
+
+/// Java's rules, from the hour of day and the disk's used ratio.
+pub fn decide(config: &MessageStoreConfig, hour: u32, disk_used_ratio: f64) -> CleanDecision {
+    let time_up = config.delete_when.split(';').filter_map(|h| h.trim().parse::<u32>().ok()).any(|h| h == hour);
+    let max_ratio = config.disk_max_used_space_ratio.clamp(10, 95) as f64 / 100.0;
+    let disk_full = disk_used_ratio > WARNING_LEVEL_RATIO;
+    let force = disk_used_ratio > CLEAN_FORCIBLY_RATIO;
+    CleanDecision { delete: time_up || disk_used_ratio > max_ratio || force, force, disk_full }
+}
+
+/// Used fraction of the filesystem holding `path` (Java: (total - free) / total), or 0 when unknown.
+pub fn disk_used_ratio(path: &Path) -> f64 {
+    match nix::sys::statvfs::statvfs(path) {
+        Ok(s) if s.blocks() > 0 => {
+            let total = s.blocks() as f64;
+            (total - s.blocks_free() as f64) / total
+        }
+        Ok(_) => 0.0,
+        Err(e) => {
+            warn!(path = %path.display(), error = %e, "cannot read disk usage");
+            0.0
+        }
+    }
+}
+
+/// How many of the oldest files (never the last) are expired: modified longer than `reserved` ago,
+/// or any age when `force`; stops at the first one to keep, at most [`DELETE_FILES_BATCH_MAX`].
+pub fn expired_prefix(modified: &[SystemTime], now: SystemTime, reserved: Duration, force: bool) -> usize {
+    modified
+        .iter()
+        .take(modified.len().saturating_sub(1))
+        .take(DELETE_FILES_BATCH_MAX)
+        .take_while(|m| force || now.duration_since(**m).is_ok_and(|age| age >= reserved))
+        .count()
+}
+
+pub(crate) fn log_deleted(what: &str, count: usize) {
+    if count > 0 {
+        info!(count, "deleted expired {what} files");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_go_at_delete_when_or_when_the_disk_fills() {
+        let c = MessageStoreConfig::default();
+        assert_eq!(decide(&c, 4, 0.1), CleanDecision { delete: true, force: false, disk_full: false });
+        assert_eq!(decide(&c, 5, 0.1), CleanDecision { delete: false, force: false, disk_full: false });
+        assert_eq!(decide(&c, 5, 0.80), CleanDecision { delete: true, force: false, disk_full: false });
+        assert_eq!(decide(&c, 5, 0.86), CleanDecision { delete: true, force: true, disk_full: false });
+        assert_eq!(decide(&c, 5, 0.95), CleanDecision { delete: true, force: true, disk_full: true });
+        let two_hours = MessageStoreConfig { delete_when: "03;04".into(), ..Default::default() };
+        assert!(decide(&two_hours, 3, 0.0).delete);
+    }
+
+    #[test]
+    fn only_old_files_go_and_never_the_last_one() {
+        let now = SystemTime::now();
+        let hours = |h: u64| now - Duration::from_secs(h * 3600);
+        let reserved = Duration::from_secs(72 * 3600);
+        assert_eq!(expired_prefix(&[hours(100), hours(80), hours(10), hours(1)], now, reserved, false), 2);
+        assert_eq!(expired_prefix(&[hours(10), hours(100)], now, reserved, false), 0);
+        assert_eq!(expired_prefix(&[hours(1), hours(1), hours(1)], now, reserved, true), 2);
+        assert_eq!(expired_prefix(&[hours(100)], now, reserved, true), 0);
+    }
+}
