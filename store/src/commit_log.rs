@@ -76,6 +76,34 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// The append path of the store. The file-based [`CommitLog`] implements it; the DLedger commit
+/// log will too, so the broker's put path does not change when a store switches to Raft.
+pub trait AppendLog: Send + Sync {
+    /// Appends one message or a batch (one topic and queue) and applies the flush policy.
+    fn append(&self, msgs: &[MessageToStore]) -> PutMessageResult;
+    /// The first readable physical offset.
+    fn min_offset(&self) -> i64;
+    /// The end of readable data.
+    fn max_offset(&self) -> i64;
+    /// `size` readable bytes at `offset`.
+    fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>>;
+}
+
+impl AppendLog for CommitLog {
+    fn append(&self, msgs: &[MessageToStore]) -> PutMessageResult {
+        self.put(msgs)
+    }
+    fn min_offset(&self) -> i64 {
+        CommitLog::min_offset(self)
+    }
+    fn max_offset(&self) -> i64 {
+        CommitLog::max_offset(self)
+    }
+    fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+        CommitLog::read_bytes(self, offset, size)
+    }
+}
+
 /// The writer's state, guarded by the append lock.
 struct Writer {
     /// Next queue offset per `topic-queueId`, as Java's `topicQueueTable`.

@@ -15,7 +15,7 @@ use tracing::{error, info, warn};
 
 use crate::checkpoint::Checkpoint;
 use crate::cleanup;
-use crate::commit_log::{CommitLog, PutMessageResult};
+use crate::commit_log::{AppendLog, CommitLog, PutMessageResult};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
 use crate::index::{IndexConfig, IndexRecord, IndexService};
@@ -218,7 +218,7 @@ impl MessageStore {
         if self.disk_full.load(Ordering::Acquire) {
             return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the disk is full; writes are refused until space is freed");
         }
-        let result = self.commit_log.put(msgs);
+        let result = self.appender().append(msgs);
         self.reput_wake.1.notify_one();
         result
     }
@@ -593,6 +593,18 @@ impl MessageStore {
 
     pub fn commit_log(&self) -> &CommitLog {
         &self.commit_log
+    }
+
+    /// The append path puts go through.
+    pub fn appender(&self) -> &dyn AppendLog {
+        self.commit_log.as_ref()
+    }
+
+    /// Raw commit-log bytes from `offset` to the end of what is readable in its file (what HA
+    /// replication ships to slaves; Java `getCommitLogData`).
+    pub fn commit_log_data(&self, offset: i64) -> Option<Vec<u8>> {
+        let (file, pos) = self.commit_log.locate(offset)?;
+        file.read_from(pos).filter(|b| !b.is_empty()).map(<[u8]>::to_vec)
     }
 
     pub fn checkpoint(&self) -> &Checkpoint {

@@ -283,3 +283,17 @@ fn a_nearly_full_disk_refuses_writes_until_space_returns() {
     assert_eq!(store.put_message(&message(0)).status, PutStatus::PutOk);
     store.shutdown();
 }
+
+#[test]
+fn raw_commit_log_ranges_are_served_for_replication() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    let a = store.put_message(&message(1)).append.unwrap();
+    let b = store.put_message(&message(2)).append.unwrap();
+    let data = store.commit_log_data(a.wrote_offset).unwrap();
+    assert_eq!(data.len(), a.wrote_bytes + b.wrote_bytes);
+    let Ok(RecordAt::Record(first)) = decode_record(&data, true) else { panic!() };
+    assert_eq!(first.flag, 1);
+    assert!(store.commit_log_data(b.wrote_offset + b.wrote_bytes as i64).is_none());
+    store.shutdown();
+}
