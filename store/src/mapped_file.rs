@@ -317,6 +317,29 @@ impl MappedFile {
         Ok(wrote)
     }
 
+    /// Zeroes whatever is not zero from `pos` to the end of the file and forces it to disk.
+    /// Recovery only (no reader or writer may be active): pages reach the disk in any order, so
+    /// whole records can survive past a torn one; erasing them keeps a later crash from finding
+    /// them again behind new data.
+    pub fn zero_tail(&self, pos: usize) -> io::Result<()> {
+        let mut start = pos.min(self.size);
+        let mut dirty: Option<(usize, usize)> = None;
+        while start < self.size {
+            let end = ((start / OS_PAGE_SIZE + 1) * OS_PAGE_SIZE).min(self.size);
+            // SAFETY: [start, end) is inside the mapping; recovery has the file to itself.
+            let region = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), end - start) };
+            if region.iter().any(|b| *b != 0) {
+                region.fill(0);
+                dirty = Some(dirty.map_or((start, end), |(s, _)| (s, end)));
+            }
+            start = end;
+        }
+        if let Some((from, to)) = dirty {
+            self.map.flush_range(from, to - from)?;
+        }
+        Ok(())
+    }
+
     /// Removes the file from disk. The mapping stays valid for readers still holding it.
     pub fn delete_file(&self) -> io::Result<()> {
         match std::fs::remove_file(&self.path) {
@@ -388,6 +411,16 @@ mod tests {
         assert_eq!(pool.available(), 1);
         assert_eq!(f.flush(0).unwrap(), 8192);
         assert_eq!(f.raw(8191, 1), Some(&[7u8][..]));
+    }
+
+    #[test]
+    fn zero_tail_erases_stale_bytes_after_the_position_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::create(dir.path(), 0, OS_PAGE_SIZE * 3).unwrap();
+        assert!(f.append(&[9u8; OS_PAGE_SIZE * 3]));
+        f.zero_tail(100).unwrap();
+        assert_eq!(f.raw(0, 100).unwrap(), &[9u8; 100][..]);
+        assert!(f.raw(100, OS_PAGE_SIZE * 3 - 100).unwrap().iter().all(|b| *b == 0));
     }
 
     #[test]

@@ -184,8 +184,8 @@ impl MappedFileQueue {
         Ok(self.flushed_offset())
     }
 
-    /// Sets the end of the queue to `offset`: the file holding it gets its positions there, later
-    /// files are deleted (Java `truncateDirtyFiles`).
+    /// Sets the end of the queue to `offset`: the file holding it gets its positions there and its
+    /// stale tail erased, later files are deleted (Java `truncateDirtyFiles`, plus the erasing).
     pub fn truncate_to(&self, offset: u64) {
         let mut files = self.files.write();
         files.retain(|f| {
@@ -194,7 +194,11 @@ impl MappedFileQueue {
                 return true;
             }
             if f.from_offset() <= offset {
-                f.set_positions((offset - f.from_offset()) as usize);
+                let pos = (offset - f.from_offset()) as usize;
+                f.set_positions(pos);
+                if let Err(e) = f.zero_tail(pos) {
+                    warn!(path = %f.path().display(), error = %e, "cannot erase the stale tail");
+                }
                 return true;
             }
             info!(path = %f.path().display(), "deleting file past the recovered end");

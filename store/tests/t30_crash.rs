@@ -191,3 +191,30 @@ fn a_full_disk_fails_puts_cleanly_and_keeps_everything_acknowledged() {
     let store = MessageStore::open(MessageStoreConfig { message_index_enable: false, ..config(&copy) }).unwrap();
     check(&store, &acked);
 }
+
+#[test]
+fn records_after_a_torn_one_do_not_come_back_after_a_second_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 40;
+    let ends = write_clean(dir.path(), n);
+    // Message 37 is damaged on disk while 38 and 39 reached the disk whole (pages are written
+    // back in any order).
+    let file = dir.path().join("commitlog/00000000000000000000");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[ends[36] as usize + 100] ^= 0xFF;
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::write(dir.path().join("abort"), b"").unwrap();
+
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    assert_eq!(store.commit_log().max_offset(), ends[36], "recovery stops before the damaged record");
+    store.start().unwrap();
+    // A new message of the same size lands exactly where 37 was; then the process dies.
+    let replacement = store.put_message(&probe_message(37)).append.unwrap();
+    assert_eq!(replacement.wrote_offset, ends[36]);
+    std::mem::forget(store);
+
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    assert_eq!(store.commit_log().max_offset(), ends[37], "old messages 38 and 39 must not reappear");
+    let total: i64 = store.queues().iter().map(|q| q.max_offset()).sum();
+    assert_eq!(total as usize, 38);
+}
