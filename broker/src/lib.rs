@@ -1,1 +1,27 @@
-//! The `broker` crate: not built yet (see ARCHITECTURE.md). It holds nothing but its name.
+//! The RocketMQ broker, compatible with Java's: a Java broker can be stopped and this one started
+//! on the same `broker.conf` and store directory, and back.
+//!
+//! Layers, from the configuration up:
+//! - [`config`]: `BrokerConfig` (Java's broker, Netty server and client keys) and loading
+//!   `broker.conf` into it and the store's `MessageStoreConfig`;
+//! - [`config_file`]: Java's `ConfigManager` discipline for `config/*.json` (backup, tmp, which
+//!   file wins at load);
+//! - metadata, each persisted in fastjson's pretty format: [`topic_config`] (`topics.json`),
+//!   [`subscription_group`] (`subscriptionGroup.json`), [`consumer_offset`]
+//!   (`consumerOffset.json`), [`delay_offset`] (`delayOffset.json`);
+//! - the message store itself is the `store` crate;
+//! - who is connected: [`client`] (consumer and producer groups by connection);
+//! - [`long_polling`] (parked pulls) and [`namesrv_client`] (registration with name servers).
+
+pub mod broker;
+pub mod client;
+pub mod config;
+pub mod config_file;
+pub mod consumer_offset;
+pub mod controller;
+pub mod delay_offset;
+pub mod long_polling;
+pub mod namesrv_client;
+pub mod processor;
+pub mod subscription_group;
+pub mod topic_config;

@@ -5,6 +5,8 @@
 //! default output writes them bare (`{0:"a"}`, not RFC 8259 JSON), the "standard" output the name
 //! server sends to newer clients quotes them and escapes non-ASCII. [`FastjsonFormatter`] does
 //! both, so a `BTreeMap<i64, String>` serializes exactly as Java's `HashMap<Long, String>` would.
+//! It also writes fastjson's `PrettyFormat` ([`JsonStyle::FastjsonPretty`]), the layout of the
+//! broker's `config/*.json` files.
 //!
 //! Reading: [`from_slice`] first rewrites bare keys (numbers or whole JSON objects, as Java writes
 //! `Map<MessageQueue, _>`) into quoted strings, then lets serde_json do the rest; integer map keys
@@ -25,9 +27,20 @@ pub enum JsonStyle {
     /// BrowserCompatible + QuoteFieldNames: keys quoted, non-ASCII as `\uXXXX`, longs beyond
     /// ±2^53 as strings. What the Java name server sends to requesters of version ≥ 401.
     Standard,
+    /// fastjson's default plus `PrettyFormat`: what Java's `ConfigManager.persist` writes
+    /// (`topics.json`, `consumerOffset.json`, ...). Checked byte for byte against fastjson 1.2.69
+    /// (RocketMQ 4.9.7) and 1.2.83 (5.3.3):
+    /// - an object with string keys puts each key on its own line, indented by one tab per level,
+    ///   with no space around `:`; its `}` goes on a new line at the parent's indent;
+    /// - integer keys stay bare and inline (`{0:12,1:7` and then the newline before `}`);
+    /// - an empty object is `{}`;
+    /// - arrays (fastjson serializes Java `Set`s and `long[]` this way) stay on one line,
+    ///   `[a,b]`, and add no indent: an object inside one indents as the member's value would;
+    /// - no newline at the end.
+    FastjsonPretty,
 }
 
-/// Serializes `value` compactly in the given style.
+/// Serializes `value` in the given style.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T, style: JsonStyle) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, FastjsonFormatter::new(style));
@@ -65,23 +78,49 @@ enum KeyState {
 pub struct FastjsonFormatter {
     style: JsonStyle,
     key: KeyState,
+    /// Pretty style only: the nesting depth of objects (arrays add none) ...
+    indent: usize,
+    /// ... and whether the innermost open object has an entry yet.
+    has_value: bool,
 }
 
 impl FastjsonFormatter {
     pub fn new(style: JsonStyle) -> Self {
-        FastjsonFormatter { style, key: KeyState::NotInKey }
+        FastjsonFormatter { style, key: KeyState::NotInKey, indent: 0, has_value: false }
+    }
+
+    fn pretty(&self) -> bool {
+        self.style == JsonStyle::FastjsonPretty
+    }
+
+    fn bare_integer_keys(&self) -> bool {
+        matches!(self.style, JsonStyle::Fastjson | JsonStyle::FastjsonPretty)
+    }
+
+    /// The pretty style's line break and tabs; written before a string key and before the `}` of
+    /// an object with entries.
+    fn new_line<W: ?Sized + io::Write>(&self, w: &mut W) -> io::Result<()> {
+        if !self.pretty() {
+            return Ok(());
+        }
+        w.write_all(b"\n")?;
+        for _ in 0..self.indent {
+            w.write_all(b"\t")?;
+        }
+        Ok(())
     }
 
     fn open_pending_quote<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
         if self.key == KeyState::Pending {
             self.key = KeyState::Quoted;
+            self.new_line(w)?;
             w.write_all(b"\"")?;
         }
         Ok(())
     }
 
     fn write_integer<W: ?Sized + io::Write>(&mut self, w: &mut W, text: &str, fits_double: bool) -> io::Result<()> {
-        if self.key == KeyState::Pending && self.style == JsonStyle::Fastjson {
+        if self.key == KeyState::Pending && self.bare_integer_keys() {
             self.key = KeyState::Bare;
             return w.write_all(text.as_bytes());
         }
@@ -139,6 +178,7 @@ impl Formatter for FastjsonFormatter {
             KeyState::Bare => Ok(()),
             KeyState::Pending => {
                 self.key = KeyState::Quoted;
+                self.new_line(w)?;
                 w.write_all(b"\"\"")
             }
             KeyState::Quoted | KeyState::NotInKey => w.write_all(b"\""),
@@ -176,6 +216,29 @@ impl Formatter for FastjsonFormatter {
             CharEscape::AsciiControl(byte) => format!("\\u{:04X}", byte).into(),
         };
         w.write_all(s.as_bytes())
+    }
+
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.pretty() {
+            self.indent += 1;
+            self.has_value = false;
+        }
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.pretty() {
+            self.indent = self.indent.saturating_sub(1);
+            if self.has_value {
+                self.new_line(w)?;
+            }
+        }
+        w.write_all(b"}")
+    }
+
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
     }
 
     fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
@@ -347,6 +410,49 @@ mod tests {
         let table = v["offsetTable"].as_object().unwrap();
         assert_eq!(table[r#"{"brokerName":"b","queueId":0,"topic":"T"}"#], 5);
         assert_eq!(table.len(), 2);
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Group {
+        attributes: BTreeMap<String, String>,
+        group_name: String,
+        subscription_data_set: Vec<BTreeMap<String, String>>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ConfigFile {
+        offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+        empty: BTreeMap<i32, i64>,
+        groups: BTreeMap<String, Group>,
+    }
+
+    #[test]
+    fn pretty_style_indents_like_fastjson_prettyformat() {
+        let file = ConfigFile {
+            offset_table: [("T@g".to_owned(), [(0, 12), (1, 7)].into())].into(),
+            empty: BTreeMap::new(),
+            groups: [(
+                "g".to_owned(),
+                Group {
+                    attributes: BTreeMap::new(),
+                    group_name: "g\u{7f}ä".to_owned(),
+                    subscription_data_set: vec![[("topic".to_owned(), "T".to_owned())].into(), BTreeMap::new()],
+                },
+            )]
+            .into(),
+        };
+        let expected = "{\n\t\"offsetTable\":{\n\t\t\"T@g\":{0:12,1:7\n\t\t}\n\t},\n\t\"empty\":{},\n\t\"groups\":{\n\t\t\"g\":{\n\t\t\t\"attributes\":{},\n\t\t\t\"groupName\":\"g\\u007Fä\",\n\t\t\t\"subscriptionDataSet\":[{\n\t\t\t\t\"topic\":\"T\"\n\t\t\t},{}]\n\t\t}\n\t}\n}";
+        assert_eq!(to_string(&file, JsonStyle::FastjsonPretty), expected);
+        let back: serde_json::Value = from_slice(expected.as_bytes()).unwrap();
+        assert_eq!(back["offsetTable"]["T@g"]["1"], 7);
+    }
+
+    #[test]
+    fn pretty_style_writes_an_empty_key_on_its_own_line() {
+        let m: BTreeMap<String, i32> = [(String::new(), 1)].into();
+        assert_eq!(to_string(&m, JsonStyle::FastjsonPretty), "{\n\t\"\":1\n}");
     }
 
     #[test]

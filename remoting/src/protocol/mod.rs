@@ -5,6 +5,8 @@
 //! then writes them in the same order Java does.
 
 pub mod body;
+pub mod broker;
+pub mod heartbeat;
 pub mod namesrv;
 pub mod register;
 pub mod route;

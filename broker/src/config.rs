@@ -1,0 +1,417 @@
+//! `BrokerConfig`: the broker's keys of `broker.conf`, with Java 4.9.7's names and defaults, plus
+//! the keys Java keeps in `NettyServerConfig` and `NettyClientConfig` (`listenPort`, worker
+//! threads, ...), which the same file sets. The store's keys live in [`MessageStoreConfig`];
+//! [`load_broker_conf`] applies one file to both, as `mqbroker -c` does.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use remoting::config::JavaConfig;
+use remoting::java_config;
+use store::config::{BrokerRole, MessageStoreConfig};
+
+/// What Java's `BrokerConfig.localHostName()` falls back to when the host name cannot be had.
+pub const FALLBACK_BROKER_NAME: &str = "DEFAULT_BROKER";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Invalid(#[from] remoting::config::ConfigError),
+    #[error("the name server address {addr} is not valid; set it as \"127.0.0.1:9876;192.168.0.1:9876\"")]
+    NamesrvAddr { addr: String },
+    #[error("a slave's brokerId must be > 0, not {broker_id}")]
+    SlaveBrokerId { broker_id: i64 },
+    #[error("listenPort {listen_port} leaves no port for HA (haListenPort defaults to listenPort + 1)")]
+    NoHaPort { listen_port: u16 },
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn env_or_empty(name: &str) -> String {
+    std::env::var(name).unwrap_or_default()
+}
+
+/// Java's `localHostName()`: the host name, or [`FALLBACK_BROKER_NAME`].
+pub fn local_host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|name| name.into_string().ok())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| FALLBACK_BROKER_NAME.to_owned())
+}
+
+/// Java's `RemotingUtil.getLocalAddress()` for IPv4: over the interfaces that are not bridges,
+/// the first non-loopback address that does not start with `127.0` or `192.168`, else the last
+/// such address seen; `127.0.0.1` when there is none.
+pub fn local_address() -> String {
+    let mut candidates: Vec<String> = Vec::new();
+    if let Ok(addrs) = nix::ifaddrs::getifaddrs() {
+        for ifaddr in addrs {
+            if Path::new("/sys/class/net").join(&ifaddr.interface_name).join("bridge").exists() {
+                continue;
+            }
+            let Some(ip) = ifaddr.address.as_ref().and_then(|a| a.as_sockaddr_in()).map(|sin| sin.ip()) else {
+                continue;
+            };
+            if !IpAddr::V4(ip).is_loopback() {
+                candidates.push(ip.to_string());
+            }
+        }
+    }
+    pick_local_address(&candidates)
+}
+
+fn pick_local_address(candidates: &[String]) -> String {
+    candidates
+        .iter()
+        .find(|ip| !ip.starts_with("127.0") && !ip.starts_with("192.168"))
+        .or(candidates.last())
+        .cloned()
+        .unwrap_or_else(|| "127.0.0.1".to_owned())
+}
+
+java_config! {
+    /// Every simple-typed key of Java 4.9.7's `BrokerConfig`, `NettyServerConfig` and
+    /// `NettyClientConfig`, in Java's declaration order (which `-p` prints). Keys we do not act on
+    /// yet are kept so a Java `broker.conf` loads without "unknown key" noise and prints as Java's.
+    pub struct BrokerConfig {
+        pub rocketmq_home: String = "rocketmqHome" => env_or_empty("ROCKETMQ_HOME"),
+        /// `;`-separated `host:port` list; empty means unset (Java: null). Env `NAMESRV_ADDR`.
+        pub namesrv_addr: String = "namesrvAddr" => env_or_empty("NAMESRV_ADDR"),
+        pub broker_ip1: String = "brokerIP1" => local_address(),
+        pub broker_ip2: String = "brokerIP2" => local_address(),
+        pub broker_name: String = "brokerName" => local_host_name(),
+        pub broker_cluster_name: String = "brokerClusterName" => "DefaultCluster".to_owned(),
+        pub broker_id: i64 = "brokerId" => 0,
+        pub broker_permission: i32 = "brokerPermission" => remoting::protocol::perm::READ | remoting::protocol::perm::WRITE,
+        pub default_topic_queue_nums: i32 = "defaultTopicQueueNums" => 8,
+        pub auto_create_topic_enable: bool = "autoCreateTopicEnable" => true,
+        pub cluster_topic_enable: bool = "clusterTopicEnable" => true,
+        pub broker_topic_enable: bool = "brokerTopicEnable" => true,
+        pub auto_create_subscription_group: bool = "autoCreateSubscriptionGroup" => true,
+        pub message_store_plug_in: String = "messageStorePlugIn" => String::new(),
+        pub msg_trace_topic_name: String = "msgTraceTopicName" => "RMQ_SYS_TRACE_TOPIC".to_owned(),
+        pub trace_topic_enable: bool = "traceTopicEnable" => false,
+        pub send_message_thread_pool_nums: usize = "sendMessageThreadPoolNums" => cpus().min(4),
+        pub put_message_future_thread_pool_nums: usize = "putMessageFutureThreadPoolNums" => cpus().min(4),
+        pub pull_message_thread_pool_nums: usize = "pullMessageThreadPoolNums" => 16 + cpus() * 2,
+        pub process_reply_message_thread_pool_nums: usize = "processReplyMessageThreadPoolNums" => 16 + cpus() * 2,
+        pub query_message_thread_pool_nums: usize = "queryMessageThreadPoolNums" => 8 + cpus(),
+        pub admin_broker_thread_pool_nums: usize = "adminBrokerThreadPoolNums" => 16,
+        pub client_manage_thread_pool_nums: usize = "clientManageThreadPoolNums" => 32,
+        pub consumer_manage_thread_pool_nums: usize = "consumerManageThreadPoolNums" => 32,
+        pub heartbeat_thread_pool_nums: usize = "heartbeatThreadPoolNums" => cpus().min(32),
+        pub end_transaction_thread_pool_nums: usize = "endTransactionThreadPoolNums" => (8 + cpus() * 2).max(cpus().min(4) * 4),
+        pub flush_consumer_offset_interval_ms: u64 = "flushConsumerOffsetInterval" => 5_000,
+        pub flush_consumer_offset_history_interval_ms: u64 = "flushConsumerOffsetHistoryInterval" => 60_000,
+        pub reject_transaction_message: bool = "rejectTransactionMessage" => false,
+        pub fetch_namesrv_addr_by_address_server: bool = "fetchNamesrvAddrByAddressServer" => false,
+        pub send_thread_pool_queue_capacity: usize = "sendThreadPoolQueueCapacity" => 10_000,
+        pub put_thread_pool_queue_capacity: usize = "putThreadPoolQueueCapacity" => 10_000,
+        pub pull_thread_pool_queue_capacity: usize = "pullThreadPoolQueueCapacity" => 100_000,
+        pub reply_thread_pool_queue_capacity: usize = "replyThreadPoolQueueCapacity" => 10_000,
+        pub query_thread_pool_queue_capacity: usize = "queryThreadPoolQueueCapacity" => 20_000,
+        pub client_manager_thread_pool_queue_capacity: usize = "clientManagerThreadPoolQueueCapacity" => 1_000_000,
+        pub consumer_manager_thread_pool_queue_capacity: usize = "consumerManagerThreadPoolQueueCapacity" => 1_000_000,
+        pub heartbeat_thread_pool_queue_capacity: usize = "heartbeatThreadPoolQueueCapacity" => 50_000,
+        pub end_transaction_pool_queue_capacity: usize = "endTransactionPoolQueueCapacity" => 100_000,
+        pub filter_server_nums: usize = "filterServerNums" => 0,
+        pub long_polling_enable: bool = "longPollingEnable" => true,
+        pub short_polling_time_ms: u64 = "shortPollingTimeMills" => 1_000,
+        pub notify_consumer_ids_changed_enable: bool = "notifyConsumerIdsChangedEnable" => true,
+        pub high_speed_mode: bool = "highSpeedMode" => false,
+        pub commercial_enable: bool = "commercialEnable" => true,
+        pub commercial_timer_count: i32 = "commercialTimerCount" => 1,
+        pub commercial_trans_count: i32 = "commercialTransCount" => 1,
+        pub commercial_big_count: i32 = "commercialBigCount" => 1,
+        pub commercial_base_count: i32 = "commercialBaseCount" => 1,
+        pub transfer_msg_by_heap: bool = "transferMsgByHeap" => true,
+        pub max_delay_time: i32 = "maxDelayTime" => 40,
+        pub region_id: String = "regionId" => "DefaultRegion".to_owned(),
+        pub register_broker_timeout_ms: u64 = "registerBrokerTimeoutMills" => 6_000,
+        pub slave_read_enable: bool = "slaveReadEnable" => false,
+        pub disable_consume_if_consumer_read_slowly: bool = "disableConsumeIfConsumerReadSlowly" => false,
+        pub consumer_fallbehind_threshold_bytes: u64 = "consumerFallbehindThreshold" => 16 * 1024 * 1024 * 1024,
+        pub broker_fast_failure_enable: bool = "brokerFastFailureEnable" => true,
+        pub wait_time_ms_in_send_queue: u64 = "waitTimeMillsInSendQueue" => 200,
+        pub wait_time_ms_in_pull_queue: u64 = "waitTimeMillsInPullQueue" => 5_000,
+        pub wait_time_ms_in_heartbeat_queue: u64 = "waitTimeMillsInHeartbeatQueue" => 31_000,
+        pub wait_time_ms_in_transaction_queue: u64 = "waitTimeMillsInTransactionQueue" => 3_000,
+        pub start_accept_send_request_timestamp_ms: i64 = "startAcceptSendRequestTimeStamp" => 0,
+        pub trace_on: bool = "traceOn" => true,
+        pub enable_calc_filter_bit_map: bool = "enableCalcFilterBitMap" => false,
+        pub expect_consumer_num_use_filter: i32 = "expectConsumerNumUseFilter" => 32,
+        /// Percent, 1..=100.
+        pub max_error_rate_of_bloom_filter: i32 = "maxErrorRateOfBloomFilter" => 20,
+        pub filter_data_clean_time_span_ms: u64 = "filterDataCleanTimeSpan" => 24 * 3600 * 1000,
+        pub filter_support_retry: bool = "filterSupportRetry" => false,
+        pub enable_property_filter: bool = "enablePropertyFilter" => false,
+        pub compressed_register: bool = "compressedRegister" => false,
+        pub force_register: bool = "forceRegister" => true,
+        /// Java clamps this to 10 000..=60 000 where it is used.
+        pub register_name_server_period_ms: u64 = "registerNameServerPeriod" => 30_000,
+        pub transaction_timeout_ms: u64 = "transactionTimeOut" => 6_000,
+        pub transaction_check_max: i32 = "transactionCheckMax" => 15,
+        pub transaction_check_interval_ms: u64 = "transactionCheckInterval" => 60_000,
+        pub acl_enable: bool = "aclEnable" => false,
+        pub store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
+        pub enable_detail_stat: bool = "enableDetailStat" => true,
+        pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
+        pub isolate_log_enable: bool = "isolateLogEnable" => false,
+
+        // NettyServerConfig (mqbroker sets listenPort to 10911 before reading the file).
+        pub listen_port: u16 = "listenPort" => 10911,
+        /// Java 5.x `NettyServerConfig.bindAddress`.
+        pub bind_address: String = "bindAddress" => "0.0.0.0".to_owned(),
+        pub server_worker_threads: usize = "serverWorkerThreads" => 8,
+        pub server_callback_executor_threads: usize = "serverCallbackExecutorThreads" => 0,
+        pub server_selector_threads: usize = "serverSelectorThreads" => 3,
+        pub server_oneway_semaphore_value: usize = "serverOnewaySemaphoreValue" => 256,
+        pub server_async_semaphore_value: usize = "serverAsyncSemaphoreValue" => 64,
+        pub server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds" => 120,
+        pub server_socket_snd_buf_size: usize = "serverSocketSndBufSize" => 0,
+        pub server_socket_rcv_buf_size: usize = "serverSocketRcvBufSize" => 0,
+        /// Java's server and client configs share this key.
+        pub write_buffer_high_water_mark: usize = "writeBufferHighWaterMark" => 0,
+        /// Java's server and client configs share this key.
+        pub write_buffer_low_water_mark: usize = "writeBufferLowWaterMark" => 0,
+        pub server_socket_backlog: usize = "serverSocketBacklog" => 1024,
+        pub server_pooled_byte_buf_allocator_enable: bool = "serverPooledByteBufAllocatorEnable" => true,
+        pub use_epoll_native_selector: bool = "useEpollNativeSelector" => false,
+
+        // NettyClientConfig (the broker's connections to name servers and, as a slave, its master).
+        pub client_worker_threads: usize = "clientWorkerThreads" => 4,
+        pub client_callback_executor_threads: usize = "clientCallbackExecutorThreads" => cpus(),
+        pub client_oneway_semaphore_value: usize = "clientOnewaySemaphoreValue" => 65_535,
+        pub client_async_semaphore_value: usize = "clientAsyncSemaphoreValue" => 65_535,
+        pub connect_timeout_ms: u64 = "connectTimeoutMillis" => 3_000,
+        pub channel_not_active_interval_ms: u64 = "channelNotActiveInterval" => 60_000,
+        pub client_channel_max_idle_time_seconds: u64 = "clientChannelMaxIdleTimeSeconds" => 120,
+        pub client_socket_snd_buf_size: usize = "clientSocketSndBufSize" => 0,
+        pub client_socket_rcv_buf_size: usize = "clientSocketRcvBufSize" => 0,
+        pub client_pooled_byte_buf_allocator_enable: bool = "clientPooledByteBufAllocatorEnable" => false,
+        pub client_close_socket_if_timeout: bool = "clientCloseSocketIfTimeout" => true,
+        pub use_tls: bool = "useTLS" => false,
+    }
+}
+
+impl BrokerConfig {
+    /// The name-server addresses, `namesrvAddr` split at `;`.
+    pub fn namesrv_addrs(&self) -> Vec<String> {
+        self.namesrv_addr.split(';').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
+    }
+}
+
+/// Applies `broker.conf` text, as Java's `MixAll.properties2Object` does for each config object:
+/// a key known to either struct is set there, the rest are returned (Java ignores them).
+/// Then [`apply_startup_rules`].
+pub fn apply_properties(
+    properties: &IndexMap<String, String>,
+) -> Result<(BrokerConfig, MessageStoreConfig, Vec<String>), ConfigError> {
+    let mut broker = BrokerConfig::default();
+    let mut store = MessageStoreConfig::default();
+    let mut unknown = Vec::new();
+    for (key, value) in properties {
+        let known_to_broker = broker.set(key, value)?;
+        let known_to_store = store.set(key, value)?;
+        if !known_to_broker && !known_to_store {
+            unknown.push(key.clone());
+        }
+    }
+    let ha_port_set = properties.get("haListenPort").is_some_and(|v| v.trim() != "0");
+    if !ha_port_set {
+        store.ha_listen_port =
+            broker.listen_port.checked_add(1).ok_or(ConfigError::NoHaPort { listen_port: broker.listen_port })?;
+    }
+    apply_startup_rules(&mut broker, &store)?;
+    Ok((broker, store, unknown))
+}
+
+/// Reads a `broker.conf` (`mqbroker -c FILE`) and applies it with [`apply_properties`]. Java reads
+/// the file as ISO-8859-1; we read UTF-8, and ISO-8859-1 only when the bytes are not UTF-8.
+pub fn load_broker_conf(path: &Path) -> Result<(BrokerConfig, MessageStoreConfig, Vec<String>), ConfigError> {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => e.into_bytes().iter().map(|&b| char::from(b)).collect(),
+    };
+    apply_properties(&remoting::properties::parse(&text))
+}
+
+/// What `BrokerStartup` checks and fixes after reading the file: every name-server address must be
+/// `host:port`; a master's brokerId is forced to 0; a slave's must be positive.
+pub fn apply_startup_rules(broker: &mut BrokerConfig, store: &MessageStoreConfig) -> Result<(), ConfigError> {
+    if !broker.namesrv_addr.is_empty() && !namesrv_addr_is_valid(&broker.namesrv_addr) {
+        return Err(ConfigError::NamesrvAddr { addr: broker.namesrv_addr.clone() });
+    }
+    match store.broker_role {
+        BrokerRole::AsyncMaster | BrokerRole::SyncMaster => broker.broker_id = 0,
+        BrokerRole::Slave if broker.broker_id <= 0 => {
+            return Err(ConfigError::SlaveBrokerId { broker_id: broker.broker_id })
+        }
+        BrokerRole::Slave => {}
+    }
+    Ok(())
+}
+
+/// Java's `RemotingUtil.string2SocketAddress` on each `;`-separated part: `host:port` split at the
+/// last colon, the port a valid port number. Trailing empty parts are ignored as Java's `split` does.
+fn namesrv_addr_is_valid(addr: &str) -> bool {
+    let mut parts: Vec<&str> = addr.split(';').collect();
+    while parts.last() == Some(&"") {
+        parts.pop();
+    }
+    !parts.is_empty()
+        && parts.iter().all(|part| part.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok()))
+}
+
+/// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
+/// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
+/// `MessageStoreConfig`).
+pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
+    let mut out = String::new();
+    for (key, value) in broker.entries().into_iter().chain(store.entries()) {
+        out.push_str(key);
+        out.push('=');
+        out.push_str(&value);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> IndexMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn defaults_match_java_4_9_7() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.broker_cluster_name, "DefaultCluster");
+        assert_eq!((c.broker_id, c.broker_permission, c.default_topic_queue_nums), (0, 6, 8));
+        assert_eq!(c.listen_port, 10911);
+        assert!(c.auto_create_topic_enable && c.cluster_topic_enable && c.broker_topic_enable);
+        assert!(c.auto_create_subscription_group && c.long_polling_enable && c.trace_on && c.force_register);
+        assert!(!c.trace_topic_enable && !c.acl_enable && !c.slave_read_enable && !c.compressed_register);
+        assert_eq!(c.msg_trace_topic_name, "RMQ_SYS_TRACE_TOPIC");
+        assert_eq!(c.region_id, "DefaultRegion");
+        assert_eq!((c.flush_consumer_offset_interval_ms, c.register_name_server_period_ms), (5_000, 30_000));
+        assert_eq!((c.send_thread_pool_queue_capacity, c.pull_thread_pool_queue_capacity), (10_000, 100_000));
+        assert_eq!((c.wait_time_ms_in_send_queue, c.wait_time_ms_in_pull_queue), (200, 5_000));
+        assert_eq!((c.transaction_timeout_ms, c.transaction_check_max, c.transaction_check_interval_ms), (6_000, 15, 60_000));
+        assert_eq!(c.consumer_fallbehind_threshold_bytes, 17_179_869_184);
+        assert!(c.send_message_thread_pool_nums >= 1 && c.send_message_thread_pool_nums <= 4);
+        assert!(c.end_transaction_thread_pool_nums >= c.send_message_thread_pool_nums * 4);
+        assert!(!c.broker_name.is_empty());
+        assert!(c.broker_ip1.parse::<std::net::Ipv4Addr>().is_ok(), "{}", c.broker_ip1);
+    }
+
+    #[test]
+    fn the_local_address_follows_javas_preference() {
+        let list = |ips: &[&str]| ips.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(pick_local_address(&list(&["192.168.1.5", "10.0.0.7", "172.17.0.1"])), "10.0.0.7");
+        assert_eq!(pick_local_address(&list(&["192.168.1.5", "192.168.2.9"])), "192.168.2.9");
+        assert_eq!(pick_local_address(&[]), "127.0.0.1");
+    }
+
+    #[test]
+    fn one_file_sets_both_structs_and_reports_the_rest() {
+        let (broker, store, unknown) = apply_properties(&props(&[
+            ("brokerName", "broker-b"),
+            ("listenPort", "20911"),
+            ("storePathRootDir", "/data/rmq"),
+            ("flushDiskType", "SYNC_FLUSH"),
+            ("writeBufferHighWaterMark", "65536"),
+            ("enableFooBar", "true"),
+        ]))
+        .unwrap();
+        assert_eq!(broker.broker_name, "broker-b");
+        assert_eq!(broker.listen_port, 20911);
+        assert_eq!(broker.write_buffer_high_water_mark, 65536);
+        assert_eq!(store.store_path_root_dir, "/data/rmq");
+        assert_eq!(store.flush_disk_type, store::config::FlushDiskType::SyncFlush);
+        assert_eq!(unknown, vec!["enableFooBar".to_owned()]);
+    }
+
+    #[test]
+    fn ha_listen_port_follows_listen_port_unless_set() {
+        let (_, store, _) = apply_properties(&props(&[("listenPort", "20911")])).unwrap();
+        assert_eq!(store.ha_listen_port, 20912);
+        let (_, store, _) = apply_properties(&props(&[])).unwrap();
+        assert_eq!(store.ha_listen_port, 10912);
+        let (_, store, _) = apply_properties(&props(&[("listenPort", "20911"), ("haListenPort", "30000")])).unwrap();
+        assert_eq!(store.ha_listen_port, 30000);
+        let (_, store, _) = apply_properties(&props(&[("listenPort", "20911"), ("haListenPort", "0")])).unwrap();
+        assert_eq!(store.ha_listen_port, 20912);
+        assert!(matches!(
+            apply_properties(&props(&[("listenPort", "65535")])),
+            Err(ConfigError::NoHaPort { listen_port: 65535 })
+        ));
+    }
+
+    #[test]
+    fn startup_rules_fix_a_masters_id_and_refuse_a_slave_without_one() {
+        let (broker, _, _) = apply_properties(&props(&[("brokerId", "3")])).unwrap();
+        assert_eq!(broker.broker_id, 0);
+        let (broker, _, _) = apply_properties(&props(&[("brokerId", "2"), ("brokerRole", "SLAVE")])).unwrap();
+        assert_eq!(broker.broker_id, 2);
+        assert!(matches!(
+            apply_properties(&props(&[("brokerRole", "SLAVE")])),
+            Err(ConfigError::SlaveBrokerId { broker_id: 0 })
+        ));
+    }
+
+    #[test]
+    fn name_server_addresses_must_be_host_and_port() {
+        let (broker, _, _) = apply_properties(&props(&[("namesrvAddr", "127.0.0.1:9876;ns2:9876;")])).unwrap();
+        assert_eq!(broker.namesrv_addrs(), vec!["127.0.0.1:9876".to_owned(), "ns2:9876".to_owned()]);
+        for bad in ["127.0.0.1", "a:1;;b:2", "a:99999", ";"] {
+            assert!(matches!(apply_properties(&props(&[("namesrvAddr", bad)])), Err(ConfigError::NamesrvAddr { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_bad_value_is_an_error_naming_its_key() {
+        let err = apply_properties(&props(&[("defaultTopicQueueNums", "eight")])).unwrap_err();
+        assert!(err.to_string().contains("defaultTopicQueueNums"), "{err}");
+    }
+
+    #[test]
+    fn a_broker_conf_file_loads_and_prints_as_key_value_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(
+            &path,
+            "# broker-a\nbrokerClusterName = DefaultCluster\nbrokerName = broker-a\nbrokerId = 0\n\
+             deleteWhen = 04\nfileReservedTime = 48\nbrokerRole = ASYNC_MASTER\nflushDiskType = ASYNC_FLUSH\n",
+        )
+        .unwrap();
+        let (broker, store, unknown) = load_broker_conf(&path).unwrap();
+        assert!(unknown.is_empty());
+        assert_eq!(store.file_reserved_time_hours, 48);
+        let printed = print_all(&broker, &store);
+        assert!(printed.starts_with("rocketmqHome="));
+        assert!(printed.contains("\nbrokerName=broker-a\n"));
+        assert!(printed.contains("\nlistenPort=10911\n"));
+        assert!(printed.contains("\nfileReservedTime=48\n"));
+        assert!(printed.contains("\nhaListenPort=10912\n"));
+        assert!(matches!(load_broker_conf(&dir.path().join("missing.conf")), Err(ConfigError::Read { .. })));
+    }
+
+    #[test]
+    fn a_latin1_file_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(&path, b"brokerName=b\xe4\n").unwrap();
+        let (broker, _, _) = load_broker_conf(&path).unwrap();
+        assert_eq!(broker.broker_name, "b\u{e4}");
+    }
+}

@@ -1,0 +1,102 @@
+//! `mqbroker`: the broker, started like Java's (`mqbroker -c broker.conf [-n ADDR] [-p]`).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use broker::config::{apply_startup_rules, load_broker_conf, print_all};
+use broker::controller::BrokerController;
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(name = "mqbroker", about = "RocketMQ broker", disable_help_flag = true)]
+struct Args {
+    /// Broker config properties file
+    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    config_file: Option<std::path::PathBuf>,
+    /// Name server address list, e.g. '192.168.0.1:9876;192.168.0.2:9876'
+    #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDR")]
+    namesrv_addr: Option<String>,
+    /// Print all config items and exit
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config: bool,
+    /// Print help
+    #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
+    help: Option<bool>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let args = Args::parse();
+    let loaded = match &args.config_file {
+        Some(path) => load_broker_conf(path).map(|(b, s, unknown)| {
+            for key in unknown {
+                tracing::warn!(key, "unknown config key ignored");
+            }
+            println!("load config properties file OK, {}", path.display());
+            (b, s)
+        }),
+        None => broker::config::apply_properties(&Default::default()).map(|(b, s, _)| (b, s)),
+    };
+    let (mut broker_config, store_config) = match loaded {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(addr) = args.namesrv_addr {
+        broker_config.namesrv_addr = addr;
+    }
+    if args.print_config {
+        print!("{}", print_all(&broker_config, &store_config));
+        return ExitCode::SUCCESS;
+    }
+    if let Err(e) = apply_startup_rules(&mut broker_config, &store_config) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let name = broker_config.broker_name.clone();
+        let namesrv = broker_config.namesrv_addr.clone();
+        let controller = match BrokerController::start(broker_config, store_config).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("The broker failed to start: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!(
+            "The broker[{name}, {}] boot success. serializeType=JSON and name server is {namesrv}",
+            controller.broker.identity.broker_addr
+        );
+        wait_for_stop_signal().await;
+        controller.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+async fn wait_for_stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE (Java `SendMessageProcessor`).
+
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use remoting::protocol::perm;
+use remoting::server::{Channel, ProcessResult, RequestProcessor};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use store::commit_log::PutStatus;
+use store::message::record::{SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
+use store::message::{properties, MessageToStore};
+
+use super::validate_topic;
+use crate::broker::{Broker, FAQ_SUFFIX};
+use crate::topic_config::system_topic;
+
+pub struct SendProcessor {
+    pub broker: Arc<Broker>,
+}
+
+impl RequestProcessor for SendProcessor {
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        let header: SendMessageRequestHeader = match request.request_code() {
+            RequestCode::SEND_MESSAGE => request.decode_header()?,
+            _ => request.decode_header::<SendMessageRequestHeaderV2>()?.into(),
+        };
+        let batch = request.request_code() == RequestCode::SEND_BATCH_MESSAGE;
+        let response = self.send(channel, &request, header, batch);
+        Ok(Some(response.with_ext("MSG_REGION", self.broker.config.region_id.clone()).with_ext("TRACE_ON", self.broker.config.trace_on.to_string())))
+    }
+}
+
+impl SendProcessor {
+    fn send(&self, channel: &Channel, request: &RemotingCommand, h: SendMessageRequestHeader, batch: bool) -> RemotingCommand {
+        let b = &self.broker;
+        let err = |code, remark: String| RemotingCommand::error_response(request, code, remark);
+        if !b.is_writeable() {
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
+        }
+        if let Err(remark) = validate_topic(&h.topic) {
+            return err(ResponseCode::SYSTEM_ERROR, remark);
+        }
+        if h.topic == system_topic::AUTO_CREATE_TEMPLATE {
+            return err(ResponseCode::SYSTEM_ERROR, format!("the topic[{}] is conflict with system topic.", h.topic));
+        }
+        let Some(topic) = self.topic_config(channel, &h) else {
+            return err(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!{FAQ_SUFFIX}", h.topic));
+        };
+        let max_queues = topic.write_queue_nums.max(topic.read_queue_nums);
+        let queue_id = if h.queue_id < 0 { random_queue(topic.write_queue_nums) } else { h.queue_id };
+        if queue_id >= max_queues {
+            return err(
+                ResponseCode::SYSTEM_ERROR,
+                format!("request queueId[{queue_id}] is illegal, {topic:?} Producer: {}", channel.remote_addr()),
+            );
+        }
+        if h.sys_flag & SYSFLAG_TRANSACTION_MASK == TRANSACTION_PREPARED_TYPE {
+            // Transactions (half messages and their check-back) come with a later change; until
+            // then this broker answers as a Java broker with rejectTransactionMessage=true.
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config.broker_ip1));
+        }
+        let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
+        props.insert("CLUSTER".to_owned(), b.config.broker_cluster_name.clone());
+        let base = MessageToStore {
+            topic: h.topic.clone(),
+            queue_id,
+            flag: h.flag,
+            sys_flag: h.sys_flag,
+            born_timestamp: h.born_timestamp,
+            born_host: channel.remote_addr(),
+            store_host: b.store_host,
+            reconsume_times: h.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+            body: request.body.clone().unwrap_or_default(),
+            properties: properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        };
+        let msgs = if batch {
+            match split_batch(&base) {
+                Ok(msgs) => msgs,
+                Err(remark) => return err(ResponseCode::MESSAGE_ILLEGAL, remark),
+            }
+        } else {
+            vec![base]
+        };
+        let result = b.store.put_messages(&msgs);
+        let code = match result.status {
+            PutStatus::PutOk => ResponseCode::SUCCESS,
+            PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
+            PutStatus::MessageIllegal | PutStatus::PropertiesSizeExceeded => ResponseCode::MESSAGE_ILLEGAL,
+            PutStatus::ServiceNotAvailable => ResponseCode::SERVICE_NOT_AVAILABLE,
+            PutStatus::CreateMappedFileFailed => {
+                return err(ResponseCode::SYSTEM_ERROR, "create mapped file failed, server is busy or broken.".into());
+            }
+            PutStatus::UnknownError => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())),
+        };
+        match result.append {
+            Some(a) => RemotingCommand::response_to(request, code).with_header(&SendMessageResponseHeader {
+                msg_id: a.msg_ids.join(","),
+                queue_id,
+                queue_offset: a.logics_offset,
+                transaction_id: None,
+            }),
+            None => err(code, result.remark.unwrap_or_default()),
+        }
+    }
+
+    /// The topic's config, auto-creating it from its template (or as a retry topic) as Java does;
+    /// a new topic is registered with the name servers at once.
+    fn topic_config(&self, channel: &Channel, h: &SendMessageRequestHeader) -> Option<remoting::protocol::topic::TopicConfig> {
+        let b = &self.broker;
+        if let Some(tc) = b.topics.select(&h.topic) {
+            return Some(tc);
+        }
+        let remote = channel.remote_addr().to_string();
+        let mut obtained = if b.config.auto_create_topic_enable {
+            b.topics.create_topic_in_send_message_method(&h.topic, &h.default_topic, &remote, h.default_topic_queue_nums, 0)
+        } else {
+            None
+        };
+        if obtained.is_none() && h.topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX) {
+            obtained = Some(b.topics.create_topic_in_send_message_back_method(&h.topic, 1, perm::READ | perm::WRITE, 0));
+        }
+        let obtained = obtained?;
+        if obtained.was_created() {
+            b.register_soon(true);
+        }
+        Some(obtained.into_config())
+    }
+}
+
+fn random_queue(write_queue_nums: i32) -> i32 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (nanos % write_queue_nums.max(1) as u32) as i32
+}
+
+/// The entries of a SEND_BATCH_MESSAGE body: `TOTALSIZE i32 | MAGIC i32 | BODYCRC i32 | FLAG i32 |
+/// BODYLEN i32 + body | PROPLEN i16 + properties`. Each becomes a message sharing the request's
+/// topic, queue and hosts; we do not append the wrapper's properties (its UNIQ_KEY would
+/// override every inner one, Java issue #9416).
+fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
+    let mut buf: Bytes = base.body.clone();
+    let cluster = properties::get(&base.properties, "CLUSTER").unwrap_or_default().to_owned();
+    let mut out = Vec::new();
+    while buf.has_remaining() {
+        if buf.remaining() < 22 {
+            return Err("batch body is truncated".into());
+        }
+        let total = buf.get_i32();
+        let _magic = buf.get_i32();
+        let _crc = buf.get_i32();
+        let flag = buf.get_i32();
+        let body_len = usize::try_from(buf.get_i32()).map_err(|_| "negative body length in batch")?;
+        if buf.remaining() < body_len + 2 {
+            return Err("batch entry body is truncated".into());
+        }
+        let body = buf.split_to(body_len);
+        let props_len = usize::try_from(buf.get_i16()).map_err(|_| "negative properties length in batch")?;
+        if buf.remaining() < props_len {
+            return Err("batch entry properties are truncated".into());
+        }
+        let props = std::str::from_utf8(&buf.split_to(props_len)).map_err(|_| "batch entry properties are not UTF-8")?.to_owned();
+        if total as usize != 20 + body_len + 2 + props_len {
+            return Err(format!("batch entry size {total} does not match its content"));
+        }
+        let mut map = properties::parse(&props);
+        map.insert("CLUSTER".to_owned(), cluster.clone());
+        out.push(MessageToStore {
+            flag,
+            body,
+            properties: properties::serialize(map.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+            ..base.clone()
+        });
+    }
+    if out.is_empty() {
+        return Err("empty batch".into());
+    }
+    Ok(out)
+}
