@@ -17,6 +17,7 @@ use crate::config::BrokerConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::long_polling::PullRequestHoldService;
 use crate::namesrv_client::{self, BrokerIdentity};
+use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
 
@@ -32,6 +33,7 @@ pub struct Broker {
     pub offsets: ConsumerOffsetManager,
     pub consumers: ConsumerManager,
     pub producers: ProducerManager,
+    pub locks: RebalanceLockManager,
     pub hold: std::sync::OnceLock<Arc<PullRequestHoldService>>,
     pub identity: BrokerIdentity,
     /// `brokerIP1:listenPort`, written into every stored message.

@@ -22,10 +22,13 @@ use crate::client::producer_manager::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::delay_offset::DelayOffsets;
+use crate::schedule::ScheduleService;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
 use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
 use crate::processor::consumer_manage::ConsumerManageProcessor;
+use crate::processor::lock::LockProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
 use crate::processor::send::SendProcessor;
@@ -62,6 +65,8 @@ pub struct BrokerController {
     tasks: Vec<JoinHandle<()>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     hold_thread: Option<std::thread::JoinHandle<()>>,
+    schedule: Arc<ScheduleService>,
+    schedule_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>, StartError> {
@@ -95,6 +100,7 @@ impl BrokerController {
             offsets,
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),
+            locks: Default::default(),
             hold: std::sync::OnceLock::new(),
             identity,
             store_host,
@@ -149,7 +155,7 @@ impl BrokerController {
         })?;
 
         let mut registry = ProcessorRegistry::new();
-        for code in [RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE] {
+        for code in [RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE, RequestCode::CONSUMER_SEND_MSG_BACK] {
             registry.register(code, send.clone(), &send_pool);
         }
         for code in [RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE] {
@@ -172,6 +178,10 @@ impl BrokerController {
         ] {
             registry.register(code, query.clone(), &query_pool);
         }
+        let lock = Arc::new(LockProcessor { broker: broker.clone() });
+        for code in [RequestCode::LOCK_BATCH_MQ, RequestCode::UNLOCK_BATCH_MQ] {
+            registry.register(code, lock.clone(), &consumer_pool);
+        }
         registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
 
         let bind: IpAddr = broker.config.bind_address.parse().map_err(|_| StartError::BadAddress(broker.config.bind_address.clone()))?;
@@ -184,6 +194,15 @@ impl BrokerController {
             drain_timeout: Duration::from_secs(10),
         };
         let server = RemotingServer::start(server_config, registry).await?;
+
+        let schedule = Arc::new(ScheduleService {
+            store: store.clone(),
+            offsets: DelayOffsets::open(&broker.store_config.root_dir())?,
+            levels: broker.store_config.delay_levels_ms().len(),
+            stop: std::sync::atomic::AtomicBool::new(false),
+        });
+        let runner = schedule.clone();
+        let schedule_thread = std::thread::Builder::new().name("ScheduleMessageService".into()).spawn(move || runner.run())?;
 
         // As Java: register once at start, then periodically.
         broker.register(false).await;
@@ -220,7 +239,7 @@ impl BrokerController {
             }
         }));
         info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
-        Ok(BrokerController { broker, server, tasks, stop, hold_thread: Some(hold_thread) })
+        Ok(BrokerController { broker, server, tasks, stop, hold_thread: Some(hold_thread), schedule, schedule_thread: Some(schedule_thread) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -236,6 +255,10 @@ impl BrokerController {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         self.server.shutdown().await;
         if let Some(t) = self.hold_thread.take() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+        self.schedule.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.schedule_thread.take() {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
         if let Err(e) = self.broker.offsets.persist() {

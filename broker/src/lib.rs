@@ -23,5 +23,7 @@ pub mod delay_offset;
 pub mod long_polling;
 pub mod namesrv_client;
 pub mod processor;
+pub mod rebalance_lock;
+pub mod schedule;
 pub mod subscription_group;
 pub mod topic_config;

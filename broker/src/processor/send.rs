@@ -3,16 +3,17 @@
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
-use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use remoting::protocol::perm;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::commit_log::PutStatus;
-use store::message::record::{SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
-use store::message::{properties, MessageToStore};
+use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
+use store::message::{offset_message_id, properties, MessageToStore};
 
 use super::validate_topic;
 use crate::broker::{Broker, FAQ_SUFFIX};
+use crate::schedule::apply_delay;
 use crate::topic_config::system_topic;
 
 pub struct SendProcessor {
@@ -21,6 +22,9 @@ pub struct SendProcessor {
 
 impl RequestProcessor for SendProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        if request.request_code() == RequestCode::CONSUMER_SEND_MSG_BACK {
+            return Ok(Some(self.send_back(&request)));
+        }
         let header: SendMessageRequestHeader = match request.request_code() {
             RequestCode::SEND_MESSAGE => request.decode_header()?,
             _ => request.decode_header::<SendMessageRequestHeaderV2>()?.into(),
@@ -81,7 +85,12 @@ impl SendProcessor {
                 Err(remark) => return err(ResponseCode::MESSAGE_ILLEGAL, remark),
             }
         } else {
-            vec![base]
+            let mut msg = base;
+            if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
+                return err(code, remark);
+            }
+            apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
+            vec![msg]
         };
         let result = b.store.put_messages(&msgs);
         let code = match result.status {
@@ -102,6 +111,102 @@ impl SendProcessor {
                 transaction_id: None,
             }),
             None => err(code, result.remark.unwrap_or_default()),
+        }
+    }
+
+    /// A send to `%RETRY%group` that used up its reconsume times goes to `%DLQ%group` instead
+    /// (Java `handleRetryAndDLQ`).
+    fn retry_or_dlq(&self, msg: &mut MessageToStore, h: &SendMessageRequestHeader, version: i32) -> Result<(), (ResponseCode, String)> {
+        let b = &self.broker;
+        let Some(group) = h.topic.strip_prefix(system_topic::RETRY_GROUP_TOPIC_PREFIX) else { return Ok(()) };
+        let Some(config) = b.groups.select(group) else {
+            return Err((ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {group} {FAQ_SUFFIX}")));
+        };
+        let max = match h.max_reconsume_times {
+            Some(max) if version >= VERSION_3_4_9 => max,
+            _ => config.retry_max_times,
+        };
+        if h.reconsume_times.unwrap_or(0) >= max {
+            let dlq = system_topic::dlq_topic(group);
+            b.topics.create_topic_in_send_message_back_method(&dlq, 1, perm::READ | perm::WRITE, 0);
+            msg.topic = dlq;
+            msg.queue_id = 0;
+            set_property(msg, properties::DELAY, "0");
+        }
+        Ok(())
+    }
+
+    /// CONSUMER_SEND_MSG_BACK: a message the consumer failed goes to `%RETRY%group` with the next
+    /// delay level, or to `%DLQ%group` after the maximum reconsume times (Java
+    /// `asyncConsumerSendMsgBack`).
+    fn send_back(&self, request: &RemotingCommand) -> RemotingCommand {
+        let b = &self.broker;
+        let err = |code, remark: String| RemotingCommand::error_response(request, code, remark);
+        let h: ConsumerSendMsgBackRequestHeader = match request.decode_header() {
+            Ok(h) => h,
+            Err(e) => return err(ResponseCode::SYSTEM_ERROR, e.to_string()),
+        };
+        let Some(group) = b.groups.find_or_create(&h.group, b.config.auto_create_subscription_group) else {
+            return err(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {} {FAQ_SUFFIX}", h.group));
+        };
+        if !b.is_writeable() {
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
+        }
+        if group.retry_queue_nums <= 0 {
+            return RemotingCommand::response_to(request, ResponseCode::SUCCESS);
+        }
+        let mut topic = system_topic::retry_topic(&h.group);
+        let mut queue_id = random_queue(group.retry_queue_nums);
+        let sys_flag = if h.unit_mode == Some(true) { remoting::protocol::topic_sys_flag::UNIT_SUB } else { 0 };
+        let retry = b.topics.create_topic_in_send_message_back_method(&topic, group.retry_queue_nums, perm::READ | perm::WRITE, sys_flag);
+        if !perm::is_writeable(retry.config().perm) {
+            return err(ResponseCode::NO_PERMISSION, format!("the topic[{topic}] sending message is forbidden"));
+        }
+        let Some(bytes) = b.store.look_message_by_offset(h.offset) else {
+            return err(ResponseCode::SYSTEM_ERROR, format!("look message by offset failed, {}", h.offset));
+        };
+        let Ok(RecordAt::Record(original)) = decode_record(&bytes, false) else {
+            return err(ResponseCode::SYSTEM_ERROR, format!("look message by offset failed, {}", h.offset));
+        };
+        let mut props = properties::parse(original.properties);
+        props.entry("RETRY_TOPIC".to_owned()).or_insert_with(|| original.topic.to_owned());
+        props.insert(properties::WAIT.to_owned(), "false".to_owned());
+        let max = match h.max_reconsume_times {
+            Some(max) if request.version >= VERSION_3_4_9 => max,
+            _ => group.retry_max_times,
+        };
+        let delay_level = if original.reconsume_times >= max || h.delay_level < 0 {
+            topic = system_topic::dlq_topic(&h.group);
+            queue_id = 0;
+            b.topics.create_topic_in_send_message_back_method(&topic, 1, perm::READ | perm::WRITE, 0);
+            0
+        } else if h.delay_level == 0 {
+            3 + original.reconsume_times
+        } else {
+            h.delay_level
+        };
+        props.insert(properties::DELAY.to_owned(), delay_level.to_string());
+        let origin = offset_message_id(original.store_host, original.physical_offset);
+        props.entry("ORIGIN_MESSAGE_ID".to_owned()).or_insert(origin);
+        let mut msg = MessageToStore {
+            topic,
+            queue_id,
+            flag: original.flag,
+            sys_flag: original.sys_flag,
+            born_timestamp: original.born_timestamp,
+            born_host: original.born_host,
+            store_host: original.store_host,
+            reconsume_times: original.reconsume_times + 1,
+            prepared_transaction_offset: 0,
+            body: Bytes::copy_from_slice(original.body),
+            properties: properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        };
+        apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
+        let r = b.store.put_message(&msg);
+        if r.is_ok() {
+            RemotingCommand::response_to(request, ResponseCode::SUCCESS)
+        } else {
+            err(ResponseCode::SYSTEM_ERROR, format!("{:?}", r.status))
         }
     }
 
@@ -127,6 +232,15 @@ impl SendProcessor {
         }
         Some(obtained.into_config())
     }
+}
+
+/// Brokers honour `maxReconsumeTimes` from clients at least this new (Java `V3_4_9`).
+const VERSION_3_4_9: i32 = 121;
+
+fn set_property(msg: &mut MessageToStore, name: &str, value: &str) {
+    let mut props = properties::parse(&msg.properties);
+    props.insert(name.to_owned(), value.to_owned());
+    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
 }
 
 fn random_queue(write_queue_nums: i32) -> i32 {

@@ -216,3 +216,16 @@ command_header! {
         pub order: bool => "order",
     }
 }
+
+command_header! {
+    /// CONSUMER_SEND_MSG_BACK.
+    pub struct ConsumerSendMsgBackRequestHeader {
+        pub offset: i64 => "offset",
+        pub group: String => "group",
+        pub delay_level: i32 => "delayLevel",
+        pub origin_msg_id: Option<String> => "originMsgId",
+        pub origin_topic: Option<String> => "originTopic",
+        pub unit_mode: Option<bool> => "unitMode",
+        pub max_reconsume_times: Option<i32> => "maxReconsumeTimes",
+    }
+}

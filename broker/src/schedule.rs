@@ -1,0 +1,120 @@
+//! Delay levels (Java `ScheduleMessageService` and the rewrite in `CommitLog.putMessage`): a
+//! message with `DELAY=n` is stored in `SCHEDULE_TOPIC_XXXX` queue n-1 with its real topic and
+//! queue in properties; its consume-queue tags code is its delivery time, and this service puts a
+//! copy back into the real topic when that time comes. Progress per level is `delayOffset.json`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use store::commit_log::now_ms;
+use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
+use store::message::{properties, MessageToStore};
+use store::store::MessageStore;
+use tracing::{error, warn};
+
+use crate::delay_offset::DelayOffsets;
+use crate::topic_config::system_topic;
+
+/// Rewrites a message with a positive `DELAY` into the schedule topic, as Java's commit log does
+/// before storing. Levels above the highest clamp to it.
+pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
+    let tx = msg.sys_flag & SYSFLAG_TRANSACTION_MASK;
+    if tx != TRANSACTION_NOT_TYPE && tx != TRANSACTION_COMMIT_TYPE {
+        return;
+    }
+    let Some(level) = properties::get(&msg.properties, properties::DELAY).and_then(|d| d.trim().parse::<usize>().ok()) else { return };
+    if level == 0 || max_level == 0 {
+        return;
+    }
+    let level = level.min(max_level);
+    let mut props = properties::parse(&msg.properties);
+    props.insert(properties::DELAY.to_owned(), level.to_string());
+    props.insert(properties::REAL_TOPIC.to_owned(), msg.topic.clone());
+    props.insert(properties::REAL_QID.to_owned(), msg.queue_id.to_string());
+    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    msg.topic = system_topic::SCHEDULE.to_owned();
+    msg.queue_id = (level - 1) as i32;
+}
+
+pub struct ScheduleService {
+    pub store: Arc<MessageStore>,
+    pub offsets: DelayOffsets,
+    pub levels: usize,
+    pub stop: AtomicBool,
+}
+
+impl ScheduleService {
+    /// Delivers what is due, level by level, until stopped; persists progress every 10 s.
+    pub fn run(&self) {
+        let mut since_persist = Duration::ZERO;
+        let tick = Duration::from_millis(100);
+        while !self.stop.load(Ordering::Acquire) {
+            for level in 1..=self.levels {
+                self.deliver_due(level);
+            }
+            std::thread::sleep(tick);
+            since_persist += tick;
+            if since_persist >= Duration::from_secs(10) {
+                since_persist = Duration::ZERO;
+                self.persist();
+            }
+        }
+        self.persist();
+    }
+
+    pub fn persist(&self) {
+        if let Err(e) = self.offsets.persist() {
+            error!(error = %e, "cannot persist delay offsets");
+        }
+    }
+
+    /// Puts every due message of one level back into its real topic.
+    pub fn deliver_due(&self, level: usize) {
+        let Some(cq) = self.store.find_queue(system_topic::SCHEDULE, (level - 1) as i32) else { return };
+        let mut offset = self.offsets.get(level as i32).unwrap_or(0).max(cq.min_offset());
+        while let Some(unit) = cq.get(offset) {
+            // The tags code of a scheduled message is its delivery time.
+            if unit.tags_code > now_ms() {
+                break;
+            }
+            let Some(bytes) = self.store.look_message_by_offset(unit.phy_offset) else {
+                offset += 1;
+                continue;
+            };
+            if let Some(msg) = real_message(&bytes) {
+                let r = self.store.put_message(&msg);
+                if !r.is_ok() {
+                    warn!(level, offset, status = ?r.status, "delivering a delayed message failed; will retry");
+                    break;
+                }
+            }
+            offset += 1;
+            self.offsets.set(level as i32, offset);
+        }
+    }
+}
+
+/// The message to deliver: back in its real topic and queue, without `DELAY` (Java keeps
+/// `REAL_TOPIC` and `REAL_QID`).
+fn real_message(bytes: &[u8]) -> Option<MessageToStore> {
+    let Ok(RecordAt::Record(r)) = decode_record(bytes, false) else { return None };
+    let topic = r.property(properties::REAL_TOPIC)?.to_owned();
+    let queue_id = r.property(properties::REAL_QID)?.parse().ok()?;
+    let mut props = properties::parse(r.properties);
+    props.shift_remove(properties::DELAY);
+    props.insert(properties::WAIT.to_owned(), "false".to_owned());
+    Some(MessageToStore {
+        topic,
+        queue_id,
+        flag: r.flag,
+        sys_flag: r.sys_flag,
+        born_timestamp: r.born_timestamp,
+        born_host: r.born_host,
+        store_host: r.store_host,
+        reconsume_times: r.reconsume_times,
+        prepared_transaction_offset: r.prepared_transaction_offset,
+        body: bytes::Bytes::copy_from_slice(r.body),
+        properties: properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+    })
+}

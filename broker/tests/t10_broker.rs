@@ -1,0 +1,214 @@
+//! The broker through its socket, driven by our remoting client the way the Java client does.
+
+use std::time::{Duration, Instant};
+
+use broker::config::{apply_properties, apply_startup_rules};
+use broker::controller::BrokerController;
+use remoting::client::{ClientConfig, RemotingClient};
+use remoting::protocol::broker::*;
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use store::message::record::{decode_record, RecordAt};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn start(dir: &std::path::Path, extra: &[(&str, &str)]) -> BrokerController {
+    let mut props: indexmap::IndexMap<String, String> = [
+        ("brokerIP1", "127.0.0.1"),
+        ("brokerIP2", "127.0.0.1"),
+        ("bindAddress", "127.0.0.1"),
+        ("listenPort", "0"),
+        ("storePathRootDir", dir.to_str().unwrap()),
+        ("mappedFileSizeCommitLog", "4194304"),
+        ("namesrvAddr", ""),
+    ]
+    .iter()
+    .chain(extra)
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    props.insert("haListenPort".into(), "1".into());
+    let (mut broker, store, _) = apply_properties(&props).unwrap();
+    apply_startup_rules(&mut broker, &store).unwrap();
+    BrokerController::start(broker, store).await.unwrap()
+}
+
+fn send(topic: &str, queue: i32, body: &str, props: &str) -> RemotingCommand {
+    let h = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: queue,
+        sys_flag: 0,
+        born_timestamp: 1,
+        flag: 0,
+        properties: Some(props.into()),
+        ..Default::default()
+    };
+    RemotingCommand::request_with_header(RequestCode::SEND_MESSAGE_V2, &SendMessageRequestHeaderV2::from(h)).with_body(body.as_bytes().to_vec())
+}
+
+fn pull(topic: &str, queue: i32, offset: i64, suspend_ms: i64) -> RemotingCommand {
+    let h = PullMessageRequestHeader {
+        consumer_group: "cg".into(),
+        topic: topic.into(),
+        queue_id: queue,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: 0x04 | if suspend_ms > 0 { 0x02 } else { 0 },
+        suspend_timeout_millis: suspend_ms,
+        subscription: Some("*".into()),
+        ..Default::default()
+    };
+    RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &h)
+}
+
+fn bodies(response: &RemotingCommand) -> Vec<(String, String, i32)> {
+    let mut out = Vec::new();
+    let mut rest = response.body_bytes();
+    while !rest.is_empty() {
+        let Ok(RecordAt::Record(r)) = decode_record(rest, true) else { panic!("bad record in pull body") };
+        out.push((r.topic.to_owned(), String::from_utf8_lossy(r.body).into_owned(), r.reconsume_times));
+        rest = &rest[r.store_size as usize..];
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sends_are_pulled_back_and_a_parked_pull_wakes_on_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let r = c.invoke(&addr, send("Orders", 1, "hello", "TAGS\u{1}A\u{2}"), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    assert_eq!((r.ext("queueId"), r.ext("queueOffset"), r.ext("MSG_REGION")), (Some("1"), Some("0"), Some("DefaultRegion")));
+    assert_eq!(r.ext("msgId").map(str::len), Some(32));
+
+    let got = c.invoke(&addr, pull("Orders", 1, 0, 0), TIMEOUT).await.unwrap();
+    assert_eq!((got.code, got.ext("nextBeginOffset"), got.ext("maxOffset")), (0, Some("1"), Some("1")));
+    assert_eq!(bodies(&got)[0].1, "hello");
+
+    // Nothing at offset 1 yet: the pull is parked, then answered when a message arrives.
+    let channel = c.channel(&addr).await.unwrap();
+    let parked = tokio::spawn(async move { channel.invoke(pull("Orders", 1, 1, 5000), TIMEOUT).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!parked.is_finished(), "a pull with nothing to return must be held");
+    let started = Instant::now();
+    c.invoke(&addr, send("Orders", 1, "second", ""), TIMEOUT).await.unwrap();
+    let woken = parked.await.unwrap().unwrap();
+    assert_eq!(woken.code, 0);
+    assert_eq!(bodies(&woken)[0].1, "second");
+    assert!(started.elapsed() < Duration::from_secs(2), "woken by the arrival, not the timeout");
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_pull_times_out_with_pull_not_found_at_the_same_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    c.invoke(&addr, send("Quiet", 0, "x", ""), TIMEOUT).await.unwrap();
+    let r = c.invoke(&addr, pull("Quiet", 0, 1, 300), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.ext("nextBeginOffset")), (ResponseCode::PULL_NOT_FOUND, Some("1")));
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delayed_message_arrives_no_earlier_than_its_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let sent = Instant::now();
+    let r = c.invoke(&addr, send("Later", 0, "delayed", "DELAY\u{1}1\u{2}"), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0);
+    loop {
+        let got = c.invoke(&addr, pull("Later", 0, 0, 0), TIMEOUT).await.unwrap();
+        if got.code == 0 {
+            assert!(sent.elapsed() >= Duration::from_millis(1000), "delivered after {:?}", sent.elapsed());
+            assert_eq!(bodies(&got)[0].1, "delayed");
+            break;
+        }
+        assert!(sent.elapsed() < TIMEOUT, "never delivered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn send_back_goes_to_the_retry_topic_and_then_to_the_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let r = c.invoke(&addr, send("Work", 0, "job", ""), TIMEOUT).await.unwrap();
+    let offset = store::message::decode_offset_message_id(r.ext("msgId").unwrap()).unwrap().1;
+    // delayLevel -1 sends straight to the DLQ; level 1 to the retry topic after 1 s.
+    let back = |delay: i32| {
+        let h = ConsumerSendMsgBackRequestHeader { offset, group: "workers".into(), delay_level: delay, max_reconsume_times: Some(16), ..Default::default() };
+        RemotingCommand::request_with_header(RequestCode::CONSUMER_SEND_MSG_BACK, &h)
+    };
+    assert_eq!(c.invoke(&addr, back(1), TIMEOUT).await.unwrap().code, 0);
+    assert_eq!(c.invoke(&addr, back(-1), TIMEOUT).await.unwrap().code, 0);
+    let dlq = c.invoke(&addr, pull("%DLQ%workers", 0, 0, 0), TIMEOUT).await.unwrap();
+    assert_eq!(dlq.code, 0, "{:?}", dlq.remark);
+    assert_eq!(bodies(&dlq)[0], ("%DLQ%workers".to_owned(), "job".to_owned(), 1));
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let retry = c.invoke(&addr, pull("%RETRY%workers", 0, 0, 0), TIMEOUT).await.unwrap();
+        if retry.code == 0 {
+            assert_eq!(bodies(&retry)[0], ("%RETRY%workers".to_owned(), "job".to_owned(), 1));
+            break;
+        }
+        assert!(Instant::now() < deadline, "retry never delivered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_requests_get_javas_codes_and_remarks() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("autoCreateTopicEnable", "false")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let r = c.invoke(&addr, send("Unknown", 0, "x", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::TOPIC_NOT_EXIST);
+    assert!(r.remark.as_deref().unwrap().starts_with("topic[Unknown] not exist, apply first please!"));
+    assert_eq!(r.ext("MSG_REGION"), Some("DefaultRegion"), "send errors still carry the region");
+    let r = c.invoke(&addr, send("SELF_TEST_TOPIC", 5, "x", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    assert!(r.remark.unwrap().starts_with("request queueId[5] is illegal"));
+    let big = "x".repeat(4 * 1024 * 1024 + 1);
+    let r = c.invoke(&addr, send("SELF_TEST_TOPIC", 0, &big, ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::MESSAGE_ILLEGAL);
+    let r = c.invoke(&addr, pull("SELF_TEST_TOPIC", 7, 0, 0), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    let r = c.invoke(&addr, pull("SELF_TEST_TOPIC", 0, -5, 0), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    let r = c.invoke(&addr, pull("SELF_TEST_TOPIC", 0, 99, 0), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.ext("nextBeginOffset")), (ResponseCode::PULL_OFFSET_MOVED, Some("0")));
+    let r = c.invoke(&addr, RemotingCommand::request(RequestCode::PULL_MESSAGE), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::SYSTEM_ERROR, Some("the custom field <consumerGroup> is null")));
+    let r = c.invoke(&addr, RemotingCommand::request(RequestCode(9999)), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::REQUEST_CODE_NOT_SUPPORTED);
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn queue_locks_go_to_one_client_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let lock = |client: &str| {
+        let body = format!(r#"{{"clientId":"{client}","consumerGroup":"og","mqSet":[{{"brokerName":"b","queueId":0,"topic":"T"}}]}}"#);
+        RemotingCommand::request(RequestCode::LOCK_BATCH_MQ).with_body(body.into_bytes())
+    };
+    let first = c.invoke(&addr, lock("c1"), TIMEOUT).await.unwrap();
+    assert!(String::from_utf8_lossy(first.body_bytes()).contains(r#""queueId":0"#));
+    let second = c.invoke(&addr, lock("c2"), TIMEOUT).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(second.body_bytes()), r#"{"lockOKMQSet":[]}"#);
+    broker.shutdown().await;
+}
