@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
-# Builds and starts a name server and a broker with a working default config, on 127.0.0.1.
+# Builds and starts our name server (mqnamesrv) and broker (mqbroker) with a working default
+# config, on 127.0.0.1.
 #   scripts/start.sh            start (name server on 9876, broker on 10911)
 #   scripts/stop.sh             stop them
 # State lives in $RMQ_RUN_DIR (default ./run): configs, store, logs, pids.
-#
-# The name server is ours (mqnamesrv). Our broker (mqbroker) is not built yet, so the broker
-# started here is the Java 5.3.3 broker from Maven Central, registered with our name server.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 run="${RMQ_RUN_DIR:-$root/run}"
@@ -13,15 +11,12 @@ ns_port="${NAMESRV_PORT:-9876}"
 broker_port="${BROKER_PORT:-10911}"
 mkdir -p "$run/logs" "$run/store"
 
-cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv
-"$root/compat-tests/resolve-runtime.sh"
-. "$root/compat-tests/versions.env"
+cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv --bin mqbroker
 
 cat > "$run/namesrv.conf" <<CONF
 listenPort=$ns_port
 bindAddress=127.0.0.1
 kvConfigPath=$run/namesrv/kvConfig.json
-configStorePath=$run/namesrv/namesrv.properties
 CONF
 
 cat > "$run/broker.conf" <<CONF
@@ -29,10 +24,11 @@ brokerClusterName=DefaultCluster
 brokerName=broker-a
 brokerId=0
 brokerIP1=127.0.0.1
+brokerIP2=127.0.0.1
 listenPort=$broker_port
+bindAddress=127.0.0.1
 namesrvAddr=127.0.0.1:$ns_port
 storePathRootDir=$run/store
-storePathCommitLog=$run/store/commitlog
 autoCreateTopicEnable=true
 CONF
 
@@ -50,13 +46,8 @@ echo $! > "$run/namesrv.pid"
 wait_for_port "$ns_port"
 echo "name server listening on 127.0.0.1:$ns_port (log: $run/logs/namesrv.log)"
 
-jdk_flags=(--add-opens java.base/jdk.internal.ref=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED
-  --add-opens java.base/java.util=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED)
-ROCKETMQ_HOME="$run" nohup java "${jdk_flags[@]}" -Xms512m -Xmx1g -Duser.home="$run" -Drocketmq.home.dir="$run" \
-  -cp "$(cat "$root/compat-tests/.runtime/cp/rocketmq-broker-$RMQ_JAVA_5.cp")" \
-  org.apache.rocketmq.broker.BrokerStartup -c "$run/broker.conf" > "$run/logs/broker.log" 2>&1 &
+HOME="$run" nohup "$root/target/release/mqbroker" -c "$run/broker.conf" > "$run/logs/broker.log" 2>&1 &
 echo $! > "$run/broker.pid"
 wait_for_port "$broker_port"
-echo "broker (Java $RMQ_JAVA_5) listening on 127.0.0.1:$broker_port (log: $run/logs/broker.log)"
+echo "broker listening on 127.0.0.1:$broker_port (log: $run/logs/broker.log)"
 echo "stop both with: scripts/stop.sh"

@@ -1,13 +1,15 @@
 //! store-bench: append throughput of the store against what the machine can do, in one run.
 //!
-//! Measures the machine's memcpy bandwidth and fdatasync rate (per 4 KiB append, and batched as
-//! group commit does), then appends to a fresh store per case: ASYNC_FLUSH with 128 B, 1 KiB and
+//! Measures the machine's memcpy bandwidth, how fast a fresh file fills through the page cache
+//! (through a mapping as the commit log writes, and with write(2)), and its fdatasync rate (per
+//! 4 KiB append, and batched as group commit does), then appends to a fresh store per case: ASYNC_FLUSH with 128 B, 1 KiB and
 //! 4 KiB bodies, without and with the transient store pool, one writer thread; SYNC_FLUSH with
 //! 1 KiB bodies and 1 or 64 writer threads. The index is disabled (append path and dispatch to
 //! the consume queues only); commit-log files are 256 MiB, the transient pool holds 2 buffers.
 //!
-//! Usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE] [--only SUBSTRING]
-//! (`--only` runs only the cases whose name contains it, e.g. `--only "ASYNC 1 KiB w1"` to profile).
+//! Usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE] [--only SUBSTRING] [--warm]
+//! (`--only` runs only the cases whose name contains it, e.g. `--only "ASYNC 1 KiB w1"` to profile;
+//! `--warm` sets `warmMapedFileEnable`, off by default as in Java).
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use store::config::{FlushDiskType, MessageStoreConfig};
+use store::mapped_file::MappedFile;
 use store::message::{properties, MessageToStore};
 use store::store::MessageStore;
 
@@ -27,6 +30,8 @@ const COMMIT_LOG_FILE_SIZE: usize = 256 * 1024 * 1024;
 const QUEUES: usize = 4;
 const MEMCPY_BYTES: usize = 64 * 1024 * 1024;
 const MEMCPY_RUNS: usize = 9;
+const FILL_BYTES: usize = 256 * 1024 * 1024;
+const FILL_RUNS: usize = 3;
 /// The fdatasync batch sizes measured; the SYNC_FLUSH ratio uses [`GROUP_COMMIT_BATCH`].
 const FSYNC_BATCHES: [usize; 3] = [4 * 1024, 64 * 1024, 256 * 1024];
 /// 64 writers with one outstanding 1 KiB message each: about 64 KiB per group commit.
@@ -38,10 +43,11 @@ struct Args {
     dir: PathBuf,
     json: Option<PathBuf>,
     only: Option<String>,
+    warm: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { seconds: 5.0, warmup: 1.0, dir: std::env::temp_dir(), json: None, only: None };
+    let mut args = Args { seconds: 5.0, warmup: 1.0, dir: std::env::temp_dir(), json: None, only: None, warm: false };
     let mut dir_given = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -52,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => (args.dir, dir_given) = (value()?.into(), true),
             "--json" => args.json = Some(value()?.into()),
             "--only" => args.only = Some(value()?),
+            "--warm" => args.warm = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -78,21 +85,79 @@ fn filesystem_of(path: &Path) -> (String, String) {
         .map_or_else(|| ("?".into(), "?".into()), |(_, dev, ty)| (dev, ty))
 }
 
+fn median(mut runs: Vec<f64>) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    runs[runs.len() / 2]
+}
+
 /// Median GB/s of copying a 64 MiB buffer (bytes copied once per copy).
 fn memcpy_gbps() -> f64 {
     let src = vec![1u8; MEMCPY_BYTES];
     let mut dst = vec![0u8; MEMCPY_BYTES];
     dst.copy_from_slice(&src); // fault the pages in
-    let mut runs: Vec<f64> = (0..MEMCPY_RUNS)
-        .map(|_| {
+    median(
+        (0..MEMCPY_RUNS)
+            .map(|_| {
+                let t = Instant::now();
+                dst.copy_from_slice(black_box(&src));
+                black_box(&mut dst);
+                MEMCPY_BYTES as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect(),
+    )
+}
+
+/// Median GB/s of filling new 256 MiB files with 64 KiB appends: through the store's own mapped
+/// file (each new page faults in, as commit-log appends do), or with write(2). The caller deletes
+/// `dir` after both, so the page cache grows as it does under a commit log (on a VM, pages the
+/// guest never touched, or gave back, can cost far more than recycled ones).
+fn fill_gbps(dir: &Path, mapped: bool) -> io::Result<(f64, String)> {
+    fs::create_dir_all(dir)?;
+    let chunk = vec![0x5au8; 64 * 1024];
+    let mut runs = Vec::new();
+    for run in 0..FILL_RUNS {
+        let t = if mapped {
+            let file = MappedFile::create(dir, (run * FILL_BYTES) as u64, FILL_BYTES)?;
             let t = Instant::now();
-            dst.copy_from_slice(black_box(&src));
-            black_box(&mut dst);
-            MEMCPY_BYTES as f64 / t.elapsed().as_secs_f64() / 1e9
-        })
-        .collect();
-    runs.sort_by(f64::total_cmp);
-    runs[MEMCPY_RUNS / 2]
+            while file.append(&chunk) {}
+            t.elapsed()
+        } else {
+            let mut file = File::create(dir.join(format!("write-{run}")))?;
+            let t = Instant::now();
+            for _ in 0..FILL_BYTES / chunk.len() {
+                file.write_all(&chunk)?;
+            }
+            t.elapsed()
+        };
+        runs.push(FILL_BYTES as f64 / t.as_secs_f64() / 1e9);
+    }
+    let each = runs.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" ");
+    Ok((median(runs), each))
+}
+
+struct Baselines {
+    memcpy_gbps: f64,
+    mapped_fill_gbps: f64,
+    write_fill_gbps: f64,
+    fsyncs: Vec<FsyncResult>,
+}
+
+fn measure_baselines(dir: &Path, seconds: f64) -> io::Result<Baselines> {
+    let memcpy_gbps = memcpy_gbps();
+    println!("memcpy                    {memcpy_gbps:>8.2} GB/s (median of {MEMCPY_RUNS} copies of 64 MiB)");
+    let fill_dir = dir.join("fill");
+    let (mapped_fill_gbps, each) = fill_gbps(&fill_dir, true)?;
+    println!("fill new file, mapped     {mapped_fill_gbps:>8.2} GB/s (median of {FILL_RUNS} files of 256 MiB in 64 KiB appends: {each})");
+    let (write_fill_gbps, each) = fill_gbps(&fill_dir, false)?;
+    println!("fill new file, write(2)   {write_fill_gbps:>8.2} GB/s (same: {each})");
+    fs::remove_dir_all(&fill_dir)?;
+    let mut fsyncs = Vec::new();
+    for batch in FSYNC_BATCHES {
+        let r = fdatasync_rate(dir, batch, Duration::from_secs_f64(seconds))?;
+        println!("fdatasync {:>3} KiB appends {:>8.0} /s   {:>8.1} MB/s", batch / 1024, r.syncs_per_sec, r.mb_per_sec);
+        fsyncs.push(r);
+    }
+    Ok(Baselines { memcpy_gbps, mapped_fill_gbps, write_fill_gbps, fsyncs })
 }
 
 struct FsyncResult {
@@ -209,7 +274,7 @@ fn process_cpu_secs() -> f64 {
     fields.iter().sum::<f64>() / 100.0
 }
 
-fn run_case(case: &Case, dir: &Path, warmup: Duration, measure: Duration) -> Result<CaseResult, String> {
+fn run_case(case: &Case, dir: &Path, args: &Args) -> Result<CaseResult, String> {
     let root = dir.join(case.name().replace(' ', "-").replace('+', ""));
     let _ = fs::remove_dir_all(&root);
     let config = MessageStoreConfig {
@@ -219,6 +284,7 @@ fn run_case(case: &Case, dir: &Path, warmup: Duration, measure: Duration) -> Res
         transient_store_pool_enable: case.pool,
         transient_store_pool_size: 2,
         message_index_enable: false,
+        warm_mapped_file_enable: args.warm,
         ..Default::default()
     };
     let store = MessageStore::open(config).map_err(|e| format!("open: {e}"))?;
@@ -237,10 +303,10 @@ fn run_case(case: &Case, dir: &Path, warmup: Duration, measure: Duration) -> Res
                 thread.spawn_scoped(s, move || put_loop(store, msgs, measuring, stop, timed)).expect("cannot start a writer thread")
             })
             .collect();
-        std::thread::sleep(warmup);
+        std::thread::sleep(Duration::from_secs_f64(args.warmup));
         measuring.store(true, Ordering::Relaxed);
         let (start, cpu0) = (Instant::now(), process_cpu_secs());
-        std::thread::sleep(measure);
+        std::thread::sleep(Duration::from_secs_f64(args.seconds));
         stop.store(true, Ordering::Relaxed);
         let (secs, cpu) = (start.elapsed().as_secs_f64(), process_cpu_secs() - cpu0);
         let behind = store.dispatch_behind_bytes();
@@ -274,7 +340,7 @@ fn main() {
             if !e.is_empty() {
                 eprintln!("{e}");
             }
-            eprintln!("usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE] [--only SUBSTRING]");
+            eprintln!("usage: store-bench [--seconds N] [--warmup N] [--dir DIR] [--json FILE] [--only SUBSTRING] [--warm]");
             std::process::exit(2);
         }
     };
@@ -288,21 +354,13 @@ fn run(args: &Args) -> Result<(), String> {
     let dir = args.dir.join(format!("store-bench-{}", std::process::id()));
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let (device, fs_type) = filesystem_of(&dir);
-    let measure = Duration::from_secs_f64(args.seconds);
-    let warmup = Duration::from_secs_f64(args.warmup);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("store-bench: {cores} cores; dir {} ({fs_type} on {device}); {}s per case after {}s warm-up", dir.display(), args.seconds, args.warmup);
-    println!("commit-log files 256 MiB, transient pool 2 buffers, index disabled, {QUEUES} queues of topic Bench\n");
+    let warm = if args.warm { "on" } else { "off" };
+    println!("commit-log files 256 MiB, transient pool 2 buffers, warmMapedFileEnable {warm}, index disabled, {QUEUES} queues of topic Bench\n");
 
-    let memcpy = memcpy_gbps();
-    println!("memcpy                    {memcpy:>8.2} GB/s (median of {MEMCPY_RUNS} copies of 64 MiB)");
-    let mut fsyncs = Vec::new();
-    for batch in FSYNC_BATCHES {
-        let r = fdatasync_rate(&dir, batch, measure).map_err(|e| format!("fdatasync bench: {e}"))?;
-        println!("fdatasync {:>3} KiB appends {:>8.0} /s   {:>8.1} MB/s", batch / 1024, r.syncs_per_sec, r.mb_per_sec);
-        fsyncs.push(r);
-    }
-    let group_commit_mbps = fsyncs.iter().find(|r| r.batch == GROUP_COMMIT_BATCH).map_or(f64::NAN, |r| r.mb_per_sec);
+    let base = measure_baselines(&dir, args.seconds).map_err(|e| format!("baselines: {e}"))?;
+    let group_commit_mbps = base.fsyncs.iter().find(|r| r.batch == GROUP_COMMIT_BATCH).map_or(f64::NAN, |r| r.mb_per_sec);
 
     let mut cases = Vec::new();
     for pool in [false, true] {
@@ -313,19 +371,32 @@ fn run(args: &Args) -> Result<(), String> {
     for writers in [1, 64] {
         cases.push(Case { flush: FlushDiskType::SyncFlush, pool: false, body: 1024, writers });
     }
-    println!("\n{:<22} {:>7} {:>11} {:>9} {:>17} {:>9} {:>9} {:>5} {:>9} {:>6}", "case", "rec B", "msgs/s", "MB/s", "fraction", "p50 µs", "p99 µs", "cpu", "behind B", "failed");
+    println!(
+        "\n{:<22} {:>7} {:>11} {:>9} {:>17} {:>13} {:>9} {:>9} {:>5} {:>9} {:>6}",
+        "case", "rec B", "msgs/s", "MB/s", "fraction", "of fill", "p50 µs", "p99 µs", "cpu", "behind B", "failed"
+    );
     let mut results = Vec::new();
     for case in cases.iter().filter(|c| args.only.iter().all(|only| c.name().contains(only.as_str()))) {
-        let r = run_case(case, &dir, warmup, measure)?;
-        let fraction = if case.flush == FlushDiskType::SyncFlush {
-            format!("{:.3} of fsync64K", r.mb_per_sec / group_commit_mbps)
+        let r = run_case(case, &dir, args)?;
+        let (fraction, of_fill) = if case.flush == FlushDiskType::SyncFlush {
+            (format!("{:.3} of fsync64K", r.mb_per_sec / group_commit_mbps), "-".into())
         } else {
-            format!("{:.3} of memcpy", r.mb_per_sec / (memcpy * 1e3))
+            (format!("{:.3} of memcpy", r.mb_per_sec / (base.memcpy_gbps * 1e3)), format!("{:.3} mapped", r.mb_per_sec / (base.mapped_fill_gbps * 1e3)))
         };
         let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
         println!(
-            "{:<22} {:>7} {:>11.0} {:>9.1} {:>17} {:>9} {:>9} {:>5.2} {:>9} {:>6}",
-            r.name, r.record_bytes, r.msgs_per_sec, r.mb_per_sec, fraction, us(r.p50_us), us(r.p99_us), r.cpu_cores, r.dispatch_behind_bytes, r.failed
+            "{:<22} {:>7} {:>11.0} {:>9.1} {:>17} {:>13} {:>9} {:>9} {:>5.2} {:>9} {:>6}",
+            r.name,
+            r.record_bytes,
+            r.msgs_per_sec,
+            r.mb_per_sec,
+            fraction,
+            of_fill,
+            us(r.p50_us),
+            us(r.p99_us),
+            r.cpu_cores,
+            r.dispatch_behind_bytes,
+            r.failed
         );
         results.push(r);
     }
@@ -341,27 +412,29 @@ fn run(args: &Args) -> Result<(), String> {
     }
 
     if let Some(path) = &args.json {
-        let json = to_json(&device, &fs_type, cores, args, memcpy, &fsyncs, &results);
+        let json = to_json(&device, &fs_type, cores, args, &base, &results);
         File::create(path).and_then(|mut f| f.write_all(json.as_bytes())).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("\nwrote {}", path.display());
     }
     Ok(())
 }
 
-fn to_json(device: &str, fs_type: &str, cores: usize, args: &Args, memcpy: f64, fsyncs: &[FsyncResult], results: &[CaseResult]) -> String {
+fn to_json(device: &str, fs_type: &str, cores: usize, args: &Args, base: &Baselines, results: &[CaseResult]) -> String {
     let num = |v: Option<f64>| v.filter(|v| v.is_finite()).map_or("null".into(), |v| format!("{v:.3}"));
     let mut out = String::new();
     let _ = write!(
         out,
-        "{{\n  \"machine\": {{\"cores\": {cores}, \"filesystem\": \"{fs_type}\", \"device\": \"{}\", \"memcpy_gb_per_sec\": {}, \"fdatasync\": [",
+        "{{\n  \"machine\": {{\"cores\": {cores}, \"filesystem\": \"{fs_type}\", \"device\": \"{}\", \"memcpy_gb_per_sec\": {}, \"mapped_fill_gb_per_sec\": {}, \"write_fill_gb_per_sec\": {}, \"fdatasync\": [",
         device.replace(['"', '\\'], "_"),
-        num(Some(memcpy))
+        num(Some(base.memcpy_gbps)),
+        num(Some(base.mapped_fill_gbps)),
+        num(Some(base.write_fill_gbps))
     );
-    for (i, f) in fsyncs.iter().enumerate() {
+    for (i, f) in base.fsyncs.iter().enumerate() {
         let sep = if i == 0 { "" } else { ", " };
         let _ = write!(out, "{sep}{{\"batch_bytes\": {}, \"syncs_per_sec\": {}, \"mb_per_sec\": {}}}", f.batch, num(Some(f.syncs_per_sec)), num(Some(f.mb_per_sec)));
     }
-    let _ = write!(out, "]}},\n  \"seconds\": {}, \"warmup_seconds\": {},\n  \"cases\": [", args.seconds, args.warmup);
+    let _ = write!(out, "]}},\n  \"seconds\": {}, \"warmup_seconds\": {}, \"warm_mapped_file\": {},\n  \"cases\": [", args.seconds, args.warmup, args.warm);
     for (i, r) in results.iter().enumerate() {
         let sep = if i == 0 { "\n" } else { ",\n" };
         let _ = write!(

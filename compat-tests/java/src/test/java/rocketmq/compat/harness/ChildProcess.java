@@ -109,6 +109,47 @@ public final class ChildProcess implements AutoCloseable {
         return sb.length() == 0 ? "(no child process running)" : sb.toString();
     }
 
+    /** The process id, for messages. */
+    public long pid() {
+        return process.pid();
+    }
+
+    /**
+     * SIGTERM, then waits up to the stop grace. Returns the exit code if the process ended by itself in
+     * time; otherwise it is killed (SIGKILL) and this fails.
+     */
+    public int terminate() {
+        try {
+            process.destroy();
+            if (!process.waitFor(stopGrace.toMillis(), TimeUnit.MILLISECONDS)) {
+                close();
+                throw new AssertionError(name + " did not exit within " + stopGrace.toSeconds()
+                    + " s of SIGTERM (killed)\n" + describe(60));
+            }
+            LIVE.remove(this);
+            return process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            close();
+            throw new AssertionError("interrupted while stopping " + name, e);
+        }
+    }
+
+    /** SIGKILL without warning (a crash), and waits until the process is gone. */
+    public void kill() {
+        try {
+            process.destroyForcibly();
+            if (!process.waitFor(DEFAULT_STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new AssertionError(name + " still running " + DEFAULT_STOP_GRACE.toSeconds() + " s after SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted while killing " + name, e);
+        } finally {
+            LIVE.remove(this);
+        }
+    }
+
     @Override
     public void close() {
         try {

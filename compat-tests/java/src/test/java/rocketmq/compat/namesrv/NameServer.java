@@ -53,7 +53,14 @@ public final class NameServer implements AutoCloseable {
 
     /** Starts the selected name server in {@code dir} and waits until it accepts TCP connections. */
     public static NameServer start(Path dir) {
-        String kind = selectedKind();
+        return start(dir, selectedKind());
+    }
+
+    /** Starts the given name server ("rust" or "java", whatever -Drmq.namesrv says) in {@code dir}. */
+    public static NameServer start(Path dir, String kind) {
+        if (!kind.equals("rust") && !kind.equals("java")) {
+            throw new IllegalArgumentException("name server kind must be rust or java, not " + kind);
+        }
         RocketmqHome home = RocketmqHome.create(dir);
         int port = FreePorts.one();
         Path kvConfig = dir.resolve("kvConfig.json");

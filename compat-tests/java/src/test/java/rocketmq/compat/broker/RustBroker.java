@@ -1,0 +1,154 @@
+package rocketmq.compat.broker;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import rocketmq.compat.harness.Await;
+import rocketmq.compat.harness.ChildProcess;
+import rocketmq.compat.harness.FreePorts;
+import rocketmq.compat.harness.PropertiesFile;
+import rocketmq.compat.harness.TcpProbe;
+import rocketmq.compat.runtime.CompatDirs;
+import rocketmq.compat.runtime.RocketmqHome;
+
+/**
+ * Our broker, {@code mqbroker -c broker.conf} from {@code rmq.bin.dir}: a master (brokerId 0) on
+ * 127.0.0.1 and a free port, its store, config files and output in a temp folder that is also its HOME.
+ * It can be stopped (SIGTERM), killed (SIGKILL) and started again on the same port and store.
+ * Two consecutive ports are reserved: listenPort and listenPort+1 (the HA port Java derives from it).
+ */
+public final class RustBroker implements AutoCloseable {
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
+    /** It unregisters and flushes in about a second; 10 s before SIGKILL. */
+    private static final Duration STOP_GRACE = Duration.ofSeconds(10);
+
+    private final Path dir;
+    private final Path confFile;
+    private final String clusterName;
+    private final String brokerName;
+    private final int port;
+    private final RocketmqHome home;
+    private int starts;
+    private ChildProcess process;
+
+    private RustBroker(Path dir, Path confFile, String clusterName, String brokerName, int port, RocketmqHome home) {
+        this.dir = dir;
+        this.confFile = confFile;
+        this.clusterName = clusterName;
+        this.brokerName = brokerName;
+        this.port = port;
+        this.home = home;
+    }
+
+    /**
+     * Writes broker.conf and starts the broker; returns once it printed "boot success" and accepts TCP.
+     * {@code namesrvAddresses} is Java's list form, {@code a:p;b:q}.
+     */
+    public static RustBroker start(Path dir, String namesrvAddresses, String clusterName, String brokerName) {
+        Path binary = binary();
+        RocketmqHome home = RocketmqHome.create(dir);
+        int port = FreePorts.block(2);
+        Map<String, String> conf = new LinkedHashMap<>();
+        conf.put("brokerClusterName", clusterName);
+        conf.put("brokerName", brokerName);
+        conf.put("brokerId", "0");
+        conf.put("brokerIP1", "127.0.0.1");
+        conf.put("brokerIP2", "127.0.0.1");
+        conf.put("listenPort", Integer.toString(port));
+        conf.put("bindAddress", "127.0.0.1");
+        conf.put("namesrvAddr", namesrvAddresses);
+        conf.put("storePathRootDir", dir.resolve("store").toString());
+        conf.put("mappedFileSizeCommitLog", Integer.toString(64 * 1024 * 1024));
+        conf.put("autoCreateTopicEnable", "true");
+        Path confFile = PropertiesFile.write(dir.resolve("broker.conf"), conf);
+        RustBroker broker = new RustBroker(dir, confFile, clusterName, brokerName, port, home);
+        broker.launch(binary);
+        return broker;
+    }
+
+    private static Path binary() {
+        Path binary = CompatDirs.binDir().resolve("mqbroker");
+        if (!Files.isRegularFile(binary) || !Files.isExecutable(binary)) {
+            throw new IllegalStateException("our broker binary is missing: " + binary
+                + " (cargo build --workspace --bins, or point -Drmq.bin.dir at its folder)");
+        }
+        return binary;
+    }
+
+    /** Starts the process again (same conf, port and store) after {@link #terminate()} or {@link #kill()}. */
+    public void restart() {
+        if (process != null && process.isAlive()) {
+            throw new IllegalStateException("broker " + brokerName + " is still running");
+        }
+        launch(binary());
+    }
+
+    private void launch(Path binary) {
+        starts++;
+        Path out = dir.resolve("broker-" + starts + ".out");
+        ChildProcess child = home.applyTo(ChildProcess.builder("our broker " + brokerName + " (start " + starts + ")"))
+            .command(List.of(binary.toString(), "-c", confFile.toString()))
+            .env("RUST_LOG", "info")
+            .output(out, dir.resolve("broker-" + starts + ".err"))
+            .stopGrace(STOP_GRACE)
+            .start();
+        process = child;
+        try {
+            Await.until("our broker " + brokerName + " booted and listening on 127.0.0.1:" + port, READY_TIMEOUT, () -> {
+                if (!child.isAlive()) {
+                    throw new AssertionError("our broker exited during start-up\n" + child.describe(80));
+                }
+                return child.stdout().contains("boot success") && TcpProbe.accepts(port);
+            }, () -> child.describe(80));
+        } catch (RuntimeException | Error e) {
+            child.close();
+            throw e;
+        }
+    }
+
+    /** SIGTERM; fails unless it exits by itself within 10 s. Returns its exit code. */
+    public int terminate() {
+        return process.terminate();
+    }
+
+    /** SIGKILL: a crash, nothing flushed or unregistered. */
+    public void kill() {
+        process.kill();
+    }
+
+    public boolean isAlive() {
+        return process != null && process.isAlive();
+    }
+
+    public String clusterName() {
+        return clusterName;
+    }
+
+    public String brokerName() {
+        return brokerName;
+    }
+
+    /** {@code 127.0.0.1:<listenPort>}, the address it registers. */
+    public String address() {
+        return "127.0.0.1:" + port;
+    }
+
+    /** storePathRootDir. */
+    public Path storeDir() {
+        return dir.resolve("store");
+    }
+
+    public String describe(int lines) {
+        return process == null ? "(our broker never started)" : process.describe(lines);
+    }
+
+    @Override
+    public void close() {
+        if (process != null) {
+            process.close();
+        }
+    }
+}
