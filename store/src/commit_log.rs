@@ -106,12 +106,26 @@ impl AppendLog for CommitLog {
 
 /// The writer's state, guarded by the append lock.
 struct Writer {
-    /// Next queue offset per `topic-queueId`, as Java's `topicQueueTable`.
-    queue_offsets: HashMap<String, i64>,
+    /// Next queue offset per topic and queue id (Java's `topicQueueTable`), nested so the hot
+    /// path looks up by `&str` without building a key.
+    queue_offsets: HashMap<String, HashMap<i32, i64>>,
 }
 
-fn queue_key(topic: &str, queue_id: i32) -> String {
-    format!("{topic}-{queue_id}")
+impl Writer {
+    fn next_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.queue_offsets.get(topic).and_then(|q| q.get(&queue_id)).copied().unwrap_or(0)
+    }
+
+    fn set_next_offset(&mut self, topic: &str, queue_id: i32, offset: i64) {
+        match self.queue_offsets.get_mut(topic) {
+            Some(queues) => {
+                queues.insert(queue_id, offset);
+            }
+            None => {
+                self.queue_offsets.insert(topic.to_owned(), HashMap::from([(queue_id, offset)]));
+            }
+        }
+    }
 }
 
 /// Group commit for SYNC_FLUSH and the wake-up of the timed flusher, around one watermark.
@@ -240,8 +254,8 @@ impl CommitLog {
         self.files.flushed_offset() as i64
     }
 
-    /// Sets the next queue offsets after recovery.
-    pub fn set_queue_offsets(&self, offsets: HashMap<String, i64>) {
+    /// Sets the next queue offsets after recovery: topic -> queue id -> offset.
+    pub fn set_queue_offsets(&self, offsets: HashMap<String, HashMap<i32, i64>>) {
         self.writer.lock().queue_offsets = offsets;
     }
 
@@ -293,8 +307,7 @@ impl CommitLog {
                     return PutMessageResult::failed(PutStatus::CreateMappedFileFailed, format!("create mapped file failed: {e}"));
                 }
             };
-            let key = queue_key(&first.topic, first.queue_id);
-            let mut queue_offset = if takes_queue_offset { *writer.queue_offsets.get(&key).unwrap_or(&0) } else { 0 };
+            let mut queue_offset = if takes_queue_offset { writer.next_offset(&first.topic, first.queue_id) } else { 0 };
             let store_timestamp = now_ms();
             let wrote_offset = (file.from_offset() + file.wrote_position() as u64) as i64;
             let logics_offset = queue_offset;
@@ -319,7 +332,7 @@ impl CommitLog {
                 return PutMessageResult::failed(PutStatus::UnknownError, "commit-log file lost its room");
             }
             if takes_queue_offset {
-                writer.queue_offsets.insert(key, queue_offset);
+                writer.set_next_offset(&first.topic, first.queue_id, queue_offset);
             }
             self.last_store_timestamp.store(store_timestamp, Ordering::Release);
             AppendResult { wrote_offset, wrote_bytes: total, msg_ids, store_timestamp, logics_offset, msg_num: records.len() }

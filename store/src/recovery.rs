@@ -49,9 +49,9 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> i64 {
 
     // Next queue offsets and corrected min offsets, as Java's recoverTopicQueueTable.
     let min = store.commit_log.min_offset();
-    let mut offsets = HashMap::new();
+    let mut offsets: HashMap<String, HashMap<i32, i64>> = HashMap::new();
     for cq in store.queues() {
-        offsets.insert(format!("{}-{}", cq.topic(), cq.queue_id()), cq.max_offset());
+        offsets.entry(cq.topic().to_owned()).or_default().insert(cq.queue_id(), cq.max_offset());
         cq.correct_min_offset(min);
     }
     store.commit_log.set_queue_offsets(offsets);

@@ -112,6 +112,8 @@ pub struct MessageStore {
     arrival: RwLock<Option<ArrivalListener>>,
     running: AtomicBool,
     reput_wake: (Mutex<()>, Condvar),
+    /// Set while the dispatcher waits, so puts only pay for a wake-up when one is needed.
+    reput_sleeping: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
     _lock: StoreLock,
     total_memory_bytes: u64,
@@ -156,6 +158,7 @@ impl MessageStore {
             arrival: RwLock::new(None),
             running: AtomicBool::new(false),
             reput_wake: (Mutex::new(()), Condvar::new()),
+            reput_sleeping: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
             _lock: lock,
             total_memory_bytes: total_memory_bytes(),
@@ -219,7 +222,10 @@ impl MessageStore {
             return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the disk is full; writes are refused until space is freed");
         }
         let result = self.appender().append(msgs);
-        self.reput_wake.1.notify_one();
+        if self.reput_sleeping.load(Ordering::Acquire) {
+            let _guard = self.reput_wake.0.lock();
+            self.reput_wake.1.notify_one();
+        }
         result
     }
 
@@ -227,7 +233,12 @@ impl MessageStore {
         while self.running.load(Ordering::Acquire) {
             if !self.dispatch_available() {
                 let mut guard = self.reput_wake.0.lock();
-                self.reput_wake.1.wait_for(&mut guard, Duration::from_millis(1));
+                self.reput_sleeping.store(true, Ordering::Release);
+                // Re-check under the lock: a put that saw the flag clear has already appended.
+                if self.commit_log.max_offset() <= self.reput_from.load(Ordering::Acquire) {
+                    self.reput_wake.1.wait_for(&mut guard, Duration::from_millis(1));
+                }
+                self.reput_sleeping.store(false, Ordering::Release);
             }
         }
     }

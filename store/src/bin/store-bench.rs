@@ -406,6 +406,10 @@ fn run(args: &Args) -> Result<(), String> {
     for r in results.iter().filter(|r| r.name.starts_with("ASYNC 1 KiB")) {
         println!("  {:<20} {:>9.0} msg/s = {:.2} of the 1,000,000 msg/s aim", r.name, r.msgs_per_sec, r.msgs_per_sec / 1e6);
     }
+    if let (Some(r), Some(single)) = (results.iter().find(|r| r.name == "SYNC 1 KiB w1"), base.fsyncs.first()) {
+        let fraction = r.msgs_per_sec / single.syncs_per_sec;
+        println!("  {:<20} {:>9.0} msg/s = {fraction:.2} of the 4 KiB fdatasync rate (one flush per message at best)", r.name, r.msgs_per_sec);
+    }
     if let Some(r) = results.iter().find(|r| r.name == "SYNC 1 KiB w64") {
         let fraction = r.mb_per_sec / group_commit_mbps;
         println!("  {:<20} {:>9.1} MB/s = {fraction:.2} of batched fdatasync ({group_commit_mbps:.1} MB/s); aim 0.5 = {:.2} of aim", r.name, r.mb_per_sec, fraction / 0.5);

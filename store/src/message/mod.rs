@@ -25,7 +25,18 @@ pub fn offset_message_id(store_host: std::net::SocketAddr, physical_offset: i64)
     }
     bytes.extend_from_slice(&(store_host.port() as i32).to_be_bytes());
     bytes.extend_from_slice(&physical_offset.to_be_bytes());
-    bytes.iter().map(|b| format!("{b:02X}")).collect()
+    upper_hex(&bytes)
+}
+
+/// Upper-case hex without a formatting call per byte (ids are built on every put).
+pub fn upper_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 0xF) as usize] as char);
+    }
+    out
 }
 
 /// Decodes an offset message id into the store address and physical offset (32 hex chars: IPv4).
