@@ -1,6 +1,5 @@
 //! `mqbroker`: the broker, started like Java's (`mqbroker -c broker.conf [-n ADDR] [-p]`).
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use broker::config::{apply_startup_rules, load_broker_conf, print_all};
@@ -25,11 +24,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    remoting::process::init_logging();
     let args = Args::parse();
     let loaded = match &args.config_file {
         Some(path) => load_broker_conf(path).map(|(b, s, unknown)| {
@@ -80,23 +75,8 @@ fn main() -> ExitCode {
             "The broker[{name}, {}] boot success. serializeType=JSON and name server is {namesrv}",
             controller.broker.identity.broker_addr
         );
-        wait_for_stop_signal().await;
+        remoting::process::wait_for_stop_signal().await;
         controller.shutdown().await;
         ExitCode::SUCCESS
     })
-}
-
-async fn wait_for_stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -1,6 +1,5 @@
 //! `mqnamesrv`: the name server, started like Java's (`mqnamesrv [-c FILE] [-p]`).
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -38,11 +37,7 @@ fn load_config(args: &Args) -> anyhow::Result<NamesrvConfig> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    remoting::process::init_logging();
     let args = Args::parse();
     let config = match load_config(&args) {
         Ok(config) => config,
@@ -71,23 +66,8 @@ fn main() -> ExitCode {
             }
         };
         println!("The Name Server boot success. serializeType=JSON, address {}", controller.local_addr());
-        wait_for_stop_signal().await;
+        remoting::process::wait_for_stop_signal().await;
         controller.shutdown().await;
         ExitCode::SUCCESS
     })
-}
-
-async fn wait_for_stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -18,6 +18,7 @@ pub mod connection;
 pub mod fastjson;
 pub mod header;
 pub mod pool;
+pub mod process;
 pub mod properties;
 pub mod protocol;
 pub mod serialize;
