@@ -28,6 +28,8 @@ use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
 use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
 use crate::processor::consumer_manage::ConsumerManageProcessor;
+use crate::processor::end_transaction::EndTransactionProcessor;
+use crate::transaction::TransactionChecker;
 use crate::processor::lock::LockProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
@@ -67,6 +69,8 @@ pub struct BrokerController {
     hold_thread: Option<std::thread::JoinHandle<()>>,
     schedule: Arc<ScheduleService>,
     schedule_thread: Option<std::thread::JoinHandle<()>>,
+    checker: Arc<TransactionChecker>,
+    checker_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>, StartError> {
@@ -178,6 +182,8 @@ impl BrokerController {
         ] {
             registry.register(code, query.clone(), &query_pool);
         }
+        let end_tx_pool = pool("EndTransactionThread", broker.config.end_transaction_thread_pool_nums, broker.config.end_transaction_pool_queue_capacity)?;
+        registry.register(RequestCode::END_TRANSACTION, Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
         let lock = Arc::new(LockProcessor { broker: broker.clone() });
         for code in [RequestCode::LOCK_BATCH_MQ, RequestCode::UNLOCK_BATCH_MQ] {
             registry.register(code, lock.clone(), &consumer_pool);
@@ -203,6 +209,10 @@ impl BrokerController {
         });
         let runner = schedule.clone();
         let schedule_thread = std::thread::Builder::new().name("ScheduleMessageService".into()).spawn(move || runner.run())?;
+
+        let checker = Arc::new(TransactionChecker::new(broker.clone()));
+        let runner = checker.clone();
+        let checker_thread = std::thread::Builder::new().name("TransactionalMessageCheckService".into()).spawn(move || runner.run())?;
 
         // As Java: register once at start, then periodically.
         broker.register(false).await;
@@ -239,7 +249,7 @@ impl BrokerController {
             }
         }));
         info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
-        Ok(BrokerController { broker, server, tasks, stop, hold_thread: Some(hold_thread), schedule, schedule_thread: Some(schedule_thread) })
+        Ok(BrokerController { broker, server, tasks, stop, hold_thread: Some(hold_thread), schedule, schedule_thread: Some(schedule_thread), checker, checker_thread: Some(checker_thread) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -255,6 +265,10 @@ impl BrokerController {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         self.server.shutdown().await;
         if let Some(t) = self.hold_thread.take() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+        self.checker.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.checker_thread.take() {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
         self.schedule.stop.store(true, std::sync::atomic::Ordering::Release);

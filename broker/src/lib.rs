@@ -27,3 +27,4 @@ pub mod rebalance_lock;
 pub mod schedule;
 pub mod subscription_group;
 pub mod topic_config;
+pub mod transaction;

@@ -2,6 +2,7 @@
 
 pub mod client_manage;
 pub mod consumer_manage;
+pub mod end_transaction;
 pub mod lock;
 pub mod pull;
 pub mod query;

@@ -14,6 +14,7 @@ use store::message::{offset_message_id, properties, MessageToStore};
 use super::validate_topic;
 use crate::broker::{Broker, FAQ_SUFFIX};
 use crate::schedule::apply_delay;
+use crate::transaction;
 use crate::topic_config::system_topic;
 
 pub struct SendProcessor {
@@ -59,9 +60,8 @@ impl SendProcessor {
                 format!("request queueId[{queue_id}] is illegal, {topic:?} Producer: {}", channel.remote_addr()),
             );
         }
-        if h.sys_flag & SYSFLAG_TRANSACTION_MASK == TRANSACTION_PREPARED_TYPE {
-            // Transactions (half messages and their check-back) come with a later change; until
-            // then this broker answers as a Java broker with rejectTransactionMessage=true.
+        let prepared = h.sys_flag & SYSFLAG_TRANSACTION_MASK == TRANSACTION_PREPARED_TYPE;
+        if prepared && b.config.reject_transaction_message {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config.broker_ip1));
         }
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
@@ -86,10 +86,15 @@ impl SendProcessor {
             }
         } else {
             let mut msg = base;
-            if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
-                return err(code, remark);
+            if prepared {
+                transaction::ensure_topics(b);
+                transaction::to_half(&mut msg);
+            } else {
+                if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
+                    return err(code, remark);
+                }
+                apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
             }
-            apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
             vec![msg]
         };
         let result = b.store.put_messages(&msgs);
@@ -108,7 +113,8 @@ impl SendProcessor {
                 msg_id: a.msg_ids.join(","),
                 queue_id,
                 queue_offset: a.logics_offset,
-                transaction_id: None,
+                // As 5.x: a half message's transaction id is its UNIQ_KEY.
+                transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
             }),
             None => err(code, result.remark.unwrap_or_default()),
         }

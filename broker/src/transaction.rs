@@ -1,0 +1,279 @@
+//! Transactions (Java `TransactionalMessageServiceImpl` and friends): a prepared message is stored
+//! as a half message in `RMQ_SYS_TRANS_HALF_TOPIC` (its real topic and queue in properties, sys
+//! flag cleared) where consumers cannot see it. END_TRANSACTION commits it (a copy goes to the real
+//! topic with the COMMIT sys flag) or rolls it back; either way an op record (tag `d`, body = the
+//! half's queue offset) in `RMQ_SYS_TRANS_OP_HALF_TOPIC` marks it done. Half messages left open
+//! longer than `transactionTimeOut` are checked back with the producer group (CHECK_TRANSACTION_STATE),
+//! at most `transactionCheckMax` times.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use remoting::protocol::perm;
+use remoting::{command_header, RemotingCommand, RequestCode};
+use store::commit_log::{now_ms, PutMessageResult};
+use store::message::record::{
+    decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+};
+use store::message::{offset_message_id, properties, MessageToStore};
+use tracing::{debug, info, warn};
+
+use crate::broker::Broker;
+use crate::topic_config::system_topic;
+
+/// The group whose consumer offsets track how far the half and op queues were checked.
+pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
+const TRAN_MSG: &str = "TRAN_MSG";
+const PGROUP: &str = "PGROUP";
+const CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+const CHECK_IMMUNITY: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+/// Java `TransactionalMessageUtil.REMOVETAG`.
+const REMOVE_TAG: &str = "d";
+
+command_header! {
+    /// END_TRANSACTION.
+    pub struct EndTransactionRequestHeader {
+        pub producer_group: String => "producerGroup",
+        pub tran_state_table_offset: i64 => "tranStateTableOffset",
+        pub commit_log_offset: i64 => "commitLogOffset",
+        pub commit_or_rollback: i32 => "commitOrRollback",
+        pub from_transaction_check: Option<bool> => "fromTransactionCheck",
+        pub msg_id: String => "msgId",
+        pub transaction_id: Option<String> => "transactionId",
+    }
+}
+
+command_header! {
+    /// CHECK_TRANSACTION_STATE (broker to producer).
+    pub struct CheckTransactionStateRequestHeader {
+        pub tran_state_table_offset: i64 => "tranStateTableOffset",
+        pub commit_log_offset: i64 => "commitLogOffset",
+        pub msg_id: Option<String> => "msgId",
+        pub transaction_id: Option<String> => "transactionId",
+        pub offset_msg_id: Option<String> => "offsetMsgId",
+    }
+}
+
+fn with_properties(msg: &mut MessageToStore, edit: impl FnOnce(&mut indexmap::IndexMap<String, String>)) {
+    let mut props = properties::parse(&msg.properties);
+    edit(&mut props);
+    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+}
+
+/// Turns a prepared message into its half message (Java `parseHalfMessageInner`).
+pub fn to_half(msg: &mut MessageToStore) {
+    let (topic, queue) = (msg.topic.clone(), msg.queue_id);
+    with_properties(msg, |p| {
+        p.insert(properties::REAL_TOPIC.to_owned(), topic);
+        p.insert(properties::REAL_QID.to_owned(), queue.to_string());
+    });
+    msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_NOT_TYPE;
+    msg.topic = system_topic::TRANS_HALF.to_owned();
+    msg.queue_id = 0;
+}
+
+/// Makes sure the half and op topics exist (Java creates them on first use).
+pub fn ensure_topics(b: &Broker) {
+    for topic in [system_topic::TRANS_HALF, system_topic::TRANS_OP_HALF] {
+        b.topics.create_topic_in_send_message_back_method(topic, 1, perm::READ | perm::WRITE, 0);
+    }
+}
+
+/// The record rebuilt as a message to store again.
+fn as_message(r: &DecodedRecord<'_>) -> MessageToStore {
+    MessageToStore {
+        topic: r.topic.to_owned(),
+        queue_id: r.queue_id,
+        flag: r.flag,
+        sys_flag: r.sys_flag,
+        born_timestamp: r.born_timestamp,
+        born_host: r.born_host,
+        store_host: r.store_host,
+        reconsume_times: r.reconsume_times,
+        prepared_transaction_offset: r.prepared_transaction_offset,
+        body: Bytes::copy_from_slice(r.body),
+        properties: r.properties.to_owned(),
+    }
+}
+
+/// Marks a half message done.
+fn write_op(b: &Broker, half_queue_offset: i64) -> PutMessageResult {
+    let op = MessageToStore {
+        topic: system_topic::TRANS_OP_HALF.to_owned(),
+        queue_id: 0,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: now_ms(),
+        born_host: b.store_host,
+        store_host: b.store_host,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        body: Bytes::from(half_queue_offset.to_string()),
+        properties: properties::serialize([(properties::TAGS, REMOVE_TAG), (properties::WAIT, "false")]),
+    };
+    b.store.put_message(&op)
+}
+
+/// END_TRANSACTION: commits or rolls back the half message (Java `EndTransactionProcessor`).
+/// Returns the error code and remark, if any.
+pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting::ResponseCode, String)> {
+    use remoting::ResponseCode as C;
+    if h.commit_or_rollback != TRANSACTION_COMMIT_TYPE && h.commit_or_rollback != store::message::record::TRANSACTION_ROLLBACK_TYPE {
+        return Ok(()); // "unknown": the check-back will ask again
+    }
+    let bytes = b.store.look_message_by_offset(h.commit_log_offset).ok_or((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()))?;
+    let Ok(RecordAt::Record(half)) = decode_record(&bytes, false) else {
+        return Err((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()));
+    };
+    if half.topic != system_topic::TRANS_HALF {
+        return Err((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()));
+    }
+    if half.property(PGROUP) != Some(h.producer_group.as_str()) {
+        return Err((C::SYSTEM_ERROR, "The producer group wrong".to_owned()));
+    }
+    if half.queue_offset != h.tran_state_table_offset {
+        return Err((C::SYSTEM_ERROR, "The transaction state table offset wrong".to_owned()));
+    }
+    if half.physical_offset != h.commit_log_offset {
+        return Err((C::SYSTEM_ERROR, "The commit log offset wrong".to_owned()));
+    }
+    if h.commit_or_rollback == TRANSACTION_COMMIT_TYPE {
+        let mut msg = as_message(&half);
+        msg.topic = half.property(properties::REAL_TOPIC).unwrap_or_default().to_owned();
+        msg.queue_id = half.property(properties::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
+        msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE;
+        msg.prepared_transaction_offset = h.commit_log_offset;
+        with_properties(&mut msg, |p| {
+            for key in [TRAN_MSG, properties::REAL_TOPIC, properties::REAL_QID] {
+                p.shift_remove(key);
+            }
+            p.insert(properties::WAIT.to_owned(), "false".to_owned());
+        });
+        let r = b.store.put_message(&msg);
+        if !r.is_ok() {
+            return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
+        }
+    }
+    write_op(b, half.queue_offset);
+    Ok(())
+}
+
+/// The check-back service.
+pub struct TransactionChecker {
+    pub broker: Arc<Broker>,
+    pub stop: AtomicBool,
+    /// Half queue offsets known to be done (from op records), above the checked offset.
+    done: Mutex<BTreeSet<i64>>,
+}
+
+impl TransactionChecker {
+    pub fn new(broker: Arc<Broker>) -> Self {
+        TransactionChecker { broker, stop: AtomicBool::new(false), done: Mutex::new(BTreeSet::new()) }
+    }
+
+    pub fn run(&self) {
+        let interval = Duration::from_millis(self.broker.config.transaction_check_interval_ms.max(100));
+        let mut waited = Duration::ZERO;
+        while !self.stop.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(100));
+            waited += Duration::from_millis(100);
+            if waited >= interval {
+                waited = Duration::ZERO;
+                self.check_once(now_ms());
+            }
+        }
+    }
+
+    /// One pass: learn what the op queue says is done, then check half messages old enough.
+    pub fn check_once(&self, now: i64) {
+        let b = &self.broker;
+        let Some(half_cq) = b.store.find_queue(system_topic::TRANS_HALF, 0) else { return };
+        let mut done = self.done.lock();
+        if let Some(op_cq) = b.store.find_queue(system_topic::TRANS_OP_HALF, 0) {
+            let mut op_offset = b.offsets.query_offset(CHECK_GROUP, system_topic::TRANS_OP_HALF, 0).unwrap_or(0).max(op_cq.min_offset());
+            while let Some(unit) = op_cq.get(op_offset) {
+                if let Some(Ok(RecordAt::Record(op))) = b.store.look_message_by_offset(unit.phy_offset).as_deref().map(|bytes| decode_record(bytes, false)) {
+                    if let Ok(offset) = std::str::from_utf8(op.body).unwrap_or("").trim().parse::<i64>() {
+                        done.insert(offset);
+                    }
+                }
+                op_offset += 1;
+            }
+            b.offsets.commit_offset("", CHECK_GROUP, system_topic::TRANS_OP_HALF, 0, op_offset);
+        }
+        let mut checked = b.offsets.query_offset(CHECK_GROUP, system_topic::TRANS_HALF, 0).unwrap_or(0).max(half_cq.min_offset());
+        let mut offset = checked;
+        while offset < half_cq.max_offset() {
+            if !done.contains(&offset) {
+                let Some(unit) = half_cq.get(offset) else { break };
+                let Some(bytes) = b.store.look_message_by_offset(unit.phy_offset) else { break };
+                let Ok(RecordAt::Record(half)) = decode_record(&bytes, false) else { break };
+                let immunity = half.property(CHECK_IMMUNITY).and_then(|s| s.parse::<i64>().ok()).map_or(b.config.transaction_timeout_ms as i64, |s| s * 1000);
+                if now - half.store_timestamp < immunity {
+                    break; // younger messages follow
+                }
+                self.check_one(&half, offset);
+                done.insert(offset);
+            }
+            offset += 1;
+        }
+        while done.remove(&checked) {
+            checked += 1;
+        }
+        b.offsets.commit_offset("", CHECK_GROUP, system_topic::TRANS_HALF, 0, checked);
+    }
+
+    /// Gives up on a half message checked too often, or puts a fresh copy back with one more
+    /// check counted and asks the producer group about that copy.
+    fn check_one(&self, half: &DecodedRecord<'_>, offset: i64) {
+        let b = &self.broker;
+        let checks = half.property(CHECK_TIMES).and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
+        if checks >= b.config.transaction_check_max {
+            info!(offset, checks, "half message checked too many times; discarded");
+            write_op(b, offset);
+            return;
+        }
+        let Some(group) = half.property(PGROUP) else {
+            write_op(b, offset);
+            return;
+        };
+        let Some(channel) = b.producers.any_channel(group) else {
+            debug!(group, "no live producer to check a transaction with");
+            return;
+        };
+        let mut copy = as_message(half);
+        with_properties(&mut copy, |p| {
+            p.insert(CHECK_TIMES.to_owned(), (checks + 1).to_string());
+            p.insert(properties::WAIT.to_owned(), "false".to_owned());
+        });
+        let r = b.store.put_message(&copy);
+        let Some(a) = r.append.filter(|_| r.status == store::commit_log::PutStatus::PutOk) else {
+            warn!(offset, status = ?r.status, "cannot put a half message back for its check");
+            return;
+        };
+        write_op(b, offset);
+        // The producer sees the message in its real topic and queue.
+        let mut real = copy.clone();
+        real.topic = half.property(properties::REAL_TOPIC).unwrap_or_default().to_owned();
+        real.queue_id = half.property(properties::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
+        let Ok(mut record) = encode_record(&real) else { return };
+        record.stamp(StampedFields { queue_offset: a.logics_offset, physical_offset: a.wrote_offset, store_timestamp: a.store_timestamp });
+        let uniq = half.property(properties::UNIQ_KEY).map(str::to_owned);
+        let header = CheckTransactionStateRequestHeader {
+            tran_state_table_offset: a.logics_offset,
+            commit_log_offset: a.wrote_offset,
+            msg_id: uniq.clone(),
+            transaction_id: uniq,
+            offset_msg_id: Some(offset_message_id(half.store_host, a.wrote_offset)),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::CHECK_TRANSACTION_STATE, &header).with_body(record.bytes);
+        if let Err(e) = channel.invoke_oneway(request) {
+            debug!(error = %e, "transaction check not sent");
+        }
+    }
+}
