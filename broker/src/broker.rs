@@ -40,6 +40,10 @@ pub struct Broker {
     pub store_host: SocketAddr,
     pub namesrv: Arc<RemotingClient>,
     pub runtime: tokio::runtime::Handle,
+    pub boot_timestamp: i64,
+    /// Messages stored and handed out since start (GET_BROKER_RUNTIME_INFO).
+    pub puts: std::sync::atomic::AtomicU64,
+    pub gets: std::sync::atomic::AtomicU64,
 }
 
 impl Broker {
@@ -75,6 +79,14 @@ impl Broker {
         let addrs = self.config.namesrv_addrs();
         namesrv_client::unregister_all(&self.namesrv, &addrs, &self.identity, Duration::from_secs(3)).await;
         info!("unregistered from the name servers");
+    }
+
+    pub fn put_count(&self) -> u64 {
+        self.puts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn get_count(&self) -> u64 {
+        self.gets.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn hold(&self) -> Option<&Arc<PullRequestHoldService>> {

@@ -27,6 +27,7 @@ use crate::schedule::ScheduleService;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
 use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
+use crate::processor::admin::AdminProcessor;
 use crate::processor::consumer_manage::ConsumerManageProcessor;
 use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::transaction::TransactionChecker;
@@ -47,6 +48,8 @@ pub enum StartError {
     BadAddress(String),
     #[error("cannot start: {0}")]
     Io(#[from] std::io::Error),
+    #[error("aclEnable=true, but this broker does not implement ACL yet; refusing to start without the access control asked for")]
+    AclUnsupported,
 }
 
 /// Forgets clients whose connection closed and tells their groups.
@@ -80,6 +83,9 @@ fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>
 impl BrokerController {
     /// Starts a broker. Call inside a tokio runtime.
     pub async fn start(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<BrokerController, StartError> {
+        if config.acl_enable {
+            return Err(StartError::AclUnsupported);
+        }
         let root = store_config.root_dir();
         let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
         let store_host = SocketAddr::new(ip1, config.listen_port);
@@ -110,6 +116,9 @@ impl BrokerController {
             store_host,
             namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
             runtime: tokio::runtime::Handle::current(),
+            boot_timestamp: store::commit_log::now_ms(),
+            puts: Default::default(),
+            gets: Default::default(),
         });
         let c = &broker.config;
 
@@ -181,6 +190,26 @@ impl BrokerController {
             RequestCode::VIEW_MESSAGE_BY_ID,
         ] {
             registry.register(code, query.clone(), &query_pool);
+        }
+        let admin_pool = pool("AdminBrokerThread", broker.config.admin_broker_thread_pool_nums, 10_000)?;
+        let admin = Arc::new(AdminProcessor { broker: broker.clone() });
+        for code in [
+            RequestCode::GET_BROKER_RUNTIME_INFO,
+            RequestCode::UPDATE_AND_CREATE_TOPIC,
+            RequestCode::DELETE_TOPIC_IN_BROKER,
+            RequestCode::GET_ALL_TOPIC_CONFIG,
+            RequestCode::GET_TOPIC_CONFIG,
+            RequestCode::GET_TOPIC_STATS_INFO,
+            RequestCode::GET_CONSUMER_CONNECTION_LIST,
+            RequestCode::GET_PRODUCER_CONNECTION_LIST,
+            RequestCode::GET_CONSUME_STATS,
+            RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
+            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            RequestCode::DELETE_SUBSCRIPTIONGROUP,
+            RequestCode::GET_BROKER_CONFIG,
+        ] {
+            registry.register(code, admin.clone(), &admin_pool);
         }
         let end_tx_pool = pool("EndTransactionThread", broker.config.end_transaction_thread_pool_nums, broker.config.end_transaction_pool_queue_capacity)?;
         registry.register(RequestCode::END_TRANSACTION, Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);

@@ -355,6 +355,23 @@ impl MessageStore {
             .clone()
     }
 
+    /// Deletes every consume queue of a topic (DELETE_TOPIC_IN_BROKER); the commit log keeps the
+    /// records until they expire, as in Java.
+    pub fn delete_topic(&self, topic: &str) {
+        if let Some(queues) = self.queues.write().remove(topic) {
+            for cq in queues.values() {
+                cq.destroy();
+            }
+            let dir = self.config.consume_queue_dir().join(topic);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// Every topic that has a consume queue.
+    pub fn topics(&self) -> Vec<String> {
+        self.queues.read().keys().cloned().collect()
+    }
+
     pub fn find_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
         self.queues.read().get(topic)?.get(&queue_id).cloned()
     }

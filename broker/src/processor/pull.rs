@@ -124,6 +124,7 @@ impl PullProcessor {
                 max_offset: result.max_offset,
             });
         if code == ResponseCode::SUCCESS {
+            b.gets.fetch_add(result.messages.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let mut body = BytesMut::with_capacity(result.buffer_total_size);
             for m in &result.messages {
                 body.extend_from_slice(m);

@@ -98,6 +98,9 @@ impl SendProcessor {
             vec![msg]
         };
         let result = b.store.put_messages(&msgs);
+        if result.is_ok() {
+            b.puts.fetch_add(msgs.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
         let code = match result.status {
             PutStatus::PutOk => ResponseCode::SUCCESS,
             PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,

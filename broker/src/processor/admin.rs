@@ -1,0 +1,260 @@
+//! The admin codes mqadmin uses most (Java `AdminBrokerProcessor`): runtime info, topic create,
+//! delete and read, topic and consume stats, connections, subscription groups, broker config.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use remoting::fastjson::{self, JsonStyle};
+use remoting::protocol::broker::{ConsumerGroupHeader, CreateTopicRequestHeader};
+use remoting::protocol::topic::TopicConfig;
+use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
+use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
+use serde::Serialize;
+
+use super::{ok, validate_topic};
+use crate::broker::Broker;
+use crate::client::ClientChannelInfo;
+use crate::subscription_group::SubscriptionGroupConfig;
+use crate::topic_config::system_topic;
+
+command_header! {
+    /// Headers that carry just a topic (DELETE_TOPIC_IN_BROKER, GET_TOPIC_STATS_INFO, ...).
+    pub struct TopicHeader {
+        pub topic: String => "topic",
+    }
+}
+
+command_header! {
+    /// GET_PRODUCER_CONNECTION_LIST.
+    pub struct ProducerGroupHeader {
+        pub producer_group: String => "producerGroup",
+    }
+}
+
+command_header! {
+    /// GET_CONSUME_STATS.
+    pub struct ConsumeStatsHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: Option<String> => "topic",
+    }
+}
+
+command_header! {
+    /// DELETE_SUBSCRIPTIONGROUP (4.9 says removeOffset, 5.x cleanOffset).
+    pub struct DeleteGroupHeader {
+        pub group_name: String => "groupName",
+        pub remove_offset: Option<bool> => "removeOffset",
+        pub clean_offset: Option<bool> => "cleanOffset",
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Connection {
+    client_addr: String,
+    client_id: String,
+    language: &'static str,
+    version: i32,
+}
+
+fn connections(clients: impl Iterator<Item = ClientChannelInfo>) -> Vec<Connection> {
+    clients
+        .map(|c| Connection { client_addr: c.channel.remote_addr().to_string(), client_id: c.client_id, language: c.language.name(), version: c.version })
+        .collect()
+}
+
+/// A `MessageQueue` written as fastjson writes map keys of that type: the object itself.
+fn mq_key(topic: &str, broker: &str, queue_id: i32) -> String {
+    format!(r#"{{"brokerName":{},"queueId":{queue_id},"topic":{}}}"#, json_str(broker), json_str(topic))
+}
+
+fn json_str(s: &str) -> String {
+    fastjson::to_string(s, JsonStyle::Fastjson)
+}
+
+pub struct AdminProcessor {
+    pub broker: Arc<Broker>,
+}
+
+impl RequestProcessor for AdminProcessor {
+    fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        match request.request_code() {
+            RequestCode::GET_BROKER_RUNTIME_INFO => Ok(Some(ok(&request).with_body(self.runtime_info()))),
+            RequestCode::UPDATE_AND_CREATE_TOPIC => self.create_topic(&request),
+            RequestCode::DELETE_TOPIC_IN_BROKER => {
+                let h: TopicHeader = request.decode_header()?;
+                b.topics.delete(&h.topic).map_err(|e| ProcessError::system(e.to_string()))?;
+                b.store.delete_topic(&h.topic);
+                b.register_soon(false);
+                Ok(Some(ok(&request)))
+            }
+            RequestCode::GET_ALL_TOPIC_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.topics.wrapper(), JsonStyle::Fastjson)))),
+            RequestCode::GET_TOPIC_CONFIG => {
+                let h: TopicHeader = request.decode_header()?;
+                match b.topics.select(&h.topic) {
+                    Some(tc) => Ok(Some(ok(&request).with_body(fastjson::to_vec(&tc, JsonStyle::Fastjson)))),
+                    None => Err(ProcessError::new(ResponseCode::TOPIC_NOT_EXIST, format!("No topic in this broker. topic: {}", h.topic))),
+                }
+            }
+            RequestCode::GET_TOPIC_STATS_INFO => self.topic_stats(&request),
+            RequestCode::GET_CONSUMER_CONNECTION_LIST => self.consumer_connections(&request),
+            RequestCode::GET_PRODUCER_CONNECTION_LIST => {
+                let h: ProducerGroupHeader = request.decode_header()?;
+                let clients = b.producers.channels(&h.producer_group);
+                if clients.is_empty() {
+                    return Err(ProcessError::system(format!("the producer group[{}] not exist", h.producer_group)));
+                }
+                let body = serde_json::json!({ "connectionSet": connections(clients.into_iter()) });
+                Ok(Some(ok(&request).with_body(fastjson::to_vec(&body, JsonStyle::Fastjson))))
+            }
+            RequestCode::GET_CONSUME_STATS => self.consume_stats(&request),
+            RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => {
+                let h: TopicHeader = request.decode_header()?;
+                let mut groups: std::collections::BTreeSet<String> = b.consumers.groups_of_topic(&h.topic).into_iter().collect();
+                groups.extend(b.offsets.groups_of_topic(&h.topic));
+                let body = serde_json::json!({ "groupList": groups });
+                Ok(Some(ok(&request).with_body(fastjson::to_vec(&body, JsonStyle::Fastjson))))
+            }
+            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                let config: SubscriptionGroupConfig =
+                    fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad SubscriptionGroupConfig: {e}")))?;
+                b.groups.update(config).map_err(|e| ProcessError::system(e.to_string()))?;
+                Ok(Some(ok(&request)))
+            }
+            RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.groups.snapshot(), JsonStyle::Fastjson)))),
+            RequestCode::DELETE_SUBSCRIPTIONGROUP => {
+                let h: DeleteGroupHeader = request.decode_header()?;
+                b.groups.delete(&h.group_name).map_err(|e| ProcessError::system(e.to_string()))?;
+                if h.remove_offset.or(h.clean_offset).unwrap_or(false) {
+                    b.offsets.remove_group(&h.group_name);
+                }
+                Ok(Some(ok(&request)))
+            }
+            RequestCode::GET_BROKER_CONFIG => {
+                let version = fastjson::to_string(&b.topics.data_version(), JsonStyle::Fastjson);
+                let text = crate::config::print_all(&b.config, &b.store_config);
+                Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
+            }
+            _ => Ok(Some(remoting::server::not_supported(&request))),
+        }
+    }
+}
+
+impl AdminProcessor {
+    /// The table mqadmin's clusterList and brokerStatus read; every number parses.
+    fn runtime_info(&self) -> Vec<u8> {
+        let b = &self.broker;
+        let store = &b.store;
+        let disk = store::cleanup::disk_used_ratio(&b.store_config.commit_log_dir());
+        let earliest = store.commit_log().min_offset();
+        let earliest_time = store
+            .look_message_by_offset(earliest)
+            .and_then(|bytes| match store::message::record::decode_record(&bytes, false) {
+                Ok(store::message::record::RecordAt::Record(r)) => Some(r.store_timestamp),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let mut t: BTreeMap<&str, String> = BTreeMap::new();
+        t.insert("brokerVersionDesc", "V4_9_8".into());
+        t.insert("brokerVersion", remoting::command::CURRENT_VERSION.to_string());
+        for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
+            t.insert(key, "0".into());
+        }
+        t.insert("msgPutTotalTodayNow", b.put_count().to_string());
+        t.insert("msgGetTotalTodayNow", b.get_count().to_string());
+        t.insert("putTps", "0.0 0.0 0.0".into());
+        t.insert("getTransferedTps", "0.0 0.0 0.0".into());
+        t.insert("getTransferredTps", "0.0 0.0 0.0".into());
+        for key in ["sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills"] {
+            t.insert(key, "0".into());
+        }
+        t.insert("earliestMessageTimeStamp", earliest_time.to_string());
+        t.insert("commitLogDiskRatio", format!("{disk}"));
+        t.insert("commitLogMinOffset", earliest.to_string());
+        t.insert("commitLogMaxOffset", store.commit_log().max_offset().to_string());
+        t.insert("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
+        t.insert("brokerActive", "true".into());
+        t.insert("bootTimestamp", b.boot_timestamp.to_string());
+        t.insert("runtime", format!("[ {} seconds ]", (store::commit_log::now_ms() - b.boot_timestamp) / 1000));
+        fastjson::to_vec(&serde_json::json!({ "table": t }), JsonStyle::Fastjson)
+    }
+
+    fn create_topic(&self, request: &RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        let h: CreateTopicRequestHeader = request.decode_header()?;
+        validate_topic(&h.topic).map_err(ProcessError::system)?;
+        if h.topic == b.config.broker_cluster_name || h.topic == system_topic::AUTO_CREATE_TEMPLATE {
+            return Err(ProcessError::system(format!("the topic[{}] is conflict with system reserved words.", h.topic)));
+        }
+        let mut tc = TopicConfig::new(&h.topic);
+        tc.read_queue_nums = h.read_queue_nums;
+        tc.write_queue_nums = h.write_queue_nums;
+        tc.perm = h.perm;
+        tc.topic_filter_type = h.topic_filter_type.clone();
+        tc.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
+        tc.order = h.order;
+        b.topics.update(tc).map_err(|e| ProcessError::system(e.to_string()))?;
+        b.register_soon(false);
+        Ok(Some(ok(request)))
+    }
+
+    fn topic_stats(&self, request: &RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        let h: TopicHeader = request.decode_header()?;
+        let Some(tc) = b.topics.select(&h.topic) else {
+            return Err(ProcessError::new(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic)));
+        };
+        let mut entries = Vec::new();
+        for q in 0..tc.write_queue_nums {
+            let (min, max) = (b.store.min_offset_in_queue(&h.topic, q), b.store.max_offset_in_queue(&h.topic, q));
+            let last = if max > 0 { b.store.message_store_timestamp(&h.topic, q, max - 1).unwrap_or(0) } else { 0 };
+            entries.push(format!(
+                r#"{}:{{"lastUpdateTimestamp":{last},"maxOffset":{max},"minOffset":{min}}}"#,
+                mq_key(&h.topic, &b.config.broker_name, q)
+            ));
+        }
+        let body = format!(r#"{{"offsetTable":{{{}}},"topicPutTps":0.0}}"#, entries.join(","));
+        Ok(Some(ok(request).with_body(body)))
+    }
+
+    fn consumer_connections(&self, request: &RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        let h: ConsumerGroupHeader = request.decode_header()?;
+        let Some(group) = b.consumers.group(&h.consumer_group).filter(|g| !g.channels.is_empty()) else {
+            return Err(ProcessError::new(ResponseCode::CONSUMER_NOT_ONLINE, format!("the consumer group[{}] not online", h.consumer_group)));
+        };
+        let body = serde_json::json!({
+            "connectionSet": connections(group.channels.values().cloned()),
+            "consumeFromWhere": group.consume_from_where,
+            "consumeType": group.consume_type,
+            "messageModel": group.message_model,
+            "subscriptionTable": group.subscriptions,
+        });
+        Ok(Some(ok(request).with_body(fastjson::to_vec(&body, JsonStyle::Fastjson))))
+    }
+
+    fn consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        let h: ConsumeStatsHeader = request.decode_header()?;
+        let topics: Vec<String> = match h.topic.filter(|t| !t.is_empty()) {
+            Some(topic) => vec![topic],
+            None => b.offsets.topics_of_group(&h.consumer_group).into_iter().collect(),
+        };
+        let mut entries = Vec::new();
+        for topic in topics {
+            let Some(tc) = b.topics.select(&topic) else { continue };
+            for q in 0..tc.read_queue_nums {
+                let broker_offset = b.store.max_offset_in_queue(&topic, q);
+                let consumer_offset = b.offsets.query_offset(&h.consumer_group, &topic, q).unwrap_or(0).max(0);
+                let last = if consumer_offset > 0 { b.store.message_store_timestamp(&topic, q, consumer_offset - 1).unwrap_or(0) } else { 0 };
+                entries.push(format!(
+                    r#"{}:{{"brokerOffset":{broker_offset},"consumerOffset":{consumer_offset},"lastTimestamp":{last},"pullOffset":{consumer_offset}}}"#,
+                    mq_key(&topic, &b.config.broker_name, q)
+                ));
+            }
+        }
+        let body = format!(r#"{{"consumeTps":0.0,"offsetTable":{{{}}}}}"#, entries.join(","));
+        Ok(Some(ok(request).with_body(body)))
+    }
+}
