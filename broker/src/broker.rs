@@ -41,6 +41,8 @@ pub struct Broker {
     pub namesrv: Arc<RemotingClient>,
     pub runtime: tokio::runtime::Handle,
     pub boot_timestamp: i64,
+    /// SYNC_MASTER waits here for slaves (see [`crate::replication`]).
+    pub replicas: Box<dyn crate::replication::ReplicaWaiter>,
     /// Messages stored and handed out since start (GET_BROKER_RUNTIME_INFO).
     pub puts: std::sync::atomic::AtomicU64,
     pub gets: std::sync::atomic::AtomicU64,

@@ -117,6 +117,7 @@ impl BrokerController {
             namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
             runtime: tokio::runtime::Handle::current(),
             boot_timestamp: store::commit_log::now_ms(),
+            replicas: Box::new(crate::replication::NoReplicas),
             puts: Default::default(),
             gets: Default::default(),
         });

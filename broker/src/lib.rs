@@ -24,6 +24,7 @@ pub mod long_polling;
 pub mod namesrv_client;
 pub mod processor;
 pub mod rebalance_lock;
+pub mod replication;
 pub mod schedule;
 pub mod subscription_group;
 pub mod topic_config;

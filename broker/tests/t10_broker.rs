@@ -212,3 +212,20 @@ async fn queue_locks_go_to_one_client_at_a_time() {
     assert_eq!(String::from_utf8_lossy(second.body_bytes()), r#"{"lockOKMQSet":[]}"#);
     broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_master_without_a_slave_stores_and_answers_slave_not_available() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("brokerRole", "SYNC_MASTER")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let r = c.invoke(&addr, send("Replicated", 0, "kept", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SLAVE_NOT_AVAILABLE);
+    assert!(r.ext("msgId").is_some() && r.ext("queueOffset") == Some("0"), "the client reads the result as stored");
+    let deadline = Instant::now() + TIMEOUT;
+    while c.invoke(&addr, pull("Replicated", 0, 0, 0), TIMEOUT).await.unwrap().code != 0 {
+        assert!(Instant::now() < deadline, "the message was not stored");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    broker.shutdown().await;
+}

@@ -13,6 +13,7 @@ use store::message::{offset_message_id, properties, MessageToStore};
 
 use super::validate_topic;
 use crate::broker::{Broker, FAQ_SUFFIX};
+use crate::replication::ReplicaAck;
 use crate::schedule::apply_delay;
 use crate::transaction;
 use crate::topic_config::system_topic;
@@ -102,7 +103,7 @@ impl SendProcessor {
             b.puts.fetch_add(msgs.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
         let code = match result.status {
-            PutStatus::PutOk => ResponseCode::SUCCESS,
+            PutStatus::PutOk => self.replicate(&result),
             PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
             PutStatus::MessageIllegal | PutStatus::PropertiesSizeExceeded => ResponseCode::MESSAGE_ILLEGAL,
             PutStatus::ServiceNotAvailable => ResponseCode::SERVICE_NOT_AVAILABLE,
@@ -120,6 +121,22 @@ impl SendProcessor {
                 transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
             }),
             None => err(code, result.remark.unwrap_or_default()),
+        }
+    }
+
+    /// SYNC_MASTER: the answer waits for a slave, as Java's `handleHA` (messages with WAIT=false
+    /// do not wait).
+    fn replicate(&self, result: &store::commit_log::PutMessageResult) -> ResponseCode {
+        let b = &self.broker;
+        if b.store_config.broker_role != store::config::BrokerRole::SyncMaster {
+            return ResponseCode::SUCCESS;
+        }
+        let Some(a) = &result.append else { return ResponseCode::SUCCESS };
+        let timeout = std::time::Duration::from_millis(b.store_config.sync_flush_timeout_ms);
+        match b.replicas.wait_for(a.wrote_offset + a.wrote_bytes as i64, timeout) {
+            ReplicaAck::Acked => ResponseCode::SUCCESS,
+            ReplicaAck::SlaveNotAvailable => ResponseCode::SLAVE_NOT_AVAILABLE,
+            ReplicaAck::Timeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
         }
     }
 
