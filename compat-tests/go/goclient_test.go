@@ -1,7 +1,7 @@
 package compat
 
 // The official Go client (rocketmq-client-go/v2) producing and consuming through the
-// name server under test, with a real Java broker registered there.
+// name server under test, with a real Java broker or our broker registered there.
 
 import (
 	"context"
@@ -37,18 +37,33 @@ func init() {
 }
 
 func TestGoClientBroker5(t *testing.T) {
-	runGoClientScenario(t, javaVersion(t, "RMQ_JAVA_5"))
+	if !brokerSelected(t, "java") {
+		t.Skip("RMQ_BROKER selects our broker only")
+	}
+	ns := startNameServer(t)
+	runGoClientScenario(t, ns, startBroker(t, javaVersion(t, "RMQ_JAVA_5"), ns.addr))
 }
 
 func TestGoClientBroker49(t *testing.T) {
-	runGoClientScenario(t, javaVersion(t, "RMQ_JAVA_49"))
+	if !brokerSelected(t, "java") {
+		t.Skip("RMQ_BROKER selects our broker only")
+	}
+	ns := startNameServer(t)
+	runGoClientScenario(t, ns, startBroker(t, javaVersion(t, "RMQ_JAVA_49"), ns.addr))
 }
 
-func runGoClientScenario(t *testing.T, brokerVersion string) {
+// TestGoClientRustBroker runs the same steps against our broker (mqbroker).
+func TestGoClientRustBroker(t *testing.T) {
+	if !brokerSelected(t, "rust") {
+		t.Skip("RMQ_BROKER selects the Java brokers only")
+	}
 	ns := startNameServer(t)
-	br := startBroker(t, brokerVersion, ns.addr)
-	t.Logf("scenario: Go client %s, name server %s (%s), Java broker %s at %s",
-		"v2", ns.kind, ns.addr, brokerVersion, br.addr)
+	runGoClientScenario(t, ns, startRustBroker(t, ns.addr))
+}
+
+func runGoClientScenario(t *testing.T, ns *nameServer, br *broker) {
+	t.Logf("scenario: Go client %s, name server %s (%s), broker %s (%s) at %s",
+		"v2", ns.kind, ns.addr, br.name, br.version, br.addr)
 
 	runID := fmt.Sprintf("%d%04d", time.Now().Unix()%100000, rand.Intn(10000))
 	topic := "GoCompatTopic_" + runID
@@ -62,6 +77,7 @@ func runGoClientScenario(t *testing.T, brokerVersion string) {
 		{"AllTopicListViaNameServer", func(t *testing.T) { checkAllTopicList(t, ns.addr, topic) }},
 		{"Produce1000", func(t *testing.T) { produceAll(t, ns.addr, br, topic, runID) }},
 		{"Consume1000", func(t *testing.T) { consumeAll(t, ns.addr, topic, group, runID) }},
+		{"ConsumeRetryLater", func(t *testing.T) { consumeRetryLater(t, ns.addr, br, topic, "GoCompatRetryGroup_"+runID, runID) }},
 		{"AutoCreateViaTBW102", func(t *testing.T) { autoCreateTopic(t, ns.addr, br, "GoCompatAuto_"+runID) }},
 		{"DeleteTopic", func(t *testing.T) { deleteTopic(t, ns.addr, br, "GoCompatAuto_"+runID) }},
 	}
@@ -410,5 +426,200 @@ func deleteTopic(t *testing.T, nsAddr string, br *broker, topic string) {
 	mqs, err := adm.FetchPublishMessageQueues(context.Background(), topic)
 	if !errors.Is(err, rmqerrors.ErrTopicNotExist) {
 		t.Fatalf("route of deleted topic %s: got %d queues, err %v; want %v", topic, len(mqs), err, rmqerrors.ErrTopicNotExist)
+	}
+}
+
+// ---------------------------------------------------------------------------
+
+const (
+	retryMessages = 5
+	retryFailures = 2 // the listener fails the chosen message this many times, then succeeds
+	retryTimeout  = 60 * time.Second
+)
+
+type retryDelivery struct {
+	reconsumeTimes int32
+	fromTopic      string // the queue's topic the message was pulled from
+	retryTopicProp string
+	topic          string
+	body           string
+}
+
+// consumeRetryLater: a push consumer's listener returns ConsumeRetryLater for one message the
+// first 2 times, then succeeds. The Go client sends the message back to the broker
+// (CONSUMER_SEND_MSG_BACK, 36, delay level 1 = 1 s; it has no fallback send), the broker
+// stores it in %RETRY%<group> with reconsumeTimes+1 after the delay, and the consumer, which
+// subscribes to that topic too, gets it again: 3 deliveries with reconsumeTimes 0, 1, 2, the
+// later ones pulled from %RETRY%<group> with RETRY_TOPIC naming the original topic (which the
+// client restores), body intact. The other messages arrive once.
+//
+// The group's %RETRY% topic appears when the broker gets the group's first heartbeat (it
+// creates the topic and registers it with the name server). A consumer learns a new route only
+// on its 30 s name-server poll, and then takes the queue on its 20 s rebalance; so a first
+// consumer of the group is started (its heartbeat creates the topic) and stopped once the name
+// server routes %RETRY%<group>, and the consumer that does the work knows the route at start.
+func consumeRetryLater(t *testing.T, nsAddr string, br *broker, topic, group, runID string) {
+	const tag = "TagRetry"
+	awaitRetryTopic(t, nsAddr, br, topic, group, tag, runID)
+
+	p := newProducer(t, nsAddr, "GoCompatRetryProducer_"+runID, "GoCompatRetryProducer_"+runID)
+	keys := make([]string, retryMessages)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("retry-%s-%d", runID, i)
+		msg := primitive.NewMessage(topic, []byte("retry body "+keys[i]))
+		msg.WithTag(tag)
+		msg.WithKeys([]string{keys[i]})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		res, err := p.SendSync(ctx, msg)
+		cancel()
+		if err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("SendSync of %s: res=%v err=%v", keys[i], res, err)
+		}
+	}
+	failing := keys[retryMessages/2]
+
+	var mu sync.Mutex
+	got := map[string][]retryDelivery{}
+	done := make(chan struct{})
+	closed := false
+	c, err := consumer.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{nsAddr})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance("GoCompatRetryConsumer_"+runID),
+		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumeMessageBatchMaxSize(1),
+	)
+	if err != nil {
+		t.Fatalf("consumer.NewPushConsumer: %v", err)
+	}
+	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: tag}
+	err = c.Subscribe(topic, sel, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		from := ""
+		if mctx, ok := primitive.GetConsumerCtx(ctx); ok && mctx.MQ != nil {
+			from = mctx.MQ.Topic
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		result := consumer.ConsumeSuccess
+		for _, m := range msgs {
+			key := m.GetKeys()
+			got[key] = append(got[key], retryDelivery{
+				reconsumeTimes: m.ReconsumeTimes,
+				fromTopic:      from,
+				retryTopicProp: m.GetProperty(primitive.PropertyRetryTopic),
+				topic:          m.Topic,
+				body:           string(m.Body),
+			})
+			if key == failing && len(got[key]) <= retryFailures {
+				result = consumer.ConsumeRetryLater
+			}
+		}
+		if result == consumer.ConsumeRetryLater {
+			if cc, ok := primitive.GetConcurrentlyCtx(ctx); ok {
+				cc.DelayLevelWhenNextConsume = 1 // 1 s instead of the default 10 s, 30 s
+			}
+		}
+		complete := len(got[failing]) >= retryFailures+1
+		for _, k := range keys {
+			complete = complete && len(got[k]) > 0
+		}
+		if complete && !closed {
+			closed = true
+			close(done)
+		}
+		return result, nil
+	})
+	if err != nil {
+		t.Fatalf("Subscribe(%s): %v", topic, err)
+	}
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		t.Fatalf("push consumer Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown() })
+
+	select {
+	case <-done:
+		time.Sleep(2 * time.Second) // a further, unwanted redelivery would show up here
+	case <-time.After(retryTimeout):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	summary := fmt.Sprintf("deliveries of %s: %+v", failing, got[failing])
+	deliveries := got[failing]
+	if len(deliveries) != retryFailures+1 {
+		t.Fatalf("the message failed %d times was delivered %d times within %v, want %d (the broker must put it "+
+			"into %%RETRY%%%s on CONSUMER_SEND_MSG_BACK and deliver it after the delay); %s",
+			retryFailures, len(deliveries), retryTimeout, retryFailures+1, group, summary)
+	}
+	for i, d := range deliveries {
+		if d.reconsumeTimes != int32(i) {
+			t.Errorf("delivery %d: reconsumeTimes %d, want %d; %s", i, d.reconsumeTimes, i, summary)
+		}
+		if d.body != "retry body "+failing || d.topic != topic {
+			t.Errorf("delivery %d: topic %q body %q, want %q %q", i, d.topic, d.body, topic, "retry body "+failing)
+		}
+		wantFrom, wantProp := topic, ""
+		if i > 0 {
+			wantFrom, wantProp = "%RETRY%"+group, topic
+		}
+		if d.fromTopic != wantFrom || d.retryTopicProp != wantProp {
+			t.Errorf("delivery %d: pulled from %q with RETRY_TOPIC %q, want %q and %q", i, d.fromTopic, d.retryTopicProp, wantFrom, wantProp)
+		}
+	}
+	for _, k := range keys {
+		if k != failing && len(got[k]) != 1 {
+			t.Errorf("message %s (consumed fine) was delivered %d times, want 1: %+v", k, len(got[k]), got[k])
+		}
+	}
+	t.Logf("retry: %s delivered %d times (reconsumeTimes 0..%d, via %%RETRY%%%s) in %v", failing, len(deliveries),
+		retryFailures, group, time.Since(start).Round(time.Millisecond))
+}
+
+// awaitRetryTopic starts a consumer of the group, waits until the name server routes the group's
+// %RETRY% topic to the broker, and stops the consumer. No message with the tag exists yet, so the
+// offsets it may commit are before every message the group is meant to get.
+func awaitRetryTopic(t *testing.T, nsAddr string, br *broker, topic, group, tag, runID string) {
+	c, err := consumer.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{nsAddr})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance("GoCompatRetryWarmup_"+runID),
+		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	)
+	if err != nil {
+		t.Fatalf("consumer.NewPushConsumer: %v", err)
+	}
+	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: tag}
+	err = c.Subscribe(topic, sel, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatalf("Subscribe(%s): %v", topic, err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatalf("push consumer Start: %v", err)
+	}
+	defer func() { _ = c.Shutdown() }()
+	retryTopic := "%RETRY%" + group
+	adm := newAdmin(t, nsAddr)
+	defer adm.Close()
+	deadline := time.Now().Add(routeTimeout)
+	for {
+		mqs, err := adm.FetchPublishMessageQueues(context.Background(), retryTopic)
+		if err == nil && len(mqs) > 0 {
+			for _, mq := range mqs {
+				if mq.BrokerName != br.name {
+					t.Fatalf("route of %s names broker %q, want %q", retryTopic, mq.BrokerName, br.name)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the name server has no route of %s within %v of the group's first heartbeat "+
+				"(the broker creates it on HEART_BEAT and registers it): %v", retryTopic, routeTimeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -498,3 +498,69 @@ func startBroker(t *testing.T, version, nsAddr string) *broker {
 	t.Logf("broker %s (%s) listening on %s", b.name, version, b.addr)
 	return b
 }
+
+// ---------------------------------------------------------------------------
+// Our broker
+
+const rustBrokerGrace = 10 * time.Second // it unregisters and flushes in about a second
+
+// brokerSelected tells whether RMQ_BROKER selects brokers of this kind ("java" or "rust"):
+// unset or "all" runs both kinds.
+func brokerSelected(t *testing.T, kind string) bool {
+	t.Helper()
+	switch v := os.Getenv("RMQ_BROKER"); v {
+	case "", "all":
+		return true
+	case "java", "rust":
+		return v == kind
+	default:
+		t.Fatalf("RMQ_BROKER=%q: use java (the Java brokers), rust (our mqbroker) or all (default)", v)
+		return false
+	}
+}
+
+// startRustBroker starts our mqbroker (RMQ_BIN_DIR) as a master registered with nsAddr,
+// and waits until it printed "boot success" and accepts TCP connections.
+func startRustBroker(t *testing.T, nsAddr string) *broker {
+	t.Helper()
+	bin := filepath.Join(binDir(t), "mqbroker")
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
+		t.Fatalf("broker binary %s not found: build it (cargo build --workspace --bins) or set RMQ_BIN_DIR", bin)
+	}
+	dir := testDir(t, "rustbroker")
+	// listenPort, and listenPort+1 that Java's config derives the HA port from
+	port := freePortBlock(t, 0, 1)
+	b := &broker{
+		addr:    fmt.Sprintf("127.0.0.1:%d", port),
+		name:    "broker-go-rust",
+		cluster: "GoCompatCluster",
+		version: "rust",
+	}
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=0\n", b.cluster, b.name)
+	fmt.Fprintf(&conf, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nlistenPort=%d\nbindAddress=127.0.0.1\n", port)
+	fmt.Fprintf(&conf, "namesrvAddr=%s\nstorePathRootDir=%s\n", nsAddr, filepath.Join(dir, "store"))
+	conf.WriteString("mappedFileSizeCommitLog=67108864\nautoCreateTopicEnable=true\nautoCreateSubscriptionGroup=true\n")
+	confPath := filepath.Join(dir, "broker.conf")
+	writeFile(t, confPath, conf.String())
+
+	cmd := exec.Command(bin, "-c", confPath)
+	cmd.Dir = dir
+	cmd.Env = childEnv(dir)
+	logPath := filepath.Join(dir, "broker.out.log")
+	b.proc = startProc(t, "broker(rust)", cmd, logPath, rustBrokerGrace)
+	waitTCP(t, b.proc, b.addr, nameServerReady)
+	deadline := time.Now().Add(nameServerReady)
+	for {
+		data, _ := os.ReadFile(logPath)
+		if bytes.Contains(data, []byte("boot success")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("our broker listens on %s but printed no \"boot success\" within %v", b.addr, nameServerReady)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("broker %s (ours) listening on %s", b.name, b.addr)
+	return b
+}

@@ -1,0 +1,61 @@
+package rocketmq.compat.broker;
+
+import org.apache.rocketmq.client.ClientConfig;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.impl.MQClientAPIImpl;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetRequestHeader;
+import org.apache.rocketmq.remoting.netty.NettyClientConfig;
+
+/**
+ * Asks a broker things in-process, through the official 4.9.7 client's {@link MQClientAPIImpl} (JSON
+ * headers): committed consumer offsets (QUERY_CONSUMER_OFFSET) and queue ends (GET_MAX_OFFSET).
+ * It reconnects by itself after the broker restarted.
+ */
+public final class BrokerProbe implements AutoCloseable {
+    private static final long TIMEOUT_MILLIS = 3000;
+    /** QUERY_NOT_FOUND: the group has no offset for the queue. */
+    private static final int QUERY_NOT_FOUND = 22;
+
+    private final String brokerAddress;
+    private final String brokerName;
+    private final MQClientAPIImpl api;
+
+    private BrokerProbe(String brokerAddress, String brokerName, MQClientAPIImpl api) {
+        this.brokerAddress = brokerAddress;
+        this.brokerName = brokerName;
+        this.api = api;
+    }
+
+    public static BrokerProbe connect(String brokerAddress, String brokerName) {
+        MQClientAPIImpl api = new MQClientAPIImpl(new NettyClientConfig(), null, null, new ClientConfig());
+        api.start();
+        return new BrokerProbe(brokerAddress, brokerName, api);
+    }
+
+    /** The group's committed offset of one queue, or -1 if it has none (QUERY_NOT_FOUND). */
+    public long committedOffset(String group, String topic, int queueId) throws Exception {
+        QueryConsumerOffsetRequestHeader header = new QueryConsumerOffsetRequestHeader();
+        header.setConsumerGroup(group);
+        header.setTopic(topic);
+        header.setQueueId(queueId);
+        try {
+            return api.queryConsumerOffset(brokerAddress, header, TIMEOUT_MILLIS);
+        } catch (MQBrokerException e) {
+            if (e.getResponseCode() == QUERY_NOT_FOUND) {
+                return -1;
+            }
+            throw e;
+        }
+    }
+
+    /** The offset after the last message of one queue. */
+    public long maxOffset(String topic, int queueId) throws Exception {
+        return api.getMaxOffset(brokerAddress, new MessageQueue(topic, brokerName, queueId), TIMEOUT_MILLIS);
+    }
+
+    @Override
+    public void close() {
+        api.shutdown();
+    }
+}
