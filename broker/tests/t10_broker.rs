@@ -62,6 +62,19 @@ fn pull(topic: &str, queue: i32, offset: i64, suspend_ms: i64) -> RemotingComman
     RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &h)
 }
 
+/// Pulls until the queue answers SUCCESS (dispatch runs behind the append), or fails at the deadline.
+async fn pull_found(c: &RemotingClient, addr: &str, topic: &str, queue: i32, offset: i64) -> RemotingCommand {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let r = c.invoke(addr, pull(topic, queue, offset, 0), TIMEOUT).await.unwrap();
+        if r.code == 0 {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "{topic}/{queue}@{offset} never became readable: {:?}", r.remark);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn bodies(response: &RemotingCommand) -> Vec<(String, String, i32)> {
     let mut out = Vec::new();
     let mut rest = response.body_bytes();
@@ -84,7 +97,7 @@ async fn sends_are_pulled_back_and_a_parked_pull_wakes_on_arrival() {
     assert_eq!((r.ext("queueId"), r.ext("queueOffset"), r.ext("MSG_REGION")), (Some("1"), Some("0"), Some("DefaultRegion")));
     assert_eq!(r.ext("msgId").map(str::len), Some(32));
 
-    let got = c.invoke(&addr, pull("Orders", 1, 0, 0), TIMEOUT).await.unwrap();
+    let got = pull_found(&c, &addr, "Orders", 1, 0).await;
     assert_eq!((got.code, got.ext("nextBeginOffset"), got.ext("maxOffset")), (0, Some("1"), Some("1")));
     assert_eq!(bodies(&got)[0].1, "hello");
 
@@ -109,6 +122,7 @@ async fn a_parked_pull_times_out_with_pull_not_found_at_the_same_offset() {
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
     c.invoke(&addr, send("Quiet", 0, "x", ""), TIMEOUT).await.unwrap();
+    pull_found(&c, &addr, "Quiet", 0, 0).await;
     let r = c.invoke(&addr, pull("Quiet", 0, 1, 300), TIMEOUT).await.unwrap();
     assert_eq!((r.response_code(), r.ext("nextBeginOffset")), (ResponseCode::PULL_NOT_FOUND, Some("1")));
     broker.shutdown().await;
@@ -151,8 +165,7 @@ async fn send_back_goes_to_the_retry_topic_and_then_to_the_dlq() {
     };
     assert_eq!(c.invoke(&addr, back(1), TIMEOUT).await.unwrap().code, 0);
     assert_eq!(c.invoke(&addr, back(-1), TIMEOUT).await.unwrap().code, 0);
-    let dlq = c.invoke(&addr, pull("%DLQ%workers", 0, 0, 0), TIMEOUT).await.unwrap();
-    assert_eq!(dlq.code, 0, "{:?}", dlq.remark);
+    let dlq = pull_found(&c, &addr, "%DLQ%workers", 0, 0).await;
     assert_eq!(bodies(&dlq)[0], ("%DLQ%workers".to_owned(), "job".to_owned(), 1));
     let deadline = Instant::now() + TIMEOUT;
     loop {
