@@ -104,17 +104,9 @@ fn real_message(bytes: &[u8]) -> Option<MessageToStore> {
     let mut props = properties::parse(r.properties);
     props.shift_remove(properties::DELAY);
     props.insert(properties::WAIT.to_owned(), "false".to_owned());
-    Some(MessageToStore {
-        topic,
-        queue_id,
-        flag: r.flag,
-        sys_flag: r.sys_flag,
-        born_timestamp: r.born_timestamp,
-        born_host: r.born_host,
-        store_host: r.store_host,
-        reconsume_times: r.reconsume_times,
-        prepared_transaction_offset: r.prepared_transaction_offset,
-        body: bytes::Bytes::copy_from_slice(r.body),
-        properties: properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-    })
+    let mut msg = r.to_message();
+    msg.topic = topic;
+    msg.queue_id = queue_id;
+    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    Some(msg)
 }

@@ -84,23 +84,6 @@ pub fn ensure_topics(b: &Broker) {
     }
 }
 
-/// The record rebuilt as a message to store again.
-fn as_message(r: &DecodedRecord<'_>) -> MessageToStore {
-    MessageToStore {
-        topic: r.topic.to_owned(),
-        queue_id: r.queue_id,
-        flag: r.flag,
-        sys_flag: r.sys_flag,
-        born_timestamp: r.born_timestamp,
-        born_host: r.born_host,
-        store_host: r.store_host,
-        reconsume_times: r.reconsume_times,
-        prepared_transaction_offset: r.prepared_transaction_offset,
-        body: Bytes::copy_from_slice(r.body),
-        properties: r.properties.to_owned(),
-    }
-}
-
 /// Marks a half message done.
 fn write_op(b: &Broker, half_queue_offset: i64) -> PutMessageResult {
     let op = MessageToStore {
@@ -143,7 +126,7 @@ pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting:
         return Err((C::SYSTEM_ERROR, "The commit log offset wrong".to_owned()));
     }
     if h.commit_or_rollback == TRANSACTION_COMMIT_TYPE {
-        let mut msg = as_message(&half);
+        let mut msg = half.to_message();
         msg.topic = half.property(properties::REAL_TOPIC).unwrap_or_default().to_owned();
         msg.queue_id = half.property(properties::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
         msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE;
@@ -246,7 +229,7 @@ impl TransactionChecker {
             debug!(group, "no live producer to check a transaction with");
             return;
         };
-        let mut copy = as_message(half);
+        let mut copy = half.to_message();
         with_properties(&mut copy, |p| {
             p.insert(CHECK_TIMES.to_owned(), (checks + 1).to_string());
             p.insert(properties::WAIT.to_owned(), "false".to_owned());

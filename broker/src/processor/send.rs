@@ -214,19 +214,12 @@ impl SendProcessor {
         props.insert(properties::DELAY.to_owned(), delay_level.to_string());
         let origin = offset_message_id(original.store_host, original.physical_offset);
         props.entry("ORIGIN_MESSAGE_ID".to_owned()).or_insert(origin);
-        let mut msg = MessageToStore {
-            topic,
-            queue_id,
-            flag: original.flag,
-            sys_flag: original.sys_flag,
-            born_timestamp: original.born_timestamp,
-            born_host: original.born_host,
-            store_host: original.store_host,
-            reconsume_times: original.reconsume_times + 1,
-            prepared_transaction_offset: 0,
-            body: Bytes::copy_from_slice(original.body),
-            properties: properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-        };
+        let mut msg = original.to_message();
+        msg.topic = topic;
+        msg.queue_id = queue_id;
+        msg.prepared_transaction_offset = 0;
+        msg.reconsume_times = original.reconsume_times + 1;
+        msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
         let r = b.store.put_message(&msg);
         if r.is_ok() {

@@ -208,6 +208,24 @@ pub struct DecodedRecord<'a> {
 }
 
 impl DecodedRecord<'_> {
+    /// The record as a message to store again (retries, delayed delivery, transactions), with
+    /// every field as stored; callers change what differs.
+    pub fn to_message(&self) -> MessageToStore {
+        MessageToStore {
+            topic: self.topic.to_owned(),
+            queue_id: self.queue_id,
+            flag: self.flag,
+            sys_flag: self.sys_flag,
+            born_timestamp: self.born_timestamp,
+            born_host: self.born_host,
+            store_host: self.store_host,
+            reconsume_times: self.reconsume_times,
+            prepared_transaction_offset: self.prepared_transaction_offset,
+            body: Bytes::copy_from_slice(self.body),
+            properties: self.properties.to_owned(),
+        }
+    }
+
     pub fn transaction_type(&self) -> i32 {
         self.sys_flag & SYSFLAG_TRANSACTION_MASK
     }
