@@ -95,14 +95,15 @@ impl ScheduleService {
     }
 }
 
-/// The message to deliver: back in its real topic and queue, without `DELAY` (Java keeps
-/// `REAL_TOPIC` and `REAL_QID`).
+/// The message to deliver: back in its real topic and queue. Java stores it with the properties it
+/// had, `DELAY`, `REAL_TOPIC` and `REAL_QID` included (it clears `DELAY` only after serialising
+/// them), and consumers see them; we do the same, except that `WAIT=false` keeps delivery from
+/// waiting for a SYNC flush (Java passes that outside the properties).
 fn real_message(bytes: &[u8]) -> Option<MessageToStore> {
     let Ok(RecordAt::Record(r)) = decode_record(bytes, false) else { return None };
     let topic = r.property(properties::REAL_TOPIC)?.to_owned();
     let queue_id = r.property(properties::REAL_QID)?.parse().ok()?;
     let mut props = properties::parse(r.properties);
-    props.shift_remove(properties::DELAY);
     props.insert(properties::WAIT.to_owned(), "false".to_owned());
     let mut msg = r.to_message();
     msg.topic = topic;

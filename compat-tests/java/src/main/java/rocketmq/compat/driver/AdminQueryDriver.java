@@ -3,7 +3,6 @@ package rocketmq.compat.driver;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -14,7 +13,6 @@ import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
-import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
@@ -49,29 +47,9 @@ public final class AdminQueryDriver {
         String namesrv = args[0];
         String topic = args[1];
         String runId = UUID.randomUUID().toString().substring(0, 8);
-        System.out.printf("CLIENT version=%s serializeType=%s run=%s%n",
-            MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION),
-            System.getProperty("rocketmq.serialize.type", "JSON(default)"), runId);
-        Map<String, Object> facts = new LinkedHashMap<>();
-        String reason = null;
-        long start = System.currentTimeMillis();
-        try {
-            run(namesrv, topic, runId, facts);
-        } catch (FeatureDriver.Failure f) {
-            reason = f.getMessage();
-        } catch (Throwable t) {
-            reason = "unexpected " + t;
-            t.printStackTrace(System.out);
-        }
-        StringBuilder line = new StringBuilder("RESULT step=adminQuery status=").append(reason == null ? "OK" : "FAILED");
-        facts.forEach((k, v) -> line.append(' ').append(k).append('=').append(String.valueOf(v).replace(' ', '_')));
-        line.append(" millis=").append(System.currentTimeMillis() - start);
-        if (reason != null) {
-            line.append(" reason=").append(reason.replace('\n', ' '));
-        }
-        System.out.println(line);
-        System.out.flush();
-        System.exit(reason == null ? 0 : 1);
+        Steps.printClient(runId);
+        boolean ok = Steps.report("adminQuery", facts -> run(namesrv, topic, runId, facts));
+        System.exit(ok ? 0 : 1);
     }
 
     private static void run(String namesrv, String topic, String runId, Map<String, Object> facts) throws Exception {
@@ -89,7 +67,7 @@ public final class AdminQueryDriver {
                 String body = "query me " + key;
                 Message msg = new Message(topic, "TagQ", key + " " + shared, body.getBytes(StandardCharsets.UTF_8));
                 SendResult r = producer.send(msg);
-                FeatureDriver.check(r.getSendStatus() == SendStatus.SEND_OK, "send " + i + ": " + r);
+                Steps.check(r.getSendStatus() == SendStatus.SEND_OK, "send " + i + ": " + r);
                 sent.add(new Sent(key, body, r.getMsgId(), r.getOffsetMsgId(), r.getMessageQueue().getQueueId(), r.getQueueOffset()));
             }
         } finally {
@@ -104,17 +82,17 @@ public final class AdminQueryDriver {
             // by each message's own key (the index is built asynchronously: retry for a while)
             for (Sent s : List.of(sent.get(0), sent.get(7), sent.get(COUNT - 1))) {
                 List<MessageExt> found = queryUntilFound(admin, topic, s.key(), 32, 0, Long.MAX_VALUE);
-                FeatureDriver.check(found.size() == 1, "queryMessage(" + s.key() + ") found " + found.size() + " messages: " + ids(found));
+                Steps.check(found.size() == 1, "queryMessage(" + s.key() + ") found " + found.size() + " messages: " + ids(found));
                 checkSame(s, found.get(0), "queryMessage(" + s.key() + ")");
             }
             // by the key all of them carry
             List<MessageExt> all = queryUntilFound(admin, topic, shared, 64, 0, Long.MAX_VALUE);
             facts.put("sharedKeyHits", all.size());
-            FeatureDriver.check(all.size() == COUNT, "queryMessage(shared key, max 64) found " + all.size() + ", want " + COUNT);
+            Steps.check(all.size() == COUNT, "queryMessage(shared key, max 64) found " + all.size() + ", want " + COUNT);
             // in a window that ended before the sends
             try {
                 QueryResult none = admin.queryMessage(topic, shared, 32, 0, beforeSends - 60_000);
-                FeatureDriver.check(none.getMessageList().isEmpty(), "queryMessage over a window before the sends found "
+                Steps.check(none.getMessageList().isEmpty(), "queryMessage over a window before the sends found "
                     + none.getMessageList().size() + " messages");
             } catch (MQClientException e) {
                 facts.put("emptyWindowCode", e.getResponseCode());
@@ -135,7 +113,7 @@ public final class AdminQueryDriver {
             String beyond = real.substring(0, real.length() - 16) + "000000FFFFFF0000";
             try {
                 MessageExt m = admin.viewMessage(topic, beyond);
-                throw new FeatureDriver.Failure("viewMessage of offset id " + beyond + " (past the commit log end) returned "
+                throw new Steps.Failure("viewMessage of offset id " + beyond + " (past the commit log end) returned "
                     + (m == null ? "null" : m.getKeys()));
             } catch (MQBrokerException e) {
                 facts.put("pastEndCode", e.getResponseCode());
@@ -171,7 +149,7 @@ public final class AdminQueryDriver {
             }
             Thread.sleep(300);
         }
-        throw new FeatureDriver.Failure("queryMessage(" + topic + ", " + key + ") found nothing within " + INDEX_WAIT_MS
+        throw new Steps.Failure("queryMessage(" + topic + ", " + key + ") found nothing within " + INDEX_WAIT_MS
             + " ms; last error: " + last);
     }
 
@@ -179,15 +157,15 @@ public final class AdminQueryDriver {
         return found.stream().map(m -> m.getKeys() + "@" + m.getQueueId() + ":" + m.getQueueOffset()).collect(Collectors.joining(","));
     }
 
-    private static void checkSame(Sent s, MessageExt m, String what) throws FeatureDriver.Failure {
-        FeatureDriver.check(m != null, what + " returned null");
+    private static void checkSame(Sent s, MessageExt m, String what) throws Steps.Failure {
+        Steps.check(m != null, what + " returned null");
         String body = new String(m.getBody(), StandardCharsets.UTF_8);
-        FeatureDriver.check(body.equals(s.body()), what + ": body '" + body + "', want '" + s.body() + "'");
-        FeatureDriver.check(m.getKeys() != null && m.getKeys().startsWith(s.key() + " "), what + ": keys '" + m.getKeys() + "'");
+        Steps.check(body.equals(s.body()), what + ": body '" + body + "', want '" + s.body() + "'");
+        Steps.check(m.getKeys() != null && m.getKeys().startsWith(s.key() + " "), what + ": keys '" + m.getKeys() + "'");
         String idProblem = FeatureDriver.idProblem(s.msgId(), s.offsetMsgId(), m);
-        FeatureDriver.check(idProblem == null, what + ": " + idProblem);
-        FeatureDriver.check(s.queueId() == m.getQueueId() && s.queueOffset() == m.getQueueOffset(), what + ": queue "
+        Steps.check(idProblem == null, what + ": " + idProblem);
+        Steps.check(s.queueId() == m.getQueueId() && s.queueOffset() == m.getQueueOffset(), what + ": queue "
             + m.getQueueId() + " offset " + m.getQueueOffset() + ", want " + s.queueId() + " " + s.queueOffset());
-        FeatureDriver.check("TagQ".equals(m.getTags()), what + ": tag " + m.getTags());
+        Steps.check("TagQ".equals(m.getTags()), what + ": tag " + m.getTags());
     }
 }

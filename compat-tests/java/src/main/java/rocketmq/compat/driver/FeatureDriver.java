@@ -1,5 +1,7 @@
 package rocketmq.compat.driver;
 
+import static rocketmq.compat.driver.Steps.check;
+
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -8,7 +10,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -33,12 +34,12 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
-import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import rocketmq.compat.driver.Steps.Failure;
 
 /**
  * Child-JVM driver for client features, compiled against the 4.9.7 client API and run with a 4.9.7 or
@@ -63,8 +64,7 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *       prefixes arrived, then 3 s more; prints {@code GOT key queueId offset} for every delivery.
  * </ul>
  *
- * Each step prints {@code RESULT step=<name> status=OK|FAILED <key=value>... [reason=<text to end of line>]};
- * the process exits 0 only if every step is OK.
+ * Each step prints its {@code RESULT} line ({@link Steps}); the process exits 0 only if every step is OK.
  */
 public final class FeatureDriver {
     static final long CONSUME_TIMEOUT_MS = 60_000;
@@ -84,9 +84,7 @@ public final class FeatureDriver {
             System.exit(2);
         }
         FeatureDriver driver = new FeatureDriver(args[0]);
-        System.out.printf("CLIENT version=%s serializeType=%s run=%s%n",
-            MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION),
-            System.getProperty("rocketmq.serialize.type", "JSON(default)"), driver.runId);
+        Steps.printClient(driver.runId);
         boolean allOk = true;
         for (String step : Arrays.asList(args).subList(1, args.length)) {
             allOk &= driver.run(step.split(":"));
@@ -95,28 +93,9 @@ public final class FeatureDriver {
         System.exit(allOk ? 0 : 1);
     }
 
-    /** A failed check: the step reports it and the driver goes on with the next step. */
-    static final class Failure extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        Failure(String message) {
-            super(message);
-        }
-    }
-
-    static void check(boolean condition, String message) throws Failure {
-        if (!condition) {
-            throw new Failure(message);
-        }
-    }
-
     private boolean run(String[] step) {
         String name = step[0];
-        Map<String, Object> facts = new LinkedHashMap<>();
-        long start = System.currentTimeMillis();
-        String status = "OK";
-        String reason = null;
-        try {
+        return Steps.report(name, facts -> {
             switch (name) {
                 case "sendModes" -> sendModes(step[1], facts);
                 case "bigBody" -> bigBody(step[1], facts);
@@ -129,23 +108,7 @@ public final class FeatureDriver {
                 case "consume" -> consume(step[1], step[2], Arrays.asList(step[3].split(",")), Integer.parseInt(step[4]), facts);
                 default -> throw new Failure("unknown step " + name);
             }
-        } catch (Failure f) {
-            status = "FAILED";
-            reason = f.getMessage();
-        } catch (Throwable t) {
-            status = "FAILED";
-            reason = "unexpected " + t;
-            t.printStackTrace(System.out);
-        }
-        StringBuilder line = new StringBuilder("RESULT step=").append(name).append(" status=").append(status);
-        facts.forEach((k, v) -> line.append(' ').append(k).append('=').append(String.valueOf(v).replace(' ', '_')));
-        line.append(" millis=").append(System.currentTimeMillis() - start);
-        if (reason != null) {
-            line.append(" reason=").append(reason.replace('\n', ' '));
-        }
-        System.out.println(line);
-        System.out.flush();
-        return status.equals("OK");
+        });
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -165,18 +128,7 @@ public final class FeatureDriver {
 
     DefaultMQPushConsumer pushConsumer(String group, String topic, String expression, boolean broadcasting,
                                        Deliveries into, String label) throws Exception {
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setInstanceName(instance("consumer-" + label));
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.setPollNameServerInterval(1000);
-        // A rebalance that changes the allocation bumps the subscription version and sends a heartbeat;
-        // if another heartbeat holds the client's lock then, that one is skipped and the broker answers
-        // the consumer's pulls SUBSCRIPTION_NOT_LATEST until the next periodic heartbeat (30 s by default;
-        // a client race that Java brokers show too, apache/rocketmq#3434). 5 s bounds that stall.
-        consumer.setHeartbeatBrokerInterval(5000);
-        consumer.setConsumeThreadMin(2);
-        consumer.setConsumeThreadMax(4);
+        DefaultMQPushConsumer consumer = newPushConsumer(namesrv, group, instance("consumer-" + label));
         if (broadcasting) {
             setMessageModel(consumer, "BROADCASTING");
         }
@@ -188,6 +140,23 @@ public final class FeatureDriver {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         consumer.start();
+        return consumer;
+    }
+
+    /** A push consumer from the first offset, quick to find routes and to tell the broker about rebalances. */
+    static DefaultMQPushConsumer newPushConsumer(String namesrv, String group, String instanceName) {
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setInstanceName(instanceName);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setPollNameServerInterval(1000);
+        // A rebalance that changes the allocation bumps the subscription version and sends a heartbeat;
+        // if another heartbeat holds the client's lock then, that one is skipped and the broker answers
+        // the consumer's pulls SUBSCRIPTION_NOT_LATEST until the next periodic heartbeat (30 s by default;
+        // a client race that Java brokers show too, apache/rocketmq#3434). 5 s bounds that stall.
+        consumer.setHeartbeatBrokerInterval(5000);
+        consumer.setConsumeThreadMin(2);
+        consumer.setConsumeThreadMax(4);
         return consumer;
     }
 
@@ -717,8 +686,8 @@ public final class FeatureDriver {
      * Waits until the consumers' queues of {@code topic} are a partition of all {@code queues} queues in which
      * every consumer holds at least one, the same on two looks 500 ms apart.
      */
-    private static List<Set<MessageQueue>> awaitPartition(List<DefaultMQPushConsumer> consumers, String topic, int queues,
-                                                          long timeoutMs) throws Exception {
+    static List<Set<MessageQueue>> awaitPartition(List<DefaultMQPushConsumer> consumers, String topic, int queues,
+                                                  long timeoutMs) throws Exception {
         long deadline = System.currentTimeMillis() + timeoutMs;
         List<Set<MessageQueue>> last = null;
         while (System.currentTimeMillis() < deadline) {

@@ -40,6 +40,12 @@ public final class JavaBroker implements AutoCloseable {
     /** Starts the broker and waits until it accepts connections (not until it registered). */
     public static JavaBroker start(String version, Path dir, String namesrvAddress, String clusterName,
                                    String brokerName) {
+        return start(version, dir, namesrvAddress, clusterName, brokerName, Map.of());
+    }
+
+    /** As {@link #start(String, Path, String, String, String)}, with {@code extra} keys added to (or replacing those of) broker.conf. */
+    public static JavaBroker start(String version, Path dir, String namesrvAddress, String clusterName,
+                                   String brokerName, Map<String, String> extra) {
         RocketmqHome home = RocketmqHome.create(dir);
         int port = FreePorts.block(4) + 2;
         Map<String, String> conf = new LinkedHashMap<>();
@@ -59,6 +65,7 @@ public final class JavaBroker implements AutoCloseable {
             conf.put("bindAddress", "127.0.0.1");
             conf.put("timerWheelEnable", "false");
         }
+        conf.putAll(extra);
         Path confFile = PropertiesFile.write(dir.resolve("broker.conf"), conf);
 
         String cp = RuntimeClasspath.of("rocketmq-broker", version);

@@ -48,6 +48,12 @@ public final class RustBroker implements AutoCloseable {
      * {@code namesrvAddresses} is Java's list form, {@code a:p;b:q}.
      */
     public static RustBroker start(Path dir, String namesrvAddresses, String clusterName, String brokerName) {
+        return start(dir, namesrvAddresses, clusterName, brokerName, Map.of());
+    }
+
+    /** As {@link #start(Path, String, String, String)}, with {@code extra} keys added to (or replacing those of) broker.conf. */
+    public static RustBroker start(Path dir, String namesrvAddresses, String clusterName, String brokerName,
+                                   Map<String, String> extra) {
         Path binary = binary();
         RocketmqHome home = RocketmqHome.create(dir);
         int port = FreePorts.block(2);
@@ -63,6 +69,7 @@ public final class RustBroker implements AutoCloseable {
         conf.put("storePathRootDir", dir.resolve("store").toString());
         conf.put("mappedFileSizeCommitLog", Integer.toString(64 * 1024 * 1024));
         conf.put("autoCreateTopicEnable", "true");
+        conf.putAll(extra);
         Path confFile = PropertiesFile.write(dir.resolve("broker.conf"), conf);
         RustBroker broker = new RustBroker(dir, confFile, clusterName, brokerName, port, home);
         broker.launch(binary);
