@@ -242,3 +242,35 @@ async fn a_sync_master_without_a_slave_stores_and_answers_slave_not_available() 
     }
     broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_flush_answers_many_sends_in_flight_on_one_send_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("flushDiskType", "SYNC_FLUSH"), ("sendMessageThreadPoolNums", "1")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = std::sync::Arc::new(RemotingClient::new(ClientConfig::default()));
+    // The answers come from the flush service, so 64 sends in flight need no 64 threads.
+    let sends: Vec<_> = (0..64)
+        .map(|i| {
+            let (c, addr) = (c.clone(), addr.clone());
+            tokio::spawn(async move { c.invoke(&addr, send("Durable", 0, &format!("m{i}"), ""), TIMEOUT).await })
+        })
+        .collect();
+    let mut offsets = Vec::new();
+    for s in sends {
+        let r = s.await.unwrap().unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        assert_eq!(r.ext("MSG_REGION"), Some("DefaultRegion"));
+        offsets.push(r.ext("queueOffset").unwrap().parse::<i64>().unwrap());
+    }
+    offsets.sort_unstable();
+    assert_eq!(offsets, (0..64).collect::<Vec<_>>());
+    // A oneway send is stored and gets no answer.
+    c.invoke_oneway(&addr, send("Durable", 0, "quiet", "")).await.unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    while c.invoke(&addr, pull("Durable", 0, 64, 0), TIMEOUT).await.unwrap().code != 0 {
+        assert!(Instant::now() < deadline, "the oneway message was not stored");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    broker.shutdown().await;
+}

@@ -54,6 +54,9 @@ pub struct AppendResult {
     pub msg_num: usize,
 }
 
+/// Receives the result of a put whose acknowledgement waits for a flush.
+pub type PutCallback = Box<dyn FnOnce(PutMessageResult) + Send>;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PutMessageResult {
     pub status: PutStatus,
@@ -81,6 +84,11 @@ pub fn now_ms() -> i64 {
 pub trait AppendLog: Send + Sync {
     /// Appends one message or a batch (one topic and queue) and applies the flush policy.
     fn append(&self, msgs: &[MessageToStore]) -> PutMessageResult;
+    /// As [`AppendLog::append`], but hands the result to `done` instead of blocking the caller
+    /// until the flush policy is met (a SYNC_FLUSH caller's thread is free while the disk works).
+    fn append_then(&self, msgs: &[MessageToStore], done: PutCallback) {
+        done(self.append(msgs));
+    }
     /// The first readable physical offset.
     fn min_offset(&self) -> i64;
     /// The end of readable data.
@@ -92,6 +100,9 @@ pub trait AppendLog: Send + Sync {
 impl AppendLog for CommitLog {
     fn append(&self, msgs: &[MessageToStore]) -> PutMessageResult {
         self.put(msgs)
+    }
+    fn append_then(&self, msgs: &[MessageToStore], done: PutCallback) {
+        self.put_then(msgs, done)
     }
     fn min_offset(&self) -> i64 {
         CommitLog::min_offset(self)
@@ -134,6 +145,50 @@ struct FlushState {
     requested: u64,
     flushed: u64,
     stopped: bool,
+    /// SYNC_FLUSH puts acknowledged by callback once a flush covers `end`.
+    waiters: Vec<FlushWaiter>,
+}
+
+struct FlushWaiter {
+    end: u64,
+    deadline: Instant,
+    append: AppendResult,
+    done: PutCallback,
+}
+
+impl FlushWaiter {
+    fn finish(self, status: PutStatus) {
+        if status != PutStatus::PutOk {
+            warn!(end = self.end, "sync flush timed out");
+        }
+        (self.done)(PutMessageResult { status, append: Some(self.append), remark: None });
+    }
+}
+
+impl FlushState {
+    /// Takes the waiters a flush to `self.flushed` covers, and those past their deadline.
+    fn take_finished(&mut self, now: Instant) -> Vec<(FlushWaiter, PutStatus)> {
+        if self.waiters.is_empty() {
+            return Vec::new();
+        }
+        let flushed = self.flushed;
+        let stopped = self.stopped;
+        let (done, waiting): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.waiters).into_iter().partition(|w| w.end <= flushed || w.deadline <= now || stopped);
+        self.waiters = waiting;
+        done.into_iter()
+            .map(|w| {
+                let status = if w.end <= flushed { PutStatus::PutOk } else { PutStatus::FlushDiskTimeout };
+                (w, status)
+            })
+            .collect()
+    }
+}
+
+fn finish_all(finished: Vec<(FlushWaiter, PutStatus)>) {
+    for (waiter, status) in finished {
+        waiter.finish(status);
+    }
 }
 
 pub struct CommitLog {
@@ -280,19 +335,51 @@ impl CommitLog {
     /// Appends one message, or a batch (all of one topic and queue, stored back to back in one
     /// file with consecutive queue offsets).
     pub fn put(&self, msgs: &[MessageToStore]) -> PutMessageResult {
+        match self.append_records(msgs) {
+            Ok((append, end, wait)) => PutMessageResult { status: self.await_flush(end, wait), append: Some(append), remark: None },
+            Err(failed) => failed,
+        }
+    }
+
+    /// As [`CommitLog::put`], acknowledging through `done`: at once, or (SYNC_FLUSH) from the
+    /// flush service once a flush covers the records.
+    pub fn put_then(&self, msgs: &[MessageToStore], done: PutCallback) {
+        let (append, end, wait) = match self.append_records(msgs) {
+            Ok(appended) => appended,
+            Err(failed) => return done(failed),
+        };
+        let mut state = self.flush_state.lock();
+        state.requested = state.requested.max(end);
+        self.flush_wanted.notify_one();
+        if self.config.flush_disk_type != FlushDiskType::SyncFlush || !wait || state.flushed >= end || state.stopped {
+            let status = if self.config.flush_disk_type == FlushDiskType::SyncFlush && wait && state.flushed < end {
+                PutStatus::FlushDiskTimeout
+            } else {
+                PutStatus::PutOk
+            };
+            drop(state);
+            return done(PutMessageResult { status, append: Some(append), remark: None });
+        }
+        let deadline = Instant::now() + Duration::from_millis(self.config.sync_flush_timeout_ms);
+        state.waiters.push(FlushWaiter { end, deadline, append, done });
+    }
+
+    /// Encodes and appends the records under the writer lock; returns what was appended, the
+    /// end offset a flush must reach, and whether the put waits for it (WAIT is not false).
+    fn append_records(&self, msgs: &[MessageToStore]) -> Result<(AppendResult, u64, bool), PutMessageResult> {
         let Some(first) = msgs.first() else {
-            return PutMessageResult::failed(PutStatus::MessageIllegal, "empty batch");
+            return Err(PutMessageResult::failed(PutStatus::MessageIllegal, "empty batch"));
         };
         let mut records = Vec::with_capacity(msgs.len());
         for msg in msgs {
             match self.check_and_encode(msg) {
                 Ok(record) => records.push(record),
-                Err(result) => return result,
+                Err(result) => return Err(result),
             }
         }
         let total: usize = records.iter().map(EncodedRecord::len).sum();
         if total + END_FILE_MIN_BLANK_LENGTH > self.config.mapped_file_size_commit_log {
-            return PutMessageResult::failed(PutStatus::MessageIllegal, format!("{total} bytes cannot fit one commit-log file"));
+            return Err(PutMessageResult::failed(PutStatus::MessageIllegal, format!("{total} bytes cannot fit one commit-log file")));
         }
         let tx_type = first.sys_flag & SYSFLAG_TRANSACTION_MASK;
         // Half and rolled-back transaction records take no queue offset, as in Java.
@@ -304,7 +391,7 @@ impl CommitLog {
                 Ok(file) => file,
                 Err(e) => {
                     error!(error = %e, "cannot create a commit-log file");
-                    return PutMessageResult::failed(PutStatus::CreateMappedFileFailed, format!("create mapped file failed: {e}"));
+                    return Err(PutMessageResult::failed(PutStatus::CreateMappedFileFailed, format!("create mapped file failed: {e}")));
                 }
             };
             let mut queue_offset = if takes_queue_offset { writer.next_offset(&first.topic, first.queue_id) } else { 0 };
@@ -329,7 +416,7 @@ impl CommitLog {
                 }
             });
             if !appended {
-                return PutMessageResult::failed(PutStatus::UnknownError, "commit-log file lost its room");
+                return Err(PutMessageResult::failed(PutStatus::UnknownError, "commit-log file lost its room"));
             }
             if takes_queue_offset {
                 writer.set_next_offset(&first.topic, first.queue_id, queue_offset);
@@ -340,8 +427,7 @@ impl CommitLog {
 
         let end = (append.wrote_offset as u64) + append.wrote_bytes as u64;
         let wait = first.properties.is_empty() || properties::get(&first.properties, properties::WAIT) != Some("false");
-        let status = self.await_flush(end, wait);
-        PutMessageResult { status, append: Some(append), remark: None }
+        Ok((append, end, wait))
     }
 
     fn check_and_encode(&self, msg: &MessageToStore) -> Result<EncodedRecord, PutMessageResult> {
@@ -442,6 +528,8 @@ impl CommitLog {
                 break;
             }
         }
+        let finished = self.flush_state.lock().take_finished(Instant::now());
+        finish_all(finished);
     }
 
     /// One flush; true when everything written is on disk.
@@ -456,11 +544,16 @@ impl CommitLog {
                         on_flushed(timestamp);
                     }
                 }
+                let finished = state.take_finished(Instant::now());
+                drop(state);
                 self.flush_done.notify_all();
+                finish_all(finished);
                 flushed >= self.files.max_offset()
             }
             Err(e) => {
                 error!(error = %e, "commit-log flush failed");
+                let finished = self.flush_state.lock().take_finished(Instant::now());
+                finish_all(finished);
                 false
             }
         }

@@ -15,7 +15,7 @@ use tracing::{error, info, warn};
 
 use crate::checkpoint::Checkpoint;
 use crate::cleanup;
-use crate::commit_log::{AppendLog, CommitLog, PutMessageResult};
+use crate::commit_log::{AppendLog, CommitLog, PutCallback, PutMessageResult};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
 use crate::index::{IndexConfig, IndexRecord, IndexService};
@@ -212,21 +212,43 @@ impl MessageStore {
 
     /// Appends a batch (one topic and queue).
     pub fn put_messages(&self, msgs: &[MessageToStore]) -> PutMessageResult {
-        if !self.running.load(Ordering::Acquire) {
-            return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "message store is not running");
-        }
-        if self.config.broker_role == BrokerRole::Slave {
-            return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the broker is a slave");
-        }
-        if self.disk_full.load(Ordering::Acquire) {
-            return PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the disk is full; writes are refused until space is freed");
+        if let Some(refused) = self.refuse_put() {
+            return refused;
         }
         let result = self.appender().append(msgs);
+        self.wake_dispatch();
+        result
+    }
+
+    /// As [`MessageStore::put_messages`], with the result handed to `done`; under SYNC_FLUSH
+    /// from the flush service once the records are on disk, so the caller's thread is not held.
+    pub fn put_messages_then(&self, msgs: &[MessageToStore], done: PutCallback) {
+        if let Some(refused) = self.refuse_put() {
+            return done(refused);
+        }
+        self.appender().append_then(msgs, done);
+        self.wake_dispatch();
+    }
+
+    fn refuse_put(&self) -> Option<PutMessageResult> {
+        use crate::commit_log::PutStatus::ServiceNotAvailable;
+        if !self.running.load(Ordering::Acquire) {
+            return Some(PutMessageResult::failed(ServiceNotAvailable, "message store is not running"));
+        }
+        if self.config.broker_role == BrokerRole::Slave {
+            return Some(PutMessageResult::failed(ServiceNotAvailable, "the broker is a slave"));
+        }
+        if self.disk_full.load(Ordering::Acquire) {
+            return Some(PutMessageResult::failed(ServiceNotAvailable, "the disk is full; writes are refused until space is freed"));
+        }
+        None
+    }
+
+    fn wake_dispatch(&self) {
         if self.reput_sleeping.load(Ordering::Acquire) {
             let _guard = self.reput_wake.0.lock();
             self.reput_wake.1.notify_one();
         }
-        result
     }
 
     fn run_reput(&self) {

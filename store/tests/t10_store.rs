@@ -178,6 +178,32 @@ fn sync_flush_acknowledges_after_the_flush() {
 }
 
 #[test]
+fn sync_flush_callbacks_come_after_the_flush_that_covers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(open(MessageStoreConfig { flush_disk_type: FlushDiskType::SyncFlush, ..config(dir.path()) }));
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Many puts in flight at once from few threads: none waits, and each answer covers its records.
+    for i in 0..64 {
+        let tx = tx.clone();
+        let s = store.clone();
+        store.put_messages_then(
+            &[message(i)],
+            Box::new(move |r| {
+                let a = r.append.clone().unwrap();
+                let covered = s.commit_log().flushed_offset() >= a.wrote_offset + a.wrote_bytes as i64;
+                tx.send((r.status, covered)).unwrap();
+            }),
+        );
+    }
+    for _ in 0..64 {
+        let (status, covered) = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(status, PutStatus::PutOk);
+        assert!(covered, "acknowledged before the flush covered it");
+    }
+    store.shutdown();
+}
+
+#[test]
 fn a_batch_is_stored_with_consecutive_queue_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(config(dir.path()));

@@ -72,6 +72,50 @@ fn json_str(s: &str) -> String {
     fastjson::to_string(s, JsonStyle::Fastjson)
 }
 
+/// How long the broker has run, as Java's `StoreStatsService` writes it.
+fn java_runtime(millis: i64) -> String {
+    let seconds = millis.max(0) / 1000;
+    format!(
+        "[ {} days, {} hours, {} minutes, {} seconds ]",
+        seconds / 86_400,
+        seconds % 86_400 / 3_600,
+        seconds % 3_600 / 60,
+        seconds % 60
+    )
+}
+
+/// Java's `UtilAll.getDiskPartitionSpaceUsedPercent`: used / (used + available to us), rounded up to
+/// whole percents; -1 when the path cannot be measured.
+fn java_disk_ratio(path: &std::path::Path) -> f64 {
+    match nix::sys::statvfs::statvfs(path) {
+        Ok(s) if s.blocks() > 0 => {
+            let fragment = s.fragment_size() as u128;
+            let used = (s.blocks() as u128 - s.blocks_free() as u128) * fragment;
+            let entire = used + s.blocks_available() as u128 * fragment;
+            if entire == 0 {
+                return -1.0;
+            }
+            let percent = used * 100 / entire + u128::from(used * 100 % entire != 0);
+            percent as f64 / 100.0
+        }
+        _ => -1.0,
+    }
+}
+
+/// A double as Java's `String.valueOf` writes the ones we send (always a fraction part).
+fn java_double(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Java's broker leaves `storePathCommitLog` null unless it is set, and prints no line for it.
+fn without_unset_paths(printed: &str) -> String {
+    printed.lines().filter(|line| *line != "storePathCommitLog=").flat_map(|line| [line, "\n"]).collect()
+}
+
 pub struct AdminProcessor {
     pub broker: Arc<Broker>,
 }
@@ -133,7 +177,7 @@ impl RequestProcessor for AdminProcessor {
             }
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.topics.data_version(), JsonStyle::Fastjson);
-                let text = crate::config::print_all(&b.config, &b.store_config);
+                let text = without_unset_paths(&crate::config::print_all(&b.config, &b.store_config));
                 Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
             }
             _ => Ok(Some(remoting::server::not_supported(&request))),
@@ -146,15 +190,22 @@ impl AdminProcessor {
     fn runtime_info(&self) -> Vec<u8> {
         let b = &self.broker;
         let store = &b.store;
-        let disk = store::cleanup::disk_used_ratio(&b.store_config.commit_log_dir());
-        let earliest = store.commit_log().min_offset();
-        let earliest_time = store
-            .look_message_by_offset(earliest)
+        // Java creates the commit-log folder at start; ours appears with the first message, and until
+        // then the partition is measured at the store root.
+        let commit_log_dir = b.store_config.commit_log_dir();
+        let disk_path = if commit_log_dir.is_dir() { commit_log_dir } else { b.store_config.root_dir() };
+        let disk = java_disk_ratio(&disk_path);
+        // Java: -1 for both while the commit log has no file yet.
+        let has_data = store.commit_log().max_offset() > 0;
+        let earliest = if has_data { store.commit_log().min_offset() } else { -1 };
+        let earliest_time = has_data
+            .then(|| store.look_message_by_offset(earliest))
+            .flatten()
             .and_then(|bytes| match store::message::record::decode_record(&bytes, false) {
                 Ok(store::message::record::RecordAt::Record(r)) => Some(r.store_timestamp),
                 _ => None,
             })
-            .unwrap_or(0);
+            .unwrap_or(-1);
         let mut t: BTreeMap<&str, String> = BTreeMap::new();
         t.insert("brokerVersionDesc", "V4_9_8".into());
         t.insert("brokerVersion", remoting::command::CURRENT_VERSION.to_string());
@@ -170,13 +221,13 @@ impl AdminProcessor {
             t.insert(key, "0".into());
         }
         t.insert("earliestMessageTimeStamp", earliest_time.to_string());
-        t.insert("commitLogDiskRatio", format!("{disk}"));
+        t.insert("commitLogDiskRatio", java_double(disk));
         t.insert("commitLogMinOffset", earliest.to_string());
         t.insert("commitLogMaxOffset", store.commit_log().max_offset().to_string());
         t.insert("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
         t.insert("brokerActive", "true".into());
         t.insert("bootTimestamp", b.boot_timestamp.to_string());
-        t.insert("runtime", format!("[ {} seconds ]", (store::commit_log::now_ms() - b.boot_timestamp) / 1000));
+        t.insert("runtime", java_runtime(store::commit_log::now_ms() - b.boot_timestamp));
         fastjson::to_vec(&serde_json::json!({ "table": t }), JsonStyle::Fastjson)
     }
 
@@ -256,5 +307,36 @@ impl AdminProcessor {
         }
         let body = format!(r#"{{"consumeTps":0.0,"offsetTable":{{{}}}}}"#, entries.join(","));
         Ok(Some(ok(request).with_body(body)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_reads_as_javas() {
+        assert_eq!(java_runtime(6_999), "[ 0 days, 0 hours, 0 minutes, 6 seconds ]");
+        assert_eq!(java_runtime(((2 * 24 + 3) * 3600 + 4 * 60 + 5) * 1000), "[ 2 days, 3 hours, 4 minutes, 5 seconds ]");
+        assert_eq!(java_runtime(-5), "[ 0 days, 0 hours, 0 minutes, 0 seconds ]");
+    }
+
+    #[test]
+    fn disk_ratio_is_whole_percents_or_minus_one() {
+        let ratio = java_disk_ratio(std::path::Path::new("."));
+        assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+        assert_eq!((ratio * 100.0).round() / 100.0, ratio);
+        assert_eq!(java_disk_ratio(std::path::Path::new("/no/such/dir/at/all")), -1.0);
+        assert_eq!(java_double(-1.0), "-1.0");
+        assert_eq!(java_double(0.42), "0.42");
+        assert_eq!(java_double(1.0), "1.0");
+    }
+
+    #[test]
+    fn an_unset_commit_log_path_is_not_printed() {
+        let printed = "rocketmqHome=/h\nstorePathCommitLog=\nmessageStorePlugIn=\nstorePathRootDir=/s\n";
+        assert_eq!(without_unset_paths(printed), "rocketmqHome=/h\nmessageStorePlugIn=\nstorePathRootDir=/s\n");
+        let set = "storePathCommitLog=/c\n";
+        assert_eq!(without_unset_paths(set), set);
     }
 }

@@ -7,7 +7,8 @@ use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRe
 use remoting::protocol::perm;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use store::commit_log::PutStatus;
+use store::commit_log::{PutMessageResult, PutStatus};
+use store::config::FlushDiskType;
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 
@@ -32,15 +33,73 @@ impl RequestProcessor for SendProcessor {
             _ => request.decode_header::<SendMessageRequestHeaderV2>()?.into(),
         };
         let batch = request.request_code() == RequestCode::SEND_BATCH_MESSAGE;
-        let response = self.send(channel, &request, header, batch);
-        Ok(Some(response.with_ext("MSG_REGION", self.broker.config.region_id.clone()).with_ext("TRACE_ON", self.broker.config.trace_on.to_string())))
+        Ok(self.send(channel, &request, header, batch).map(|response| decorate(&self.broker, response)))
+    }
+}
+
+/// What every send response carries besides its header.
+fn decorate(b: &Broker, response: RemotingCommand) -> RemotingCommand {
+    response.with_ext("MSG_REGION", b.config.region_id.clone()).with_ext("TRACE_ON", b.config.trace_on.to_string())
+}
+
+/// What the answer to a send needs once the store has a result.
+struct SendReply {
+    broker: Arc<Broker>,
+    request: RemotingCommand,
+    queue_id: i32,
+    transaction_id: Option<String>,
+    messages: usize,
+}
+
+impl SendReply {
+    fn response(self, result: PutMessageResult) -> RemotingCommand {
+        let b = &self.broker;
+        let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
+        if result.is_ok() {
+            b.puts.fetch_add(self.messages as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        let code = match result.status {
+            PutStatus::PutOk => replicate(b, &result),
+            PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
+            PutStatus::MessageIllegal | PutStatus::PropertiesSizeExceeded => ResponseCode::MESSAGE_ILLEGAL,
+            PutStatus::ServiceNotAvailable => ResponseCode::SERVICE_NOT_AVAILABLE,
+            PutStatus::CreateMappedFileFailed => {
+                return err(ResponseCode::SYSTEM_ERROR, "create mapped file failed, server is busy or broken.".into());
+            }
+            PutStatus::UnknownError => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())),
+        };
+        match result.append {
+            Some(a) => RemotingCommand::response_to(&self.request, code).with_header(&SendMessageResponseHeader {
+                msg_id: a.msg_ids.join(","),
+                queue_id: self.queue_id,
+                queue_offset: a.logics_offset,
+                transaction_id: self.transaction_id,
+            }),
+            None => err(code, result.remark.unwrap_or_default()),
+        }
+    }
+}
+
+/// SYNC_MASTER: the answer waits for a slave, as Java's `handleHA` (messages with WAIT=false
+/// do not wait).
+fn replicate(b: &Broker, result: &PutMessageResult) -> ResponseCode {
+    if b.store_config.broker_role != store::config::BrokerRole::SyncMaster {
+        return ResponseCode::SUCCESS;
+    }
+    let Some(a) = &result.append else { return ResponseCode::SUCCESS };
+    let timeout = std::time::Duration::from_millis(b.store_config.sync_flush_timeout_ms);
+    match b.replicas.wait_for(a.wrote_offset + a.wrote_bytes as i64, timeout) {
+        ReplicaAck::Acked => ResponseCode::SUCCESS,
+        ReplicaAck::SlaveNotAvailable => ResponseCode::SLAVE_NOT_AVAILABLE,
+        ReplicaAck::Timeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
     }
 }
 
 impl SendProcessor {
-    fn send(&self, channel: &Channel, request: &RemotingCommand, h: SendMessageRequestHeader, batch: bool) -> RemotingCommand {
+    /// The answer to a send, or None when the flush service will send it.
+    fn send(&self, channel: &Channel, request: &RemotingCommand, h: SendMessageRequestHeader, batch: bool) -> Option<RemotingCommand> {
         let b = &self.broker;
-        let err = |code, remark: String| RemotingCommand::error_response(request, code, remark);
+        let err = |code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
         if !b.is_writeable() {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
         }
@@ -98,46 +157,39 @@ impl SendProcessor {
             }
             vec![msg]
         };
-        let result = b.store.put_messages(&msgs);
-        if result.is_ok() {
-            b.puts.fetch_add(msgs.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        }
-        let code = match result.status {
-            PutStatus::PutOk => self.replicate(&result),
-            PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
-            PutStatus::MessageIllegal | PutStatus::PropertiesSizeExceeded => ResponseCode::MESSAGE_ILLEGAL,
-            PutStatus::ServiceNotAvailable => ResponseCode::SERVICE_NOT_AVAILABLE,
-            PutStatus::CreateMappedFileFailed => {
-                return err(ResponseCode::SYSTEM_ERROR, "create mapped file failed, server is busy or broken.".into());
-            }
-            PutStatus::UnknownError => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())),
+        let reply = SendReply {
+            broker: b.clone(),
+            // what a response takes from its request, without the body and header fields
+            request: RemotingCommand {
+                code: request.code,
+                version: request.version,
+                opaque: request.opaque,
+                flag: request.flag,
+                serialize_type: request.serialize_type,
+                ..Default::default()
+            },
+            queue_id,
+            // As 5.x: a half message's transaction id is its UNIQ_KEY.
+            transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
+            messages: msgs.len(),
         };
-        match result.append {
-            Some(a) => RemotingCommand::response_to(request, code).with_header(&SendMessageResponseHeader {
-                msg_id: a.msg_ids.join(","),
-                queue_id,
-                queue_offset: a.logics_offset,
-                // As 5.x: a half message's transaction id is its UNIQ_KEY.
-                transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
-            }),
-            None => err(code, result.remark.unwrap_or_default()),
+        // Under SYNC_FLUSH the answer comes from the flush service, so this pool thread is free
+        // for the next send and one flush covers many; a SYNC_MASTER still waits here for its slave.
+        let defer = b.store_config.flush_disk_type == FlushDiskType::SyncFlush
+            && b.store_config.broker_role != store::config::BrokerRole::SyncMaster;
+        if !defer {
+            return Some(reply.response(b.store.put_messages(&msgs)));
         }
-    }
-
-    /// SYNC_MASTER: the answer waits for a slave, as Java's `handleHA` (messages with WAIT=false
-    /// do not wait).
-    fn replicate(&self, result: &store::commit_log::PutMessageResult) -> ResponseCode {
-        let b = &self.broker;
-        if b.store_config.broker_role != store::config::BrokerRole::SyncMaster {
-            return ResponseCode::SUCCESS;
-        }
-        let Some(a) = &result.append else { return ResponseCode::SUCCESS };
-        let timeout = std::time::Duration::from_millis(b.store_config.sync_flush_timeout_ms);
-        match b.replicas.wait_for(a.wrote_offset + a.wrote_bytes as i64, timeout) {
-            ReplicaAck::Acked => ResponseCode::SUCCESS,
-            ReplicaAck::SlaveNotAvailable => ResponseCode::SLAVE_NOT_AVAILABLE,
-            ReplicaAck::Timeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
-        }
+        let channel = channel.clone();
+        let oneway = request.is_oneway();
+        b.store.put_messages_then(&msgs, Box::new(move |result| {
+            let broker = reply.broker.clone();
+            let response = decorate(&broker, reply.response(result));
+            if !oneway {
+                let _ = channel.send(response);
+            }
+        }));
+        None
     }
 
     /// A send to `%RETRY%group` that used up its reconsume times goes to `%DLQ%group` instead
