@@ -95,7 +95,7 @@ fn java_disk_ratio(path: &std::path::Path) -> f64 {
             if entire == 0 {
                 return -1.0;
             }
-            let percent = used * 100 / entire + u128::from(used * 100 % entire != 0);
+            let percent = (used * 100).div_ceil(entire);
             percent as f64 / 100.0
         }
         _ => -1.0,
