@@ -50,6 +50,8 @@ pub enum StartError {
     Io(#[from] std::io::Error),
     #[error("aclEnable=true, but this broker does not implement ACL yet; refusing to start without the access control asked for")]
     AclUnsupported,
+    #[error("enableDLegerCommitLog=true, but this broker does not implement DLedger yet; refusing to start rather than run without the replication asked for")]
+    DLedgerUnsupported,
 }
 
 /// Forgets clients whose connection closed and tells their groups.
@@ -85,6 +87,9 @@ impl BrokerController {
     pub async fn start(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<BrokerController, StartError> {
         if config.acl_enable {
             return Err(StartError::AclUnsupported);
+        }
+        if store_config.enable_dleger_commit_log {
+            return Err(StartError::DLedgerUnsupported);
         }
         let root = store_config.root_dir();
         let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;

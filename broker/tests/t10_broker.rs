@@ -274,3 +274,24 @@ async fn sync_flush_answers_many_sends_in_flight_on_one_send_thread() {
     }
     broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn features_not_built_yet_refuse_to_start_rather_than_run_without_them() {
+    for key in ["aclEnable", "enableDLegerCommitLog"] {
+        let dir = tempfile::tempdir().unwrap();
+        let props: indexmap::IndexMap<String, String> = [
+            ("brokerIP1", "127.0.0.1"),
+            ("bindAddress", "127.0.0.1"),
+            ("listenPort", "0"),
+            ("storePathRootDir", dir.path().to_str().unwrap()),
+            ("namesrvAddr", ""),
+            (key, "true"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let (broker, store, _) = apply_properties(&props).unwrap();
+        let refused = BrokerController::start(broker, store).await.err().map(|e| e.to_string());
+        assert!(refused.as_deref().is_some_and(|e| e.contains(key)), "{key}=true: {refused:?}");
+    }
+}

@@ -104,6 +104,8 @@ java_config! {
         pub transient_store_pool_enable: bool = "transientStorePoolEnable" => false,
         pub transient_store_pool_size: usize = "transientStorePoolSize" => 5,
         pub fast_fail_if_no_buffer_in_store_pool: bool = "fastFailIfNoBufferInStorePool" => false,
+        /// DLedger (Raft) commit log; not built yet, so the broker refuses to start with it on.
+        pub enable_dleger_commit_log: bool = "enableDLegerCommitLog" => false,
     }
 }
 
