@@ -43,9 +43,8 @@ pub struct Broker {
     pub boot_timestamp: i64,
     /// SYNC_MASTER waits here for slaves (see [`crate::replication`]).
     pub replicas: Box<dyn crate::replication::ReplicaWaiter>,
-    /// Messages stored and handed out since start (GET_BROKER_RUNTIME_INFO).
-    pub puts: std::sync::atomic::AtomicU64,
-    pub gets: std::sync::atomic::AtomicU64,
+    /// Messages stored and handed out, and their rates (GET_BROKER_RUNTIME_INFO).
+    pub stats: crate::stats::StoreStats,
 }
 
 impl Broker {
@@ -81,14 +80,6 @@ impl Broker {
         let addrs = self.config.namesrv_addrs();
         namesrv_client::unregister_all(&self.namesrv, &addrs, &self.identity, Duration::from_secs(3)).await;
         info!("unregistered from the name servers");
-    }
-
-    pub fn put_count(&self) -> u64 {
-        self.puts.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub fn get_count(&self) -> u64 {
-        self.gets.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn hold(&self) -> Option<&Arc<PullRequestHoldService>> {

@@ -123,8 +123,7 @@ impl BrokerController {
             runtime: tokio::runtime::Handle::current(),
             boot_timestamp: store::commit_log::now_ms(),
             replicas: Box::new(crate::replication::NoReplicas),
-            puts: Default::default(),
-            gets: Default::default(),
+            stats: Default::default(),
         });
         let c = &broker.config;
 
@@ -270,6 +269,14 @@ impl BrokerController {
                 if let Err(e) = me.offsets.persist() {
                     error!(error = %e, "cannot persist consumer offsets");
                 }
+            }
+        }));
+        let me = broker.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                ticker.tick().await;
+                me.stats.sample(store::commit_log::now_ms());
             }
         }));
         let me = broker.clone();

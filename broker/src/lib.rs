@@ -26,6 +26,7 @@ pub mod processor;
 pub mod rebalance_lock;
 pub mod replication;
 pub mod schedule;
+pub mod stats;
 pub mod subscription_group;
 pub mod topic_config;
 pub mod transaction;

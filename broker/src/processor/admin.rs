@@ -11,6 +11,7 @@ use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
+use crate::stats::java_double;
 use super::{ok, validate_topic};
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
@@ -99,15 +100,6 @@ fn java_disk_ratio(path: &std::path::Path) -> f64 {
             percent as f64 / 100.0
         }
         _ => -1.0,
-    }
-}
-
-/// A double as Java's `String.valueOf` writes the ones we send (always a fraction part).
-fn java_double(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value}")
     }
 }
 
@@ -212,11 +204,16 @@ impl AdminProcessor {
         for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
             t.insert(key, "0".into());
         }
-        t.insert("msgPutTotalTodayNow", b.put_count().to_string());
-        t.insert("msgGetTotalTodayNow", b.get_count().to_string());
-        t.insert("putTps", "0.0 0.0 0.0".into());
-        t.insert("getTransferedTps", "0.0 0.0 0.0".into());
-        t.insert("getTransferredTps", "0.0 0.0 0.0".into());
+        t.insert("msgPutTotalTodayNow", b.stats.put_count().to_string());
+        t.insert("msgGetTotalTodayNow", b.stats.transferred_count().to_string());
+        t.insert("putTps", b.stats.put_tps());
+        t.insert("getFoundTps", b.stats.get_found_tps());
+        t.insert("getMissTps", b.stats.get_miss_tps());
+        t.insert("getTotalTps", b.stats.get_total_tps());
+        // 4.9 spells it "Transfered"; 5.x tools read "Transferred"
+        let transferred = b.stats.get_transferred_tps();
+        t.insert("getTransferedTps", transferred.clone());
+        t.insert("getTransferredTps", transferred);
         for key in ["sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills"] {
             t.insert(key, "0".into());
         }

@@ -123,8 +123,8 @@ impl PullProcessor {
                 min_offset: result.min_offset,
                 max_offset: result.max_offset,
             });
+        b.stats.on_get(if code == ResponseCode::SUCCESS { result.messages.len() } else { 0 });
         if code == ResponseCode::SUCCESS {
-            b.gets.fetch_add(result.messages.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let mut body = BytesMut::with_capacity(result.buffer_total_size);
             for m in &result.messages {
                 body.extend_from_slice(m);

@@ -56,7 +56,7 @@ impl SendReply {
         let b = &self.broker;
         let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
         if result.is_ok() {
-            b.puts.fetch_add(self.messages as u64, std::sync::atomic::Ordering::Relaxed);
+            b.stats.on_put(self.messages);
         }
         let code = match result.status {
             PutStatus::PutOk => replicate(b, &result),
