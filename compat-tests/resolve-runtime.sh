@@ -11,6 +11,7 @@ parts=(
   "rocketmq-broker:$RMQ_JAVA_49"
   "rocketmq-broker:$RMQ_JAVA_5"
   "rocketmq-namesrv:$RMQ_JAVA_5"
+  "rocketmq-namesrv:$RMQ_JAVA_49"
   "rocketmq-tools:$RMQ_JAVA_49"
   "rocketmq-tools:$RMQ_JAVA_5"
   "rocketmq-client:$RMQ_JAVA_49"

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of our mqnamesrv/mqbroker against Java RocketMQ's, driven by the official
+# Java client (our generator in scripts/bench/loadgen: Maven Central does not serve rocketmq-example).
+#
+#   scripts/bench.sh --quick          each workload ~20 s measured (~10 minutes in all on a fresh clone)
+#   scripts/bench.sh                  each workload 60 s measured
+#   options: --with-4.9               also run the Java 4.9.7 name server and broker
+#            --workloads a,b,c,d,e    a subset (default all; e also runs e', the lean route client)
+#            --systems ours,java      a subset, in this order (java = Java 5.x)
+#            --warmup S --duration S  override the phase lengths
+#
+# Every workload gets a fresh name server, a fresh broker and a fresh store, so the broker's CPU time
+# and VmHWM (peak resident set) belong to that workload alone. The server under test is pinned to one
+# core and the load generator (and the idle other server) to the other. Results: a table on stdout
+# and target/bench/results-<timestamp>.json; logs and stores under target/bench/run-<timestamp>/.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/compat-tests/versions.env"
+
+warmup=15 duration=60 drain=60 label=full
+workloads="a,b,c,d,e" systems="ours,java"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) warmup=5 duration=20 drain=30 label=quick ;;
+    --with-4.9) systems="$systems,java49" ;;
+    --workloads) workloads="$2"; shift ;;
+    --systems) systems="$2"; shift ;;
+    --warmup) warmup="$2"; shift ;;
+    --duration) duration="$2"; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+# the core of the server under test, and the one shared by the load generator and everything else
+server_cpu="${BENCH_SERVER_CPU:-0}"
+client_cpu="${BENCH_CLIENT_CPU:-1}"
+
+stamp="$(date +%Y%m%d-%H%M%S)"
+run="$root/target/bench/run-$stamp"
+results="$root/target/bench/results-$stamp.json"
+mkdir -p "$run"
+clk_tck="$(getconf CLK_TCK)"
+
+# ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
+
+echo "== building our release binaries" >&2
+cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv --bin mqbroker >&2
+echo "== resolving the Java name servers, brokers and clients from Maven Central" >&2
+"$root/compat-tests/resolve-runtime.sh"
+echo "== building the load generator" >&2
+mvn -B -q -f "$root/scripts/bench/loadgen/pom.xml" compile dependency:build-classpath \
+  -Dbench.build.dir="$root/target/bench/loadgen" >&2
+loadgen_cp="$root/target/bench/loadgen/classes:$(cat "$root/target/bench/loadgen/classpath.txt")"
+(cd "$root/scripts/bench/routeload" && go build -o "$root/target/bench/routeload" .)
+cpfile() { cat "$root/compat-tests/.runtime/cp/$1-$2.cp"; }
+
+java_bin="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+# Java RocketMQ on JDK 17 needs these module openings (reported enough by its users and used by our compat tests)
+jdk17_flags="--add-opens java.base/jdk.internal.ref=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED"
+# The distribution's bin/runbroker.sh and bin/runserver.sh for JDK >= 9 (G1, its region size, reserve
+# and IHOP, soft refs, pre-touched heap, GC log), with the sizes scaled to this machine: the scripts
+# size a broker for a host of its own (8g heap, 15g direct, name server 4g); here the broker gets one
+# core of two and shares 24 GiB with a name server, a load generator and the page cache, so 1/4 of each.
+# Override with BENCH_JAVA_BROKER_HEAP / BENCH_JAVA_BROKER_DIRECT / BENCH_JAVA_NAMESRV_HEAP.
+broker_heap="${BENCH_JAVA_BROKER_HEAP:-2g}"
+broker_direct="${BENCH_JAVA_BROKER_DIRECT:-4g}"
+namesrv_heap="${BENCH_JAVA_NAMESRV_HEAP:-1g}"
+g1="-XX:+UseG1GC -XX:G1HeapRegionSize=16m -XX:G1ReservePercent=25 -XX:InitiatingHeapOccupancyPercent=30 -XX:SoftRefLRUPolicyMSPerMB=0"
+java_broker_flags="-server -Xms$broker_heap -Xmx$broker_heap $g1 -XX:-OmitStackTraceInFastThrow -XX:+AlwaysPreTouch -XX:MaxDirectMemorySize=$broker_direct -XX:-UseLargePages -XX:-UseBiasedLocking"
+java_namesrv_flags="-server -Xms$namesrv_heap -Xmx$namesrv_heap -XX:MetaspaceSize=128m -XX:MaxMetaspaceSize=320m $g1 -XX:-OmitStackTraceInFastThrow -XX:-UseLargePages"
+# the load generator: a heap that keeps GC out of the way, and the ROCKETMQ header encoding that
+# RocketMQ's own benchmark tools select
+loadgen_flags="-Xms1g -Xmx1g -XX:+UseParallelGC -Drocketmq.serialize.type=ROCKETMQ"
+
+# ---- process bookkeeping: everything we start is stopped on exit ---------------------------------
+
+started=()  # pids of our children still running; a pid leaves the list when stopped, so it is never reused
+stop_pid() {  # pid grace_seconds: SIGTERM, then SIGKILL (stores are thrown away, a clean stop is not measured)
+  local pid="$1" grace="${2:-5}" p rest=()
+  [ -n "$pid" ] || return 0
+  for p in "${started[@]}"; do [ "$p" = "$pid" ] || rest+=("$p"); done
+  started=("${rest[@]}")
+  if kill -TERM "$pid" 2>/dev/null; then
+    for _ in $(seq 1 $((grace * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local pid
+  for pid in "${started[@]}"; do stop_pid "$pid" 3; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_ports() {  # count: the first of `count` consecutive free loopback ports
+  python3 - "$1" <<'PY'
+import socket, sys, random
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 60000 - n)
+    socks = []
+    try:
+        for p in range(base, base + n):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+PY
+}
+
+wait_port() {  # port pid log
+  for _ in $(seq 1 900); do
+    if ! kill -0 "$2" 2>/dev/null; then echo "process $2 died during start-up; its log ($3):" >&2; tail -30 "$3" >&2; return 1; fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "nothing listens on $1 after 90 s; see $3" >&2; return 1
+}
+
+# A folder a Java RocketMQ process uses as HOME, user.home and ROCKETMQ_HOME: its logs stay inside,
+# and the 4.9 start classes find the logback files they insist on (warnings to the process output).
+java_home_dir() {
+  mkdir -p "$1/conf" "$1/tmp"
+  local x
+  for x in broker namesrv tools default; do
+    cat > "$1/conf/logback_$x.xml" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level [%thread] %logger{24} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="OUT"/></root>
+</configuration>
+XML
+  done
+}
+java_props() {  # dir
+  echo "-Duser.home=$1 -Drocketmq.home.dir=$1 -Dlogback.configurationFile=$1/conf/logback_default.xml -Djava.io.tmpdir=$1/tmp"
+}
+java_version_of() { case "$1" in java) echo "$RMQ_JAVA_5" ;; java49) echo "$RMQ_JAVA_49" ;; esac; }
+
+# start_namesrv system cpu dir: sets ns_pid, ns_addr
+start_namesrv() {
+  local sys="$1" cpu="$2" dir="$3" port
+  mkdir -p "$dir"
+  port="$(free_ports 1)"
+  printf 'listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s\nconfigStorePath=%s\n' \
+    "$port" "$dir/kvConfig.json" "$dir/namesrv.properties" > "$dir/namesrv.conf"
+  if [ "$sys" = ours ]; then
+    env -u RUST_LOG HOME="$dir" taskset -c "$cpu" "$root/target/release/mqnamesrv" -c "$dir/namesrv.conf" \
+      > "$dir/namesrv.log" 2>&1 &
+  else
+    java_home_dir "$dir"
+    # shellcheck disable=SC2086 # flag lists are meant to split
+    HOME="$dir" ROCKETMQ_HOME="$dir" taskset -c "$cpu" "$java_bin" $java_namesrv_flags \
+      "-Xlog:gc*:file=$dir/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M" $jdk17_flags $(java_props "$dir") \
+      -cp "$(cpfile rocketmq-namesrv "$(java_version_of "$sys")")" org.apache.rocketmq.namesrv.NamesrvStartup \
+      -c "$dir/namesrv.conf" > "$dir/namesrv.log" 2>&1 &
+  fi
+  ns_pid=$!
+  started+=("$ns_pid")
+  ns_addr="127.0.0.1:$port"
+  wait_port "$port" "$ns_pid" "$dir/namesrv.log"
+}
+
+# start_broker system cpu dir flushDiskType namesrv_addr: sets broker_pid. The same broker.conf for all
+# (the 4.9 broker lacks bindAddress and listens on every interface; the clients only use 127.0.0.1).
+start_broker() {
+  local sys="$1" cpu="$2" dir="$3" flush="$4" ns="$5" base port
+  mkdir -p "$dir/store"
+  base="$(free_ports 4)"
+  port=$((base + 2))  # Java also opens listenPort-2 (fast channel) and listenPort+1 (HA)
+  {
+    echo "brokerClusterName=DefaultCluster"
+    echo "brokerName=broker-a"
+    echo "brokerId=0"
+    echo "brokerIP1=127.0.0.1"
+    echo "brokerIP2=127.0.0.1"
+    echo "listenPort=$port"
+    [ "$sys" = java49 ] || echo "bindAddress=127.0.0.1"
+    echo "namesrvAddr=$ns"
+    echo "storePathRootDir=$dir/store"
+    echo "storePathCommitLog=$dir/store/commitlog"
+    echo "autoCreateTopicEnable=true"
+    echo "brokerRole=ASYNC_MASTER"
+    echo "flushDiskType=$flush"
+    # 5.x's timer wheel (timer messages) pre-allocates its own log; we have no timer messages, so Java runs without it too
+    echo "timerWheelEnable=false"
+  } > "$dir/broker.conf"
+  if [ "$sys" = ours ]; then
+    env -u RUST_LOG HOME="$dir" taskset -c "$cpu" "$root/target/release/mqbroker" -c "$dir/broker.conf" \
+      > "$dir/broker.log" 2>&1 &
+  else
+    java_home_dir "$dir"
+    # shellcheck disable=SC2086
+    HOME="$dir" ROCKETMQ_HOME="$dir" taskset -c "$cpu" "$java_bin" $java_broker_flags \
+      "-Xlog:gc*:file=$dir/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M" $jdk17_flags $(java_props "$dir") \
+      -cp "$(cpfile rocketmq-broker "$(java_version_of "$sys")")" org.apache.rocketmq.broker.BrokerStartup \
+      -c "$dir/broker.conf" -n "$ns" > "$dir/broker.log" 2>&1 &
+  fi
+  broker_pid=$!
+  started+=("$broker_pid")
+  wait_port "$port" "$broker_pid" "$dir/broker.log"
+}
+
+loadgen() {  # dir kind args...: runs the generator on the client core; its output goes to dir/loadgen.log and stdout
+  local dir="$1"; shift
+  mkdir -p "$dir/loadgen-home"
+  # shellcheck disable=SC2086
+  HOME="$dir/loadgen-home" taskset -c "$client_cpu" "$java_bin" $loadgen_flags -Duser.home="$dir/loadgen-home" \
+    -cp "$loadgen_cp" rocketmq.bench.Main "$@" --warmup "$warmup" --duration "$duration" --drain "$drain" \
+    --clk-tck "$clk_tck" --server-cpu "$server_cpu" --client-cpu "$client_cpu" --out "$dir/result.json" \
+    > "$dir/loadgen.log" 2>&1 &
+  local pid=$!
+  started+=("$pid")
+  # its progress lines, live; tail ends with the generator (which ends itself: it has a watchdog)
+  tail -n +1 -f --pid="$pid" "$dir/loadgen.log" | grep --line-buffered '^\[loadgen\]' >&2 || true
+  stop_pid "$pid" 1
+  [ -s "$dir/result.json" ] || { echo "  the load generator wrote no result; see $dir/loadgen.log" >&2; tail -20 "$dir/loadgen.log" >&2; }
+}
+
+# ---- the workloads --------------------------------------------------------------------------------
+
+# id | flushDiskType | loadgen arguments
+declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH )
+# a uses BenchmarkTest as RocketMQ's benchmark tools do: a system topic both brokers create with 1024
+# queues (so the consumer keeps 1024 pulls going). b-d use an ordinary auto-created topic of 8 queues.
+declare -A wl_args=(
+  [a]="--mode sync --threads 64 --size 128 --topic BenchmarkTest"
+  [b]="--mode async --threads 1 --size 1024 --inflight 1024 --topic bench_async"
+  [c]="--mode batch --threads 64 --size 1024 --batch 16 --topic bench_batch"
+  [d]="--mode sync --threads 64 --size 1024 --topic bench_syncflush"
+)
+
+# A Java broker takes ~13 s to stop cleanly and ours ~1 s; nothing after the run is measured and the
+# store is thrown away, so a Java broker still running after 2 s is killed.
+stop_grace() { [ "$1" = ours ] && echo 5 || echo 2; }
+
+broker_workload() {  # system workload
+  local sys="$1" wl="$2" dir="$run/$1/$2"
+  ns_pid="" broker_pid=""
+  echo "== [$wl] ${wl_flush[$wl]} $sys: ${wl_args[$wl]} + push consumer" >&2
+  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv" || ! start_broker "$sys" "$server_cpu" "$dir/broker" "${wl_flush[$wl]}" "$ns_addr"; then
+    echo "  $sys failed to start; skipping $wl" >&2
+  else
+    # shellcheck disable=SC2086
+    loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$broker_pid"
+    if ! kill -0 "$broker_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
+  fi
+  stop_pid "$broker_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2
+  rm -rf "$dir/broker/store"  # commit logs are large; logs stay
+}
+
+# The name server on the server core, a broker (idle but registered) and the load on the other core.
+# First the official Java client (its remoting client, 128 queries in flight), then routeload, which
+# replays the Java client's request frame at a fraction of its CPU cost and so can saturate a name
+# server that the Java client cannot (a workload of its own in the table: e-lean).
+namesrv_workload() {  # system
+  local sys="$1" dir="$run/$1/e" pid
+  ns_pid="" broker_pid=""
+  echo "== [e] $sys name server: GET_ROUTEINFO_BY_TOPIC" >&2
+  if ! start_namesrv "$sys" "$server_cpu" "$dir/namesrv" || ! start_broker "$sys" "$client_cpu" "$dir/broker" ASYNC_FLUSH "$ns_addr"; then
+    echo "  $sys failed to start; skipping e" >&2
+  else
+    loadgen "$dir" namesrv --namesrv "$ns_addr" --topic BenchmarkRoute --threads 2 --inflight 128 --server-pid "$ns_pid" \
+      --dump-frame "$dir/route-request.bin"
+    if [ -s "$dir/route-request.bin" ]; then
+      mkdir -p "$run/$sys/e-lean"
+      taskset -c "$client_cpu" "$root/target/bench/routeload" -addr "$ns_addr" -frame "$dir/route-request.bin" \
+        -conns 2 -window 128 -warmup "${warmup}s" -duration "${duration}s" -server-pid "$ns_pid" -clk-tck "$clk_tck" \
+        -server-cpu "$server_cpu" -client-cpu "$client_cpu" -out "$run/$sys/e-lean/result.json" \
+        > "$run/$sys/e-lean/loadgen.log" 2>&1 &
+      pid=$!
+      started+=("$pid")
+      tail -n +1 -f --pid="$pid" "$run/$sys/e-lean/loadgen.log" >&2 || true
+      stop_pid "$pid" 1
+    fi
+  fi
+  stop_pid "$broker_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2
+  rm -rf "$dir/broker/store"
+}
+
+# ---- run ------------------------------------------------------------------------------------------
+
+load1="$(cut -d' ' -f1 /proc/loadavg)"
+echo "== $label run: warm-up ${warmup}s, measured ${duration}s per workload; server on cpu $server_cpu, load generator on cpu $client_cpu; load average now $load1" >&2
+if awk "BEGIN { exit !($load1 > 0.5) }"; then
+  echo "   WARNING: other work is running on this machine (load average $load1); the table shows how busy each core was besides our processes" >&2
+fi
+IFS=, read -r -a sys_list <<< "$systems"
+IFS=, read -r -a wl_list <<< "$workloads"
+for wl in "${wl_list[@]}"; do
+  for sys in "${sys_list[@]}"; do
+    case "$wl" in
+      a|b|c|d) broker_workload "$sys" "$wl" ;;
+      e) namesrv_workload "$sys" ;;
+      *) echo "unknown workload $wl" >&2; exit 2 ;;
+    esac
+  done
+done
+
+# what the run was: written next to the figures so a comparison can be repeated
+python3 - "$run/meta.json" <<PY
+import json, platform, subprocess, sys
+def out(cmd):
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    return (r.stdout + r.stderr).strip()
+meta = {
+  "label": "$label", "started": "$stamp", "warmup_s": $warmup, "duration_s": $duration,
+  "server_cpu": $server_cpu, "client_cpu": $client_cpu, "load_average_at_start": $load1,
+  "machine": {"cpus": out("nproc"), "cpu_model": out("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
+              "kernel": platform.release(), "memory": out("free -g | sed -n 2p"), "java": out("$java_bin -version 2>&1 | head -1")},
+  "versions": {"java": "$RMQ_JAVA_5", "java49": "$RMQ_JAVA_49", "client": "5.3.3", "ours": out("git -C $root rev-parse --short HEAD")},
+  "jvm": {"java_broker": "$java_broker_flags -Xlog:gc*:file=<run>/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
+          "java_namesrv": "$java_namesrv_flags -Xlog:gc*:file=<run>/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
+          "loadgen": "$loadgen_flags"},
+  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
+  "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
+                "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
+                "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
+                "d": "SYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
+                "e": "name server GET_ROUTEINFO_BY_TOPIC, official Java client, 128 in flight on one connection",
+                "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight"},
+}
+json.dump(meta, open(sys.argv[1], "w"), indent=2)
+PY
+python3 "$root/scripts/bench/report.py" "$run" "$results" "$systems"

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Collects the per-workload results of one scripts/bench.sh run into one JSON file and prints the
+side-by-side table with the ratio ours/Java and the issue's goals.
+
+usage: report.py RUN_DIR RESULTS_JSON SYSTEMS   (SYSTEMS: comma list, the first is ours)
+"""
+import json
+import os
+import sys
+
+run_dir, results_path, systems = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+ours, others = systems[0], systems[1:]
+
+WORKLOADS = {
+    "a": "a  sync 128 B x64 thr",
+    "b": "b  async 1 KiB max rate",
+    "c": "c  batch 16x1 KiB x64 thr",
+    "d": "d  SYNC_FLUSH 1 KiB x64",
+    "e": "e  name server, Java client",
+    "e-lean": "e' name server, routeload",
+}
+
+
+def get(d, path):
+    for key in path.split("."):
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def kb_to_mib(v):
+    return None if v is None or v < 0 else v / 1024.0
+
+
+def other(r, own):
+    """How busy the server's core was with anything but the server (other processes, interrupts), in
+    cores: near 0 on a quiet machine; large values mean the run was disturbed."""
+    busy, mine = get(r, "server_core_busy"), get(r, own)
+    return None if busy is None or mine is None else max(0.0, busy - mine)
+
+
+# (label, extractor, goal) where goal = (">=", 3) or ("<=", 1/3) on ours/java, or None
+BROKER_ROWS = [
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
+    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
+    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
+    ("broker CPU s / 1M msg", lambda r: get(r, "broker_cpu_s_per_million"), ("<=", 1 / 3)),
+    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
+    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
+    ("broker peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
+    ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
+    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
+]
+SATURATION = {"b", "c"}  # the workloads where "throughput at least 3x" applies
+NAMESRV_ROWS = [
+    ("queries/s", lambda r: get(r, "qps"), None),
+    ("query p50 (ms)", lambda r: get(r, "latency_ms.p50"), None),
+    ("query p99 (ms)", lambda r: get(r, "latency_ms.p99"), None),
+    ("name server CPU s / 1M", lambda r: get(r, "server_cpu_s_per_million"), None),
+    ("name server CPU (cores)", lambda r: get(r, "server_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "server_cpu_util"), None),
+    ("name server peak RSS (MiB)", lambda r: kb_to_mib(get(r, "server_vmhwm_kb")), None),
+    ("failed queries", lambda r: get(r, "queries_failed"), None),
+]
+
+
+def load(sys_name, wl):
+    path = os.path.join(run_dir, sys_name, wl, "result.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return f"{v:,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3f}" if abs(v) < 1 else f"{v:.2f}"
+
+
+def ratio(a, b):
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or b == 0:
+        return None
+    return a / b
+
+
+def verdict(goal, r):
+    if goal is None:
+        return ""
+    op, x = goal
+    want = f"{op}{x:.2g}x"
+    if r is None:
+        return want + " ?"
+    ok = r >= x if op == ">=" else r <= x
+    return f"{want} {'met' if ok else 'NOT met'}"
+
+
+meta = {}
+if os.path.exists(os.path.join(run_dir, "meta.json")):
+    with open(os.path.join(run_dir, "meta.json")) as f:
+        meta = json.load(f)
+
+out = {"meta": meta, "systems": systems, "workloads": {}}
+header = ["workload", "metric"] + systems + [f"{ours}/{o}" for o in others] + ["goal (vs " + (others[0] if others else "-") + ")"]
+rows = []
+for wl, title in WORKLOADS.items():
+    results = {s: load(s, wl) for s in systems}
+    if all(r is None for r in results.values()):
+        continue
+    table_rows = NAMESRV_ROWS if wl.startswith("e") else BROKER_ROWS
+    entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
+    first = True
+    for label, extract, goal in table_rows:
+        if label.startswith("send TPS") and wl in SATURATION:
+            goal = (">=", 3)
+        if label == "queries/s" and wl == "e-lean":  # the client that can saturate either name server
+            goal = (">=", 3)
+        if not wl.startswith("e") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
+            continue
+        vals = [extract(results[s]) if results[s] is not None else None for s in systems]
+        ratios = [ratio(vals[0], v) for v in vals[1:]]
+        for o, r in zip(others, ratios):
+            entry["ratios"].setdefault(o, {})[label] = r
+        rows.append([title if first else "", label] + [fmt(v) for v in vals]
+                    + [("-" if r is None else f"{r:.2f}") for r in ratios]
+                    + [verdict(goal, ratios[0] if ratios else None)])
+        first = False
+    rows.append(None)
+    out["workloads"][wl] = entry
+
+with open(results_path, "w") as f:
+    json.dump(out, f, indent=2)
+
+widths = [max(len(header[i]), *(len(r[i]) for r in rows if r)) for i in range(len(header))]
+line = "  ".join("-" * w for w in widths)
+print()
+print("  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
+print(line)
+for r in rows:
+    if r is None:
+        print(line)
+        continue
+    print("  ".join(c.ljust(w) if i < 2 or i == len(r) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+# what went wrong, if anything: the first errors of each system (whole run, warm-up included)
+for wl, entry in out["workloads"].items():
+    for s_name, r in entry["results"].items():
+        errs = (r or {}).get("send_errors_whole_run") or (r or {}).get("errors") or {}
+        for k, v in list(errs.items())[:3]:
+            print(f"{wl} {s_name}: {v} x {k}")
+if meta:
+    print(f"\n{meta.get('label')} run, warm-up {meta.get('warmup_s')} s + {meta.get('duration_s')} s measured per workload;"
+          f" server on cpu {meta.get('server_cpu')}, load generator on cpu {meta.get('client_cpu')};"
+          f" load average at start {meta.get('load_average_at_start')}")
+    print("Each workload ran on a fresh name server, broker and store (e and e' share one name server): CPU and peak RSS (VmHWM) are per workload.")
+    for k, v in meta.get("jvm", {}).items():
+        print(f"JVM {k}: {v}")
+print(f"\nresults: {results_path}\nlogs:    {run_dir}")

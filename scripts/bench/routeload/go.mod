@@ -1,0 +1,3 @@
+module rocketmq-rs/bench/routeload
+
+go 1.22
