@@ -210,6 +210,7 @@ start_broker() {
 loadgen() {  # dir kind args...: runs the generator on the client core; its output goes to dir/loadgen.log and stdout
   local dir="$1"; shift
   mkdir -p "$dir/loadgen-home"
+  : > "$dir/loadgen.log"  # exists before tail follows it (the background job opens it later)
   # shellcheck disable=SC2086
   HOME="$dir/loadgen-home" taskset -c "$client_cpu" "$java_bin" $loadgen_flags -Duser.home="$dir/loadgen-home" \
     -cp "$loadgen_cp" rocketmq.bench.Main "$@" --warmup "$warmup" --duration "$duration" --drain "$drain" \

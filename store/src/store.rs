@@ -129,6 +129,10 @@ impl MessageStore {
         let root = config.root_dir();
         std::fs::create_dir_all(&root).map_err(io_err(format!("cannot create {}", root.display())))?;
         let lock = StoreLock::acquire(&root.join("lock"))?;
+        // As Java, the commit-log and queue folders exist from the start (tools measure the disk there).
+        for dir in [config.commit_log_dir(), config.consume_queue_dir()] {
+            std::fs::create_dir_all(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+        }
         let last_exit_ok = !abort_path(&root).exists();
         info!(root = %root.display(), last_exit_ok, "opening store");
 

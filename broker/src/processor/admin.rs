@@ -182,10 +182,7 @@ impl AdminProcessor {
     fn runtime_info(&self) -> Vec<u8> {
         let b = &self.broker;
         let store = &b.store;
-        // Java creates the commit-log folder at start; ours appears with the first message, and until
-        // then the partition is measured at the store root.
-        let commit_log_dir = b.store_config.commit_log_dir();
-        let disk_path = if commit_log_dir.is_dir() { commit_log_dir } else { b.store_config.root_dir() };
+        let disk_path = b.store_config.commit_log_dir();
         let disk = java_disk_ratio(&disk_path);
         // Java: -1 for both while the commit log has no file yet.
         let has_data = store.commit_log().max_offset() > 0;
