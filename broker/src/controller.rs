@@ -197,7 +197,8 @@ impl BrokerController {
             registry.register(code, query.clone(), &query_pool);
         }
         let admin_pool = pool("AdminBrokerThread", broker.config.admin_broker_thread_pool_nums, 10_000)?;
-        let admin = Arc::new(AdminProcessor { broker: broker.clone() });
+        let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
+        let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone() });
         for code in [
             RequestCode::GET_BROKER_RUNTIME_INFO,
             RequestCode::UPDATE_AND_CREATE_TOPIC,
@@ -213,6 +214,8 @@ impl BrokerController {
             RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
             RequestCode::DELETE_SUBSCRIPTIONGROUP,
             RequestCode::GET_BROKER_CONFIG,
+            RequestCode::GET_ALL_CONSUMER_OFFSET,
+            RequestCode::GET_ALL_DELAY_OFFSET,
         ] {
             registry.register(code, admin.clone(), &admin_pool);
         }
@@ -237,7 +240,7 @@ impl BrokerController {
 
         let schedule = Arc::new(ScheduleService {
             store: store.clone(),
-            offsets: DelayOffsets::open(&broker.store_config.root_dir())?,
+            offsets: delay_offsets,
             levels: broker.store_config.delay_levels_ms().len(),
             stop: std::sync::atomic::AtomicBool::new(false),
         });

@@ -39,7 +39,7 @@ pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
 
 pub struct ScheduleService {
     pub store: Arc<MessageStore>,
-    pub offsets: DelayOffsets,
+    pub offsets: std::sync::Arc<DelayOffsets>,
     pub levels: usize,
     pub stop: AtomicBool,
 }

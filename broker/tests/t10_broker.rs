@@ -295,3 +295,27 @@ async fn features_not_built_yet_refuse_to_start_rather_than_run_without_them() {
         assert!(refused.as_deref().is_some_and(|e| e.contains(key)), "{key}=true: {refused:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slave_can_copy_the_consumer_and_delay_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    assert_eq!(c.invoke(&addr, send("Copied", 0, "m", ""), TIMEOUT).await.unwrap().code, 0);
+    let h = UpdateConsumerOffsetRequestHeader { consumer_group: "readers".into(), topic: "Copied".into(), queue_id: 0, commit_offset: 1 };
+    let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET, &h), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+
+    let all = c.invoke(&addr, RemotingCommand::request(RequestCode::GET_ALL_CONSUMER_OFFSET), TIMEOUT).await.unwrap();
+    assert_eq!(all.code, 0, "{:?}", all.remark);
+    let body = String::from_utf8(all.body.unwrap().to_vec()).unwrap();
+    // fastjson's compact form, integer queue ids as bare keys, as a Java slave parses it
+    assert!(body.contains(r#""offsetTable":{"Copied@readers":{0:1}}"#), "{body}");
+
+    let delay = c.invoke(&addr, RemotingCommand::request(RequestCode::GET_ALL_DELAY_OFFSET), TIMEOUT).await.unwrap();
+    assert_eq!(delay.code, 0, "{:?}", delay.remark);
+    let body = String::from_utf8(delay.body.unwrap().to_vec()).unwrap();
+    assert!(body.starts_with('{') && body.contains(r#""offsetTable":{"#), "{body}");
+    broker.shutdown().await;
+}

@@ -110,6 +110,8 @@ fn without_unset_paths(printed: &str) -> String {
 
 pub struct AdminProcessor {
     pub broker: Arc<Broker>,
+    /// The schedule service's progress (GET_ALL_DELAY_OFFSET).
+    pub delay_offsets: Arc<crate::delay_offset::DelayOffsets>,
 }
 
 impl RequestProcessor for AdminProcessor {
@@ -126,6 +128,9 @@ impl RequestProcessor for AdminProcessor {
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_ALL_TOPIC_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.topics.wrapper(), JsonStyle::Fastjson)))),
+            // What a slave copies from its master (Java's SlaveSynchronize), compact JSON of the files.
+            RequestCode::GET_ALL_CONSUMER_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.offsets.snapshot(), JsonStyle::Fastjson)))),
+            RequestCode::GET_ALL_DELAY_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&self.delay_offsets.snapshot(), JsonStyle::Fastjson)))),
             RequestCode::GET_TOPIC_CONFIG => {
                 let h: TopicHeader = request.decode_header()?;
                 match b.topics.select(&h.topic) {
