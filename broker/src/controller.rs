@@ -27,7 +27,7 @@ use crate::schedule::ScheduleService;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
 use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
-use crate::processor::admin::AdminProcessor;
+use crate::processor::admin::{AdminProcessor, QueuedPools};
 use crate::processor::consumer_manage::ConsumerManageProcessor;
 use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::transaction::TransactionChecker;
@@ -198,7 +198,9 @@ impl BrokerController {
         }
         let admin_pool = pool("AdminBrokerThread", broker.config.admin_broker_thread_pool_nums, 10_000)?;
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
-        let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone() });
+        let end_tx_pool = pool("EndTransactionThread", broker.config.end_transaction_thread_pool_nums, broker.config.end_transaction_pool_queue_capacity)?;
+        let pools = QueuedPools { send: send_pool.clone(), pull: pull_pool.clone(), query: query_pool.clone(), end_transaction: end_tx_pool.clone() };
+        let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools });
         for code in [
             RequestCode::GET_BROKER_RUNTIME_INFO,
             RequestCode::UPDATE_AND_CREATE_TOPIC,
@@ -219,7 +221,6 @@ impl BrokerController {
         ] {
             registry.register(code, admin.clone(), &admin_pool);
         }
-        let end_tx_pool = pool("EndTransactionThread", broker.config.end_transaction_thread_pool_nums, broker.config.end_transaction_pool_queue_capacity)?;
         registry.register(RequestCode::END_TRANSACTION, Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
         let lock = Arc::new(LockProcessor { broker: broker.clone() });
         for code in [RequestCode::LOCK_BATCH_MQ, RequestCode::UNLOCK_BATCH_MQ] {

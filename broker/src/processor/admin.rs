@@ -7,6 +7,7 @@ use std::sync::Arc;
 use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::broker::{ConsumerGroupHeader, CreateTopicRequestHeader};
 use remoting::protocol::topic::TopicConfig;
+use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
@@ -103,6 +104,13 @@ fn java_disk_ratio(path: &std::path::Path) -> f64 {
     }
 }
 
+/// Java's "Total : X, Free : Y." of the store root (`File.getTotalSpace` / `getUsableSpace`).
+fn disk_capacity(path: &std::path::Path) -> Option<String> {
+    let s = nix::sys::statvfs::statvfs(path).ok()?;
+    let fragment = s.fragment_size() as u64;
+    Some(format!("Total : {}, Free : {}.", human_bytes(s.blocks() as u64 * fragment), human_bytes(s.blocks_available() as u64 * fragment)))
+}
+
 /// Java's broker leaves `storePathCommitLog` null unless it is set, and prints no line for it.
 fn without_unset_paths(printed: &str) -> String {
     printed.lines().filter(|line| *line != "storePathCommitLog=").flat_map(|line| [line, "\n"]).collect()
@@ -112,6 +120,25 @@ pub struct AdminProcessor {
     pub broker: Arc<Broker>,
     /// The schedule service's progress (GET_ALL_DELAY_OFFSET).
     pub delay_offsets: Arc<crate::delay_offset::DelayOffsets>,
+    pub pools: QueuedPools,
+}
+
+/// The pools whose queue lengths the runtime info reports.
+pub struct QueuedPools {
+    pub send: Arc<BusinessPool>,
+    pub pull: Arc<BusinessPool>,
+    pub query: Arc<BusinessPool>,
+    pub end_transaction: Arc<BusinessPool>,
+}
+
+/// Java's `MixAll.humanReadableByteCount(bytes, false)`: "512 B", "1.5 KiB", "3.0 GiB".
+fn human_bytes(bytes: u64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let exp = ((bytes as f64).ln() / 1024f64.ln()) as i32;
+    let unit = ["K", "M", "G", "T", "P", "E"][(exp - 1).clamp(0, 5) as usize];
+    format!("{:.1} {unit}iB", bytes as f64 / 1024f64.powi(exp))
 }
 
 impl RequestProcessor for AdminProcessor {
@@ -216,7 +243,23 @@ impl AdminProcessor {
         let transferred = b.stats.get_transferred_tps();
         t.insert("getTransferedTps", transferred.clone());
         t.insert("getTransferredTps", transferred);
-        for key in ["sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills"] {
+        let p = &self.pools;
+        t.insert("sendThreadPoolQueueSize", p.send.queued().to_string());
+        t.insert("sendThreadPoolQueueCapacity", b.config.send_thread_pool_queue_capacity.to_string());
+        t.insert("pullThreadPoolQueueSize", p.pull.queued().to_string());
+        t.insert("pullThreadPoolQueueCapacity", b.config.pull_thread_pool_queue_capacity.to_string());
+        t.insert("queryThreadPoolQueueSize", p.query.queued().to_string());
+        t.insert("queryThreadPoolQueueCapacity", b.config.query_thread_pool_queue_capacity.to_string());
+        t.insert("EndTransactionQueueSize", p.end_transaction.queued().to_string());
+        t.insert("EndTransactionThreadPoolQueueCapacity", b.config.end_transaction_pool_queue_capacity.to_string());
+        t.insert("startAcceptSendRequestTimeStamp", b.config.start_accept_send_request_timestamp_ms.to_string());
+        let unflushed = (store.commit_log().max_offset() - store.commit_log().flushed_offset()).max(0) as u64;
+        t.insert("remainHowManyDataToFlush", human_bytes(unflushed));
+        if let Some(capacity) = disk_capacity(&b.store_config.root_dir()) {
+            t.insert("commitLogDirCapacity", capacity);
+        }
+        // We measure no queue-head wait or page-cache lock time.
+        for key in ["sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", "queryThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills"] {
             t.insert(key, "0".into());
         }
         t.insert("earliestMessageTimeStamp", earliest_time.to_string());
@@ -326,6 +369,8 @@ mod tests {
         assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
         assert_eq!((ratio * 100.0).round() / 100.0, ratio);
         assert_eq!(java_disk_ratio(std::path::Path::new("/no/such/dir/at/all")), -1.0);
+        assert_eq!((human_bytes(0), human_bytes(1023), human_bytes(1536)), ("0 B".into(), "1023 B".into(), "1.5 KiB".into()));
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
         assert_eq!(java_double(-1.0), "-1.0");
         assert_eq!(java_double(0.42), "0.42");
         assert_eq!(java_double(1.0), "1.0");
