@@ -50,6 +50,11 @@ public final class BrokerProbe implements AutoCloseable {
     }
 
     /** The offset after the last message of one queue. */
+    /** GET_BROKER_RUNTIME_INFO, the table the broker answers. */
+    public java.util.Map<String, String> runtimeInfo() throws Exception {
+        return api.getBrokerRuntimeInfo(brokerAddress, TIMEOUT_MILLIS).getTable();
+    }
+
     public long maxOffset(String topic, int queueId) throws Exception {
         return api.getMaxOffset(brokerAddress, new MessageQueue(topic, brokerName, queueId), TIMEOUT_MILLIS);
     }

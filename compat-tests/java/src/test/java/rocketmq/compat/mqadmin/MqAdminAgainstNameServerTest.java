@@ -24,6 +24,7 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.broker.BrokerProbe;
 import rocketmq.compat.broker.JavaBroker;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
@@ -61,6 +62,17 @@ class MqAdminAgainstNameServerTest {
         Await.until("broker " + BROKER + " registered", Duration.ofSeconds(60), probe::clusterInfo,
             info -> info.getBrokerAddrTable() != null && info.getBrokerAddrTable().containsKey(BROKER),
             () -> namesrv.describe(40) + "\n" + broker.describe(40));
+        // A Java broker fails GET_BROKER_RUNTIME_INFO (NoSuchElementException in StoreStatsService) until its
+        // stats service took its first sample, about a second after start; clusterList needs that answer.
+        try (BrokerProbe brokerProbe = BrokerProbe.connect(broker.address(), BROKER)) {
+            Await.until("broker " + BROKER + " answers GET_BROKER_RUNTIME_INFO", Duration.ofSeconds(30), () -> {
+                try {
+                    return brokerProbe.runtimeInfo().containsKey("putTps");
+                } catch (Exception e) {
+                    return false;
+                }
+            }, () -> broker.describe(40));
+        }
         eachTools = new EachTools(List.of(
             new MqAdmin(Versions.JAVA_49, "JSON", namesrv.address(), dir.resolve("mqadmin-49")),
             new MqAdmin(Versions.JAVA_5, "ROCKETMQ", namesrv.address(), dir.resolve("mqadmin-5"))));
