@@ -489,6 +489,24 @@ public final class ReliabilityDriver {
         }), TIMEOUT_MS);
     }
 
+    /**
+     * The topic's queue count from the name server. The broker registers an auto-created topic in the
+     * background (Java's does too), so the route can lag the first send by a moment.
+     */
+    private static int publishQueues(DefaultMQProducer producer, String topic) throws Exception {
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (true) {
+            try {
+                return producer.fetchPublishMessageQueues(topic).size();
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
     private void orderly(String topic, String group, Map<String, Object> facts) throws Exception {
         final int orders = 8;
         final int steps = 20;
@@ -497,7 +515,7 @@ public final class ReliabilityDriver {
         FeatureDriver.Deliveries got = new FeatureDriver.Deliveries();
         try {
             sendOk(producer, message(topic, runId + "-warm", "warm"));
-            int queues = producer.fetchPublishMessageQueues(topic).size();
+            int queues = publishQueues(producer, topic);
             consumers.add(orderlyConsumer(topic, group, "A", got));
             consumers.add(orderlyConsumer(topic, group, "B", got));
             FeatureDriver.awaitPartition(consumers, topic, queues, TIMEOUT_MS);
