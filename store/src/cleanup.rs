@@ -37,17 +37,24 @@ pub fn decide(config: &MessageStoreConfig, hour: u32, disk_used_ratio: f64) -> C
     CleanDecision { delete: time_up || disk_used_ratio > max_ratio || force, force, disk_full }
 }
 
-/// Used fraction of the filesystem holding `path` (Java: (total - free) / total), or 0 when unknown.
+/// Used fraction of the filesystem holding `path`, as Java's `UtilAll.getDiskPartitionSpaceUsedPercent`
+/// measures it for cleaning and for the runtime info: used / (used + available to us), rounded up
+/// to whole percents; -1 when it cannot be measured (below every threshold, as in Java).
 pub fn disk_used_ratio(path: &Path) -> f64 {
     match nix::sys::statvfs::statvfs(path) {
         Ok(s) if s.blocks() > 0 => {
-            let total = s.blocks() as f64;
-            (total - s.blocks_free() as f64) / total
+            let fragment = s.fragment_size() as u128;
+            let used = (s.blocks() as u128 - s.blocks_free() as u128) * fragment;
+            let entire = used + s.blocks_available() as u128 * fragment;
+            if entire == 0 {
+                return -1.0;
+            }
+            (used * 100).div_ceil(entire) as f64 / 100.0
         }
-        Ok(_) => 0.0,
+        Ok(_) => -1.0,
         Err(e) => {
             warn!(path = %path.display(), error = %e, "cannot read disk usage");
-            0.0
+            -1.0
         }
     }
 }
@@ -72,6 +79,15 @@ pub(crate) fn log_deleted(what: &str, count: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disk_ratio_is_whole_percents_or_minus_one() {
+        let ratio = disk_used_ratio(Path::new("."));
+        assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+        assert_eq!((ratio * 100.0).round() / 100.0, ratio);
+        assert_eq!(disk_used_ratio(Path::new("/no/such/dir/at/all")), -1.0);
+        assert_eq!(decide(&MessageStoreConfig::default(), 12, -1.0), CleanDecision { delete: false, force: false, disk_full: false });
+    }
 
     #[test]
     fn files_go_at_delete_when_or_when_the_disk_fills() {

@@ -348,20 +348,31 @@ impl CommitLog {
             Ok(appended) => appended,
             Err(failed) => return done(failed),
         };
+        let mut state = self.request_flush(end);
+        let status = if !self.waits_for_flush(wait) || state.flushed >= end {
+            PutStatus::PutOk
+        } else if state.stopped {
+            PutStatus::FlushDiskTimeout
+        } else {
+            let deadline = Instant::now() + Duration::from_millis(self.config.sync_flush_timeout_ms);
+            state.waiters.push(FlushWaiter { end, deadline, append, done });
+            return;
+        };
+        drop(state);
+        done(PutMessageResult { status, append: Some(append), remark: None })
+    }
+
+    /// Asks the flusher to reach `end`; returns the flush state, still locked.
+    fn request_flush(&self, end: u64) -> parking_lot::MutexGuard<'_, FlushState> {
         let mut state = self.flush_state.lock();
         state.requested = state.requested.max(end);
         self.flush_wanted.notify_one();
-        if self.config.flush_disk_type != FlushDiskType::SyncFlush || !wait || state.flushed >= end || state.stopped {
-            let status = if self.config.flush_disk_type == FlushDiskType::SyncFlush && wait && state.flushed < end {
-                PutStatus::FlushDiskTimeout
-            } else {
-                PutStatus::PutOk
-            };
-            drop(state);
-            return done(PutMessageResult { status, append: Some(append), remark: None });
-        }
-        let deadline = Instant::now() + Duration::from_millis(self.config.sync_flush_timeout_ms);
-        state.waiters.push(FlushWaiter { end, deadline, append, done });
+        state
+    }
+
+    /// SYNC_FLUSH acknowledges after the flush, unless the message said WAIT=false.
+    fn waits_for_flush(&self, wait: bool) -> bool {
+        self.config.flush_disk_type == FlushDiskType::SyncFlush && wait
     }
 
     /// Encodes and appends the records under the writer lock; returns what was appended, the
@@ -471,10 +482,8 @@ impl CommitLog {
     /// SYNC_FLUSH: waits until a flush covers `end` (FLUSH_DISK_TIMEOUT after `syncFlushTimeout`).
     /// ASYNC_FLUSH, or a message with WAIT=false: only nudges the flusher.
     fn await_flush(&self, end: u64, wait: bool) -> PutStatus {
-        let mut state = self.flush_state.lock();
-        state.requested = state.requested.max(end);
-        self.flush_wanted.notify_one();
-        if self.config.flush_disk_type != FlushDiskType::SyncFlush || !wait {
+        let mut state = self.request_flush(end);
+        if !self.waits_for_flush(wait) {
             return PutStatus::PutOk;
         }
         let deadline = Instant::now() + Duration::from_millis(self.config.sync_flush_timeout_ms);

@@ -86,24 +86,6 @@ fn java_runtime(millis: i64) -> String {
     )
 }
 
-/// Java's `UtilAll.getDiskPartitionSpaceUsedPercent`: used / (used + available to us), rounded up to
-/// whole percents; -1 when the path cannot be measured.
-fn java_disk_ratio(path: &std::path::Path) -> f64 {
-    match nix::sys::statvfs::statvfs(path) {
-        Ok(s) if s.blocks() > 0 => {
-            let fragment = s.fragment_size() as u128;
-            let used = (s.blocks() as u128 - s.blocks_free() as u128) * fragment;
-            let entire = used + s.blocks_available() as u128 * fragment;
-            if entire == 0 {
-                return -1.0;
-            }
-            let percent = (used * 100).div_ceil(entire);
-            percent as f64 / 100.0
-        }
-        _ => -1.0,
-    }
-}
-
 /// Java's "Total : X, Free : Y." of the store root (`File.getTotalSpace` / `getUsableSpace`).
 fn disk_capacity(path: &std::path::Path) -> Option<String> {
     let s = nix::sys::statvfs::statvfs(path).ok()?;
@@ -214,8 +196,7 @@ impl AdminProcessor {
     fn runtime_info(&self) -> Vec<u8> {
         let b = &self.broker;
         let store = &b.store;
-        let disk_path = b.store_config.commit_log_dir();
-        let disk = java_disk_ratio(&disk_path);
+        let disk = store::cleanup::disk_used_ratio(&b.store_config.commit_log_dir());
         // Java: -1 for both while the commit log has no file yet.
         let has_data = store.commit_log().max_offset() > 0;
         let earliest = if has_data { store.commit_log().min_offset() } else { -1 };
@@ -364,11 +345,7 @@ mod tests {
     }
 
     #[test]
-    fn disk_ratio_is_whole_percents_or_minus_one() {
-        let ratio = java_disk_ratio(std::path::Path::new("."));
-        assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
-        assert_eq!((ratio * 100.0).round() / 100.0, ratio);
-        assert_eq!(java_disk_ratio(std::path::Path::new("/no/such/dir/at/all")), -1.0);
+    fn byte_counts_and_doubles_read_as_javas() {
         assert_eq!((human_bytes(0), human_bytes(1023), human_bytes(1536)), ("0 B".into(), "1023 B".into(), "1.5 KiB".into()));
         assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
         assert_eq!(java_double(-1.0), "-1.0");
