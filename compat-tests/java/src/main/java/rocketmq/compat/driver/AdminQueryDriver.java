@@ -56,10 +56,7 @@ public final class AdminQueryDriver {
         String shared = runId + "-shared";
         long beforeSends = System.currentTimeMillis();
         List<Sent> sent = new ArrayList<>();
-        DefaultMQProducer producer = new DefaultMQProducer("admin_query_producer_" + runId);
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName("admin-query-producer-" + runId);
-        producer.setSendMsgTimeout(10_000);
+        DefaultMQProducer producer = FeatureDriver.newProducer(namesrv, "admin_query_producer_" + runId, "admin-query-producer-" + runId);
         producer.start();
         try {
             for (int i = 0; i < COUNT; i++) {

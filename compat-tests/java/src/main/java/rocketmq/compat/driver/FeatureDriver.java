@@ -118,12 +118,40 @@ public final class FeatureDriver {
         return what + "-" + runId + "-" + instances.incrementAndGet();
     }
 
-    DefaultMQProducer producer(String what) throws MQClientException {
-        DefaultMQProducer producer = new DefaultMQProducer("feature_producer_" + what + "_" + runId);
+    DefaultMQProducer producer(String what) {
+        return newProducer(namesrv, "feature_producer_" + what + "_" + runId, instance("producer-" + what));
+    }
+
+    /** A producer (not started) with a send timeout that survives a busy test machine. */
+    static DefaultMQProducer newProducer(String namesrv, String group, String instanceName) {
+        DefaultMQProducer producer = new DefaultMQProducer(group);
         producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName(instance("producer-" + what));
+        producer.setInstanceName(instanceName);
         producer.setSendMsgTimeout(10_000);
         return producer;
+    }
+
+    /**
+     * Polls the name server for {@code topic}'s write queues until {@code accept} holds or the timeout
+     * passes; returns the last count (-1 while there is no route). The broker registers an auto-created
+     * topic in the background, so the route can lag the first send.
+     */
+    static int awaitRoute(DefaultMQProducer producer, String topic, long timeoutMs, java.util.function.IntPredicate accept)
+        throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        int routed = -1;
+        while (System.currentTimeMillis() < deadline) {
+            try {
+                routed = producer.fetchPublishMessageQueues(topic).size();
+            } catch (MQClientException e) {
+                routed = -1;
+            }
+            if (accept.test(routed)) {
+                break;
+            }
+            Thread.sleep(200);
+        }
+        return routed;
     }
 
     DefaultMQPushConsumer pushConsumer(String group, String topic, String expression, boolean broadcasting,
@@ -577,21 +605,10 @@ public final class FeatureDriver {
             // auto-create the topic with 8 queues, then wait until the name server routes all 8
             SendResult warm = producer.send(new Message(topic, "TagWarm", runId + "-warm", "warm".getBytes(StandardCharsets.UTF_8)));
             check(warm.getSendStatus() == SendStatus.SEND_OK, "warm-up send: " + warm);
-            long deadline = System.currentTimeMillis() + 30_000;
-            int routed = 0;
-            while (System.currentTimeMillis() < deadline) {
-                try {
-                    routed = producer.fetchPublishMessageQueues(topic).size();
-                } catch (MQClientException e) {
-                    routed = -1;
-                }
-                if (routed == 8) {
-                    break;
-                }
-                Thread.sleep(200);
-            }
+            long routeStart = System.currentTimeMillis();
+            int routed = awaitRoute(producer, topic, 30_000, n -> n == 8);
             check(routed == 8, "auto-created topic routed with " + routed + " write queues, want 8 (defaultTopicQueueNums)");
-            facts.put("routeMs", 30_000 - (deadline - System.currentTimeMillis()));
+            facts.put("routeMs", System.currentTimeMillis() - routeStart);
 
             Deliveries got = new Deliveries();
             consumers.add(pushConsumer(group, topic, "*", false, got, "A"));

@@ -105,10 +105,7 @@ public final class ProduceConsumeDriver {
     }
 
     private static int produce(String namesrv, String topic, int count, String runId) throws Exception {
-        DefaultMQProducer producer = new DefaultMQProducer("compat_producer_" + runId);
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName("driver-producer-" + runId);
-        producer.setSendMsgTimeout(10_000);
+        DefaultMQProducer producer = FeatureDriver.newProducer(namesrv, "compat_producer_" + runId, "driver-producer-" + runId);
         producer.start();
         int ok = 0;
         try {

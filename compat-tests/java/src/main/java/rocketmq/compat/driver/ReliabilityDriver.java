@@ -100,10 +100,8 @@ public final class ReliabilityDriver {
     }
 
     private DefaultMQProducer producer(String what) throws Exception {
-        DefaultMQProducer producer = new DefaultMQProducer("reliability_producer_" + what + "_" + runId);
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName(instance("producer-" + what));
-        producer.setSendMsgTimeout(10_000);
+        DefaultMQProducer producer = FeatureDriver.newProducer(namesrv, "reliability_producer_" + what + "_" + runId,
+            instance("producer-" + what));
         producer.start();
         return producer;
     }
@@ -489,24 +487,6 @@ public final class ReliabilityDriver {
         }), TIMEOUT_MS);
     }
 
-    /**
-     * The topic's queue count from the name server. The broker registers an auto-created topic in the
-     * background (Java's does too), so the route can lag the first send by a moment.
-     */
-    private static int publishQueues(DefaultMQProducer producer, String topic) throws Exception {
-        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
-        while (true) {
-            try {
-                return producer.fetchPublishMessageQueues(topic).size();
-            } catch (Exception e) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw e;
-                }
-                Thread.sleep(200);
-            }
-        }
-    }
-
     private void orderly(String topic, String group, Map<String, Object> facts) throws Exception {
         final int orders = 8;
         final int steps = 20;
@@ -515,7 +495,8 @@ public final class ReliabilityDriver {
         FeatureDriver.Deliveries got = new FeatureDriver.Deliveries();
         try {
             sendOk(producer, message(topic, runId + "-warm", "warm"));
-            int queues = publishQueues(producer, topic);
+            int queues = FeatureDriver.awaitRoute(producer, topic, TIMEOUT_MS, n -> n > 0);
+            check(queues > 0, "no route for " + topic + " within " + TIMEOUT_MS + " ms");
             consumers.add(orderlyConsumer(topic, group, "A", got));
             consumers.add(orderlyConsumer(topic, group, "B", got));
             FeatureDriver.awaitPartition(consumers, topic, queues, TIMEOUT_MS);
