@@ -7,7 +7,8 @@
 //! - [`header`]: typed custom headers <-> `extFields`; [`fastjson`]: JSON bodies with Java's quirks;
 //!   [`properties`]: Java `Properties` text; [`config`]: config structs keyed like Java's;
 //! - [`server`]: accept loop, per-connection reader and writer, processor registry with bounded
-//!   business pools; [`client`]: sync, async and oneway calls over cached connections.
+//!   business pools; [`client`]: sync, async and oneway calls over cached connections;
+//! - [`service`]: background threads that can be woken and stopped.
 
 pub mod client;
 pub mod code;
@@ -22,6 +23,7 @@ pub mod process;
 pub mod properties;
 pub mod protocol;
 pub mod serialize;
+pub mod service;
 pub mod server;
 
 pub use code::{RequestCode, ResponseCode};
