@@ -45,6 +45,42 @@ pub struct Broker {
     pub replicas: Box<dyn crate::replication::ReplicaWaiter>,
     /// Messages stored and handed out, and their rates (GET_BROKER_RUNTIME_INFO).
     pub stats: crate::stats::StoreStats,
+    /// Asks the registration task for a registration with every name server (coalesced).
+    pub registration: RegistrationRequests,
+}
+
+/// Registration requests from processors (a topic created, a retry topic made), coalesced: many
+/// requests while one registration runs become one more registration, never one each.
+#[derive(Default)]
+pub struct RegistrationRequests {
+    wanted: tokio::sync::Notify,
+    /// Whether every pending request was oneway (Java registers oneway after an auto-created topic).
+    all_oneway: std::sync::atomic::AtomicBool,
+    pending: std::sync::atomic::AtomicBool,
+}
+
+impl RegistrationRequests {
+    pub fn request(&self, oneway: bool) {
+        use std::sync::atomic::Ordering;
+        let first = !self.pending.swap(true, Ordering::AcqRel);
+        if first {
+            self.all_oneway.store(oneway, Ordering::Release);
+        } else if !oneway {
+            self.all_oneway.store(false, Ordering::Release);
+        }
+        self.wanted.notify_one();
+    }
+
+    /// Waits for a request; returns whether the registration may be oneway.
+    pub async fn next(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        loop {
+            if self.pending.swap(false, Ordering::AcqRel) {
+                return self.all_oneway.load(Ordering::Acquire);
+            }
+            self.wanted.notified().await;
+        }
+    }
 }
 
 impl Broker {
@@ -56,11 +92,10 @@ impl Broker {
         perm::is_readable(self.config.broker_permission)
     }
 
-    /// Registers with every name server in the background; `oneway` as Java does after an
-    /// auto-created topic.
-    pub fn register_soon(self: &Arc<Self>, oneway: bool) {
-        let me = self.clone();
-        self.runtime.spawn(async move { me.register(oneway).await });
+    /// Registers with every name server soon, from the registration task; `oneway` as Java does
+    /// after an auto-created topic. Requests made while one registration runs share the next.
+    pub fn register_soon(&self, oneway: bool) {
+        self.registration.request(oneway);
     }
 
     pub async fn register(&self, oneway: bool) {

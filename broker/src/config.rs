@@ -164,6 +164,16 @@ java_config! {
         pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
         pub isolate_log_enable: bool = "isolateLogEnable" => false,
 
+        // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
+        /// The most read or write queues a topic (or a group's retry topic) may be given; Java has
+        /// no limit, and 4096 is four times RocketMQ's own 1024-queue BenchmarkTest.
+        pub max_topic_queue_nums: u32 = "maxTopicQueueNums" => 4096,
+        /// Long-polling pulls parked at once, per connection and in all. A push consumer parks
+        /// one pull per queue it owns; past a cap the pull is answered SYSTEM_BUSY and the client
+        /// retries it 3 s later.
+        pub max_parked_pulls_per_connection: usize = "maxParkedPullsPerConnection" => 16_384,
+        pub max_parked_pulls: usize = "maxParkedPulls" => 100_000,
+
         // NettyServerConfig (mqbroker sets listenPort to 10911 before reading the file).
         pub listen_port: u16 = "listenPort" => 10911,
         /// Java 5.x `NettyServerConfig.bindAddress`.

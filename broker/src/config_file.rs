@@ -8,12 +8,20 @@
 //! copy the current `<f>` to `<f>.bak`, then rename the tmp over `<f>` (Java deletes `<f>` before
 //! renaming). One difference on purpose: a main file that failed to load is not copied over a good
 //! backup.
+//!
+//! Writes happen off the hot path: a change marks the file dirty (and wakes the broker's
+//! persister); the persister encodes a snapshot and writes it outside every lock the send and pull
+//! paths take, so many changes cost one write. Encoding and writing happen under the file's own
+//! lock, so writes land in the order of the snapshots they carry.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use parking_lot::Mutex;
+use remoting::service::Waker;
 use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::topic::DataVersion;
 use serde::de::DeserializeOwned;
@@ -40,6 +48,11 @@ pub struct ConfigFile {
     /// Held while persisting (Java's `persist` is synchronized). True when the main file may be
     /// copied to the backup: it loaded, did not exist, or we wrote it.
     main_is_good: Mutex<bool>,
+    /// Changes made (`changes`) and the count the last write covered (`written`).
+    changes: AtomicU64,
+    written: AtomicU64,
+    /// Wakes the persister when a change is marked.
+    persister: OnceLock<Waker>,
 }
 
 enum Read {
@@ -64,7 +77,13 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 impl ConfigFile {
     pub fn new(path: impl Into<PathBuf>) -> ConfigFile {
-        ConfigFile { path: path.into(), main_is_good: Mutex::new(true) }
+        ConfigFile {
+            path: path.into(),
+            main_is_good: Mutex::new(true),
+            changes: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            persister: OnceLock::new(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -125,9 +144,50 @@ impl ConfigFile {
         self.persist_bytes(&fastjson::to_vec(value, JsonStyle::FastjsonPretty))
     }
 
+    /// Who to wake when a change is marked (the broker's persister).
+    pub fn set_persister(&self, waker: Waker) {
+        let _ = self.persister.set(waker);
+    }
+
+    /// Records a change to be written by the next [`ConfigFile::persist_if_dirty`].
+    pub fn mark_dirty(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        if let Some(waker) = self.persister.get() {
+            waker.wake();
+        }
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.changes.load(Ordering::Acquire) != self.written.load(Ordering::Acquire)
+    }
+
+    /// Writes what `encode` returns if a change was marked since the last write; true when it
+    /// wrote. `encode` runs under the file's lock, after the change count is read, so a change
+    /// marked during the write makes the file dirty again rather than being lost.
+    pub fn persist_if_dirty(&self, encode: impl FnOnce() -> Vec<u8>) -> Result<bool, ConfigFileError> {
+        let mut main_is_good = self.main_is_good.lock();
+        let changes = self.changes.load(Ordering::Acquire);
+        if changes == self.written.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.write_locked(&mut main_is_good, &encode())?;
+        self.written.store(changes, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Writes now what `encode` returns (an admin change that is answered once it is on disk).
+    pub fn persist_now(&self, encode: impl FnOnce() -> Vec<u8>) -> Result<(), ConfigFileError> {
+        self.mark_dirty();
+        self.persist_if_dirty(encode).map(|_| ())
+    }
+
     /// tmp (fsynced), main -> bak, tmp renamed over main, directory fsynced.
     pub fn persist_bytes(&self, bytes: &[u8]) -> Result<(), ConfigFileError> {
         let mut main_is_good = self.main_is_good.lock();
+        self.write_locked(&mut main_is_good, bytes)
+    }
+
+    fn write_locked(&self, main_is_good: &mut bool, bytes: &[u8]) -> Result<(), ConfigFileError> {
         let write_err = |path: &Path| {
             let path = path.to_owned();
             move |source| ConfigFileError::Write { path, source }

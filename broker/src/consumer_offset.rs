@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use parking_lot::RwLock;
+use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::topic::DataVersion;
 use serde::{Deserialize, Serialize};
 
@@ -69,12 +70,13 @@ impl ConsumerOffsetManager {
     }
 
     /// Records a consumer's committed offset (UPDATE_CONSUMER_OFFSET, pulls with the commit flag).
-    pub fn commit_offset(&self, client_host: &str, group: &str, topic: &str, queue_id: i32, offset: i64) {
+    /// Validated names, so no key can hold a second `@` and break the file's `topic@group` keys.
+    pub fn commit_offset(&self, client_host: &str, group: &GroupName, topic: &TopicName, queue_id: i32, offset: i64) {
         let key = topic_at_group(topic, group);
         let mut table = self.table.write();
         let previous = table.offset_table.entry(key).or_default().insert(queue_id, offset);
         if let Some(stored) = previous.filter(|stored| offset < *stored) {
-            tracing::warn!(client_host, group, topic, queue_id, offset, stored, "consumer offset moved backwards");
+            tracing::warn!(client_host, %group, %topic, queue_id, offset, stored, "consumer offset moved backwards");
         }
         config_file::next_version(&mut table.data_version);
     }
@@ -169,13 +171,18 @@ mod tests {
         ConsumerOffsetManager::open(dir).unwrap()
     }
 
+    /// `commit_offset` with names from literals.
+    fn commit(m: &ConsumerOffsetManager, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        m.commit_offset("c", &GroupName::new(group).unwrap(), &TopicName::new(topic).unwrap(), queue_id, offset);
+    }
+
     #[test]
     fn committed_offsets_are_queried_per_queue_and_unknown_ones_are_none() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path());
-        m.commit_offset("c1", "g", "T", 0, 12);
-        m.commit_offset("c1", "g", "T", 1, 7);
-        m.commit_offset("c1", "g", "T", 1, 5);
+        commit(&m, "g", "T", 0, 12);
+        commit(&m, "g", "T", 1, 7);
+        commit(&m, "g", "T", 1, 5);
         assert_eq!(m.query_offset("g", "T", 0), Some(12));
         assert_eq!(m.query_offset("g", "T", 1), Some(5), "a lower offset is stored all the same");
         assert_eq!(m.query_offset("g", "T", 2), None);
@@ -188,7 +195,7 @@ mod tests {
     fn offsets_survive_persist_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path());
-        m.commit_offset("c", "g", "T", 3, 1024);
+        commit(&m, "g", "T", 3, 1024);
         m.persist().unwrap();
         let text = std::fs::read_to_string(dir.path().join("config").join(CONSUMER_OFFSET_FILE)).unwrap();
         assert!(text.contains("\"offsetTable\":{\n\t\t\"T@g\":{3:1024\n\t\t}\n\t}"), "{text}");
@@ -201,9 +208,9 @@ mod tests {
     fn groups_and_topics_are_found_through_the_keys() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path());
-        m.commit_offset("c", "g1", "T1", 0, 1);
-        m.commit_offset("c", "g1", "T2", 0, 1);
-        m.commit_offset("c", "g2", "T1", 0, 1);
+        commit(&m, "g1", "T1", 0, 1);
+        commit(&m, "g1", "T2", 0, 1);
+        commit(&m, "g2", "T1", 0, 1);
         assert_eq!(m.groups_of_topic("T1"), ["g1".to_owned(), "g2".to_owned()].into());
         assert_eq!(m.topics_of_group("g1"), ["T1".to_owned(), "T2".to_owned()].into());
         assert!(m.groups_of_topic("T3").is_empty());
@@ -213,9 +220,9 @@ mod tests {
     fn removing_a_group_keeps_other_groups_with_similar_names() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path());
-        m.commit_offset("c", "g", "T", 0, 1);
-        m.commit_offset("c", "g", "%RETRY%g", 0, 1);
-        m.commit_offset("c", "gg", "T", 0, 1);
+        commit(&m, "g", "T", 0, 1);
+        commit(&m, "g", "%RETRY%g", 0, 1);
+        commit(&m, "gg", "T", 0, 1);
         let mut removed = m.remove_group("g");
         removed.sort();
         assert_eq!(removed, vec!["%RETRY%g@g".to_owned(), "T@g".to_owned()]);
@@ -227,8 +234,8 @@ mod tests {
     fn cloning_copies_one_topics_offsets_to_another_group() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path());
-        m.commit_offset("c", "src", "T", 0, 10);
-        m.commit_offset("c", "src", "T", 1, 20);
+        commit(&m, "src", "T", 0, 10);
+        commit(&m, "src", "T", 1, 20);
         assert!(m.clone_offsets("src", "dst", "T"));
         assert_eq!(m.query_offsets("dst", "T"), m.query_offsets("src", "T"));
         assert!(!m.clone_offsets("nobody", "dst", "T"));

@@ -1,6 +1,6 @@
 //! `BrokerController`: opens the store and the metadata, registers the processors on their pools,
-//! starts the services (long polling, name-server registration, offset persistence, client
-//! expiry), and stops them in order.
+//! starts the background services (long-polling check, delayed delivery, transaction check, the
+//! metadata persister) and the name-server registration, and stops them in order.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -10,11 +10,12 @@ use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::ConnectionConfig;
 use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, ServerConfig};
-use remoting::RequestCode;
+use remoting::service::Service;
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::config::MessageStoreConfig;
 use store::store::MessageStore;
 use tokio::task::JoinHandle;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 use crate::broker::Broker;
 use crate::client::consumer_manager::ConsumerManager;
@@ -23,20 +24,20 @@ use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::delay_offset::DelayOffsets;
-use crate::schedule::ScheduleService;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
-use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
 use crate::processor::admin::{AdminProcessor, QueuedPools};
+use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
 use crate::processor::consumer_manage::ConsumerManageProcessor;
 use crate::processor::end_transaction::EndTransactionProcessor;
-use crate::transaction::TransactionChecker;
 use crate::processor::lock::LockProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
 use crate::processor::send::SendProcessor;
+use crate::schedule::ScheduleService;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
+use crate::transaction::TransactionChecker;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -69,13 +70,11 @@ impl ConnectionListener for OnClose {
 pub struct BrokerController {
     pub broker: Arc<Broker>,
     server: RemotingServer,
+    /// Async tasks (registration, stats, client expiry): aborted at shutdown.
     tasks: Vec<JoinHandle<()>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    hold_thread: Option<std::thread::JoinHandle<()>>,
-    schedule: Arc<ScheduleService>,
-    schedule_thread: Option<std::thread::JoinHandle<()>>,
-    checker: Arc<TransactionChecker>,
-    checker_thread: Option<std::thread::JoinHandle<()>>,
+    /// Background threads, in start order; stopped in reverse, so the persister, started first,
+    /// writes last.
+    services: Vec<Service>,
 }
 
 fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>, StartError> {
@@ -85,247 +84,258 @@ fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>
 impl BrokerController {
     /// Starts a broker. Call inside a tokio runtime.
     pub async fn start(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<BrokerController, StartError> {
-        if config.acl_enable {
-            return Err(StartError::AclUnsupported);
-        }
-        if store_config.enable_dleger_commit_log {
-            return Err(StartError::DLedgerUnsupported);
-        }
-        let root = store_config.root_dir();
-        let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
-        let store_host = SocketAddr::new(ip1, config.listen_port);
-        let store = tokio::task::block_in_place(|| MessageStore::open(store_config.clone()))?;
-        store.start()?;
-        let topics = TopicConfigManager::open(&config, &root)?;
-        let groups = SubscriptionGroupManager::open(&root)?;
-        let offsets = ConsumerOffsetManager::open(&root)?;
-        let identity = BrokerIdentity {
-            cluster: config.broker_cluster_name.clone(),
-            broker_name: config.broker_name.clone(),
-            broker_id: config.broker_id,
-            broker_addr: store_host.to_string(),
-            ha_server_addr: format!("{}:{}", config.broker_ip2, store_config.ha_listen_port),
-        };
-        let broker = Arc::new(Broker {
-            config,
-            store_config,
-            store: store.clone(),
-            topics,
-            groups,
-            offsets,
-            consumers: ConsumerManager::default(),
-            producers: ProducerManager::default(),
-            locks: Default::default(),
-            hold: std::sync::OnceLock::new(),
-            identity,
-            store_host,
-            namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
-            runtime: tokio::runtime::Handle::current(),
-            boot_timestamp: store::commit_log::now_ms(),
-            replicas: Box::new(crate::replication::NoReplicas),
-            stats: Default::default(),
-        });
-        let c = &broker.config;
-
-        let send_pool = pool("SendMessageThread", c.send_message_thread_pool_nums, c.send_thread_pool_queue_capacity)?;
-        let pull_pool = pool("PullMessageThread", c.pull_message_thread_pool_nums, c.pull_thread_pool_queue_capacity)?;
-        let query_pool = pool("QueryMessageThread", c.query_message_thread_pool_nums, c.query_thread_pool_queue_capacity)?;
-        let heartbeat_pool = pool("HeartbeatThread", c.heartbeat_thread_pool_nums, c.heartbeat_thread_pool_queue_capacity)?;
-        let client_pool = pool("ClientManageThread", c.client_manage_thread_pool_nums, c.client_manager_thread_pool_queue_capacity)?;
-        let consumer_pool = pool("ConsumerManageThread", c.consumer_manage_thread_pool_nums, c.consumer_manager_thread_pool_queue_capacity)?;
-
-        let send = Arc::new(SendProcessor { broker: broker.clone() });
-        let pull = Arc::new(PullProcessor { broker: broker.clone() });
-        let client = Arc::new(ClientManageProcessor { broker: broker.clone() });
-        let consumer = Arc::new(ConsumerManageProcessor { broker: broker.clone() });
-        let query = Arc::new(QueryProcessor { broker: broker.clone() });
-
-        // Woken pulls run again on the pull pool, without the right to be parked again.
-        let (wake_pull, wake_pool) = (pull.clone(), pull_pool.clone());
-        let hold = Arc::new(PullRequestHoldService::new(Box::new(move |held: HeldPull| {
-            let processor = wake_pull.clone();
-            let channel = held.channel.clone();
-            let request = held.request;
-            let opaque = request.opaque;
-            let serialize_type = request.serialize_type;
-            let job = move || {
-                if let Some(mut response) = processor.pull(&channel, request, false) {
-                    response.opaque = opaque;
-                    response.serialize_type = serialize_type;
-                    response.flag |= remoting::command::FLAG_RESPONSE;
-                    let _ = channel.send(response);
-                }
-            };
-            if wake_pool.try_execute(job).is_err() {
-                warn!("pull pool full; a woken pull is dropped and the client will retry");
-            }
-        })));
-        let _ = broker.hold.set(hold.clone());
-        let arrivals = hold.clone();
-        store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
-            arrivals.notify_arriving(topic, queue_id, max_offset, Some(tags_code), Instant::now());
-        }));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let check_every = if broker.config.long_polling_enable { Duration::from_secs(5) } else { Duration::from_millis(broker.config.short_polling_time_ms) };
-        let (hold_checker, checker_store, checker_stop) = (hold.clone(), store.clone(), stop.clone());
-        let hold_thread = std::thread::Builder::new().name("PullRequestHoldService".into()).spawn(move || {
-            hold_checker.run(check_every, || checker_stop.load(std::sync::atomic::Ordering::Acquire), |t, q| checker_store.max_offset_in_queue(t, q));
-        })?;
-
-        let mut registry = ProcessorRegistry::new();
-        for code in [RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE, RequestCode::CONSUMER_SEND_MSG_BACK] {
-            registry.register(code, send.clone(), &send_pool);
-        }
-        for code in [RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE] {
-            registry.register(code, pull.clone(), &pull_pool);
-        }
-        registry.register(RequestCode::HEART_BEAT, client.clone(), &heartbeat_pool);
-        for code in [RequestCode::UNREGISTER_CLIENT, RequestCode::CHECK_CLIENT_CONFIG] {
-            registry.register(code, client.clone(), &client_pool);
-        }
-        for code in [RequestCode::GET_CONSUMER_LIST_BY_GROUP, RequestCode::UPDATE_CONSUMER_OFFSET, RequestCode::QUERY_CONSUMER_OFFSET] {
-            registry.register(code, consumer.clone(), &consumer_pool);
-        }
-        for code in [
-            RequestCode::GET_MAX_OFFSET,
-            RequestCode::GET_MIN_OFFSET,
-            RequestCode::GET_EARLIEST_MSG_STORETIME,
-            RequestCode::SEARCH_OFFSET_BY_TIMESTAMP,
-            RequestCode::QUERY_MESSAGE,
-            RequestCode::VIEW_MESSAGE_BY_ID,
-        ] {
-            registry.register(code, query.clone(), &query_pool);
-        }
-        let admin_pool = pool("AdminBrokerThread", broker.config.admin_broker_thread_pool_nums, 10_000)?;
+        refuse_what_is_not_built(&config, &store_config)?;
+        let broker = open(config, store_config)?;
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
-        let end_tx_pool = pool("EndTransactionThread", broker.config.end_transaction_thread_pool_nums, broker.config.end_transaction_pool_queue_capacity)?;
-        let pools = QueuedPools { send: send_pool.clone(), pull: pull_pool.clone(), query: query_pool.clone(), end_transaction: end_tx_pool.clone() };
-        let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools });
-        for code in [
-            RequestCode::GET_BROKER_RUNTIME_INFO,
-            RequestCode::UPDATE_AND_CREATE_TOPIC,
-            RequestCode::DELETE_TOPIC_IN_BROKER,
-            RequestCode::GET_ALL_TOPIC_CONFIG,
-            RequestCode::GET_TOPIC_CONFIG,
-            RequestCode::GET_TOPIC_STATS_INFO,
-            RequestCode::GET_CONSUMER_CONNECTION_LIST,
-            RequestCode::GET_PRODUCER_CONNECTION_LIST,
-            RequestCode::GET_CONSUME_STATS,
-            RequestCode::QUERY_TOPIC_CONSUME_BY_WHO,
-            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-            RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-            RequestCode::DELETE_SUBSCRIPTIONGROUP,
-            RequestCode::GET_BROKER_CONFIG,
-            RequestCode::GET_ALL_CONSUMER_OFFSET,
-            RequestCode::GET_ALL_DELAY_OFFSET,
-        ] {
-            registry.register(code, admin.clone(), &admin_pool);
-        }
-        registry.register(RequestCode::END_TRANSACTION, Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
-        let lock = Arc::new(LockProcessor { broker: broker.clone() });
-        for code in [RequestCode::LOCK_BATCH_MQ, RequestCode::UNLOCK_BATCH_MQ] {
-            registry.register(code, lock.clone(), &consumer_pool);
-        }
-        registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
-
-        let bind: IpAddr = broker.config.bind_address.parse().map_err(|_| StartError::BadAddress(broker.config.bind_address.clone()))?;
-        let server_config = ServerConfig {
-            listen_addr: SocketAddr::new(bind, broker.config.listen_port),
-            connection: ConnectionConfig {
-                idle_timeout: Duration::from_secs(broker.config.server_channel_max_idle_time_seconds.max(1)),
-                ..ConnectionConfig::default()
-            },
-            drain_timeout: Duration::from_secs(10),
-        };
-        let server = RemotingServer::start(server_config, registry).await?;
-
-        let schedule = Arc::new(ScheduleService {
-            store: store.clone(),
-            offsets: delay_offsets,
-            levels: broker.store_config.delay_levels_ms().len(),
-            stop: std::sync::atomic::AtomicBool::new(false),
-        });
-        let runner = schedule.clone();
-        let schedule_thread = std::thread::Builder::new().name("ScheduleMessageService".into()).spawn(move || runner.run())?;
-
-        let checker = Arc::new(TransactionChecker::new(broker.clone()));
-        let runner = checker.clone();
-        let checker_thread = std::thread::Builder::new().name("TransactionalMessageCheckService".into()).spawn(move || runner.run())?;
-
-        // As Java: register once at start, then periodically.
+        let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
+        let (registry, hold) = processors(&broker, &delay_offsets)?;
+        let server = RemotingServer::start(server_config(&broker.config)?, registry).await?;
+        services.extend(background_services(&broker, hold, delay_offsets)?);
+        // As Java: register once at start, then periodically and when asked.
         broker.register(false).await;
-        let mut tasks = Vec::new();
-        let me = broker.clone();
-        let period = Duration::from_millis(broker.config.register_name_server_period_ms.clamp(10_000, 60_000));
-        tasks.push(tokio::spawn(async move {
-            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + Duration::from_secs(10), period);
-            loop {
-                ticker.tick().await;
-                me.register(false).await;
-            }
-        }));
-        let me = broker.clone();
-        let persist_every = Duration::from_millis(broker.config.flush_consumer_offset_interval_ms.max(100));
-        tasks.push(tokio::spawn(async move {
-            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + Duration::from_secs(10), persist_every);
-            loop {
-                ticker.tick().await;
-                if let Err(e) = me.offsets.persist() {
-                    error!(error = %e, "cannot persist consumer offsets");
-                }
-            }
-        }));
-        let me = broker.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                ticker.tick().await;
-                me.stats.sample(store::commit_log::now_ms());
-            }
-        }));
-        let me = broker.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                ticker.tick().await;
-                for group in me.consumers.scan_expired(Instant::now()) {
-                    notify_consumer_ids_changed(&me, &group);
-                }
-                me.producers.scan_expired(Instant::now());
-            }
-        }));
+        let tasks = async_tasks(&broker);
         info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
-        Ok(BrokerController { broker, server, tasks, stop, hold_thread: Some(hold_thread), schedule, schedule_thread: Some(schedule_thread), checker, checker_thread: Some(checker_thread) })
+        Ok(BrokerController { broker, server, tasks, services })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.server.local_addr()
     }
 
-    /// Stops as Java does: unregister, stop serving, persist offsets, shut the store down.
+    /// Stops as Java does: unregister, stop serving, stop the services (the persister writes the
+    /// metadata a last time), shut the store down.
     pub async fn shutdown(mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
         }
         self.broker.unregister().await;
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
         self.server.shutdown().await;
-        if let Some(t) = self.hold_thread.take() {
-            let _ = tokio::task::spawn_blocking(move || t.join()).await;
-        }
-        self.checker.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(t) = self.checker_thread.take() {
-            let _ = tokio::task::spawn_blocking(move || t.join()).await;
-        }
-        self.schedule.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(t) = self.schedule_thread.take() {
-            let _ = tokio::task::spawn_blocking(move || t.join()).await;
-        }
-        if let Err(e) = self.broker.offsets.persist() {
-            error!(error = %e, "cannot persist consumer offsets at shutdown");
-        }
+        let services = std::mem::take(&mut self.services);
+        let _ = tokio::task::spawn_blocking(move || services.iter().rev().for_each(Service::stop)).await;
         let store = self.broker.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         info!("broker stopped");
     }
+}
+
+fn refuse_what_is_not_built(config: &BrokerConfig, store_config: &MessageStoreConfig) -> Result<(), StartError> {
+    if config.acl_enable {
+        return Err(StartError::AclUnsupported);
+    }
+    if store_config.enable_dleger_commit_log {
+        return Err(StartError::DLedgerUnsupported);
+    }
+    Ok(())
+}
+
+/// Opens and starts the store, loads the metadata, and builds the shared state.
+fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<Arc<Broker>, StartError> {
+    let root = store_config.root_dir();
+    let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
+    let store_host = SocketAddr::new(ip1, config.listen_port);
+    let store = tokio::task::block_in_place(|| MessageStore::open(store_config.clone()))?;
+    store.start()?;
+    let identity = BrokerIdentity {
+        cluster: config.broker_cluster_name.clone(),
+        broker_name: config.broker_name.clone(),
+        broker_id: config.broker_id,
+        broker_addr: store_host.to_string(),
+        ha_server_addr: format!("{}:{}", config.broker_ip2, store_config.ha_listen_port),
+    };
+    Ok(Arc::new(Broker {
+        topics: TopicConfigManager::open(&config, &root)?,
+        groups: SubscriptionGroupManager::open(&root)?,
+        offsets: ConsumerOffsetManager::open(&root)?,
+        config,
+        store_config,
+        store,
+        consumers: ConsumerManager::default(),
+        producers: ProducerManager::default(),
+        locks: Default::default(),
+        hold: std::sync::OnceLock::new(),
+        identity,
+        store_host,
+        namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
+        runtime: tokio::runtime::Handle::current(),
+        boot_timestamp: store::commit_log::now_ms(),
+        replicas: Box::new(crate::replication::NoReplicas),
+        stats: Default::default(),
+        registration: Default::default(),
+    }))
+}
+
+/// Every request code on its processor and pool (one bounded pool per family, as Java), and the
+/// long-polling service that parks pulls.
+fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>), StartError> {
+    let c = &broker.config;
+    let send_pool = pool("SendMessageThread", c.send_message_thread_pool_nums, c.send_thread_pool_queue_capacity)?;
+    let pull_pool = pool("PullMessageThread", c.pull_message_thread_pool_nums, c.pull_thread_pool_queue_capacity)?;
+    let query_pool = pool("QueryMessageThread", c.query_message_thread_pool_nums, c.query_thread_pool_queue_capacity)?;
+    let heartbeat_pool = pool("HeartbeatThread", c.heartbeat_thread_pool_nums, c.heartbeat_thread_pool_queue_capacity)?;
+    let client_pool = pool("ClientManageThread", c.client_manage_thread_pool_nums, c.client_manager_thread_pool_queue_capacity)?;
+    let consumer_pool = pool("ConsumerManageThread", c.consumer_manage_thread_pool_nums, c.consumer_manager_thread_pool_queue_capacity)?;
+    let admin_pool = pool("AdminBrokerThread", c.admin_broker_thread_pool_nums, 10_000)?;
+    let end_tx_pool = pool("EndTransactionThread", c.end_transaction_thread_pool_nums, c.end_transaction_pool_queue_capacity)?;
+
+    let send = Arc::new(SendProcessor { broker: broker.clone() });
+    let pull = Arc::new(PullProcessor { broker: broker.clone() });
+    let client = Arc::new(ClientManageProcessor { broker: broker.clone() });
+    let consumer = Arc::new(ConsumerManageProcessor { broker: broker.clone() });
+    let query = Arc::new(QueryProcessor { broker: broker.clone() });
+    let lock = Arc::new(LockProcessor { broker: broker.clone() });
+    let pools = QueuedPools { send: send_pool.clone(), pull: pull_pool.clone(), query: query_pool.clone(), end_transaction: end_tx_pool.clone() };
+    let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools });
+    let hold = long_polling(broker, &pull, &pull_pool);
+
+    let mut registry = ProcessorRegistry::new();
+    let mut on = |codes: &[RequestCode], processor: Arc<dyn remoting::server::RequestProcessor>, pool: &Arc<BusinessPool>| {
+        for code in codes {
+            registry.register(*code, processor.clone(), pool);
+        }
+    };
+    use RequestCode as R;
+    on(&[R::SEND_MESSAGE, R::SEND_MESSAGE_V2, R::SEND_BATCH_MESSAGE, R::CONSUMER_SEND_MSG_BACK], send, &send_pool);
+    on(&[R::PULL_MESSAGE, R::LITE_PULL_MESSAGE], pull, &pull_pool);
+    on(&[R::HEART_BEAT], client.clone(), &heartbeat_pool);
+    on(&[R::UNREGISTER_CLIENT, R::CHECK_CLIENT_CONFIG], client, &client_pool);
+    on(&[R::GET_CONSUMER_LIST_BY_GROUP, R::UPDATE_CONSUMER_OFFSET, R::QUERY_CONSUMER_OFFSET], consumer, &consumer_pool);
+    on(&[R::LOCK_BATCH_MQ, R::UNLOCK_BATCH_MQ], lock, &consumer_pool);
+    on(
+        &[R::GET_MAX_OFFSET, R::GET_MIN_OFFSET, R::GET_EARLIEST_MSG_STORETIME, R::SEARCH_OFFSET_BY_TIMESTAMP, R::QUERY_MESSAGE, R::VIEW_MESSAGE_BY_ID],
+        query,
+        &query_pool,
+    );
+    on(
+        &[
+            R::GET_BROKER_RUNTIME_INFO,
+            R::UPDATE_AND_CREATE_TOPIC,
+            R::DELETE_TOPIC_IN_BROKER,
+            R::GET_ALL_TOPIC_CONFIG,
+            R::GET_TOPIC_CONFIG,
+            R::GET_TOPIC_STATS_INFO,
+            R::GET_CONSUMER_CONNECTION_LIST,
+            R::GET_PRODUCER_CONNECTION_LIST,
+            R::GET_CONSUME_STATS,
+            R::QUERY_TOPIC_CONSUME_BY_WHO,
+            R::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            R::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            R::DELETE_SUBSCRIPTIONGROUP,
+            R::GET_BROKER_CONFIG,
+            R::GET_ALL_CONSUMER_OFFSET,
+            R::GET_ALL_DELAY_OFFSET,
+        ],
+        admin,
+        &admin_pool,
+    );
+    on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
+    registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
+    Ok((registry, hold))
+}
+
+/// The long-polling service: the store's dispatcher wakes parked pulls, which run again on the
+/// pull pool without the right to be parked again.
+fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc<BusinessPool>) -> Arc<PullRequestHoldService> {
+    let (processor, pool) = (pull.clone(), pull_pool.clone());
+    let wake = move |held: HeldPull| {
+        let processor = processor.clone();
+        let channel = held.channel.clone();
+        let request = held.request;
+        let (opaque, serialize_type) = (request.opaque, request.serialize_type);
+        let finish = move |mut response: RemotingCommand| {
+            response.opaque = opaque;
+            response.serialize_type = serialize_type;
+            response.flag |= remoting::command::FLAG_RESPONSE;
+            let _ = channel.send(response);
+        };
+        let busy = finish.clone();
+        let job = move || {
+            let channel = held.channel;
+            if let Some(response) = processor.pull(&channel, request, false) {
+                finish(response);
+            }
+        };
+        if pool.try_execute(job).is_err() {
+            warn!("pull pool full; a woken pull is answered SYSTEM_BUSY");
+            busy(RemotingCommand {
+                code: ResponseCode::SYSTEM_BUSY.0,
+                version: remoting::command::CURRENT_VERSION,
+                remark: Some("[OVERLOAD]system busy, start flow control for a while".into()),
+                ..Default::default()
+            });
+        }
+    };
+    let c = &broker.config;
+    let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), c.max_parked_pulls_per_connection, c.max_parked_pulls));
+    let _ = broker.hold.set(hold.clone());
+    let arrivals = hold.clone();
+    broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
+        arrivals.notify_arriving(topic, queue_id, max_offset, Some(tags_code), Instant::now());
+    }));
+    hold
+}
+
+fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
+    let bind: IpAddr = c.bind_address.parse().map_err(|_| StartError::BadAddress(c.bind_address.clone()))?;
+    Ok(ServerConfig {
+        listen_addr: SocketAddr::new(bind, c.listen_port),
+        connection: ConnectionConfig { idle_timeout: Duration::from_secs(c.server_channel_max_idle_time_seconds.max(1)), ..ConnectionConfig::default() },
+        drain_timeout: Duration::from_secs(10),
+    })
+}
+
+/// The threads that run on their own: the long-polling check (Java: every 5 s, or every
+/// `shortPollingTimeMills` without long polling), delayed delivery, the transaction check.
+fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, delay_offsets: Arc<DelayOffsets>) -> Result<Vec<Service>, StartError> {
+    let c = &broker.config;
+    let check_every = if c.long_polling_enable { Duration::from_secs(5) } else { Duration::from_millis(c.short_polling_time_ms.max(1)) };
+    let store = broker.store.clone();
+    let hold_check = Service::every("PullRequestHoldService", check_every, false, move || {
+        hold.check(Instant::now(), |t, q| store.max_offset_in_queue(t, q));
+    })?;
+    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config.delay_levels_ms().len() };
+    let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || schedule.deliver_all_due())?;
+    let checker = TransactionChecker::new(broker.clone());
+    let transaction_check = Service::every("TransactionalMessageCheckService", checker.interval(), false, move || {
+        checker.check_once(store::commit_log::now_ms())
+    })?;
+    Ok(vec![hold_check, schedule, transaction_check])
+}
+
+/// Name-server registration (every `registerNameServerPeriod`, and when a processor asks), the
+/// stats sampler, and the expiry of silent clients.
+fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    let me = broker.clone();
+    let period = Duration::from_millis(broker.config.register_name_server_period_ms.clamp(10_000, 60_000));
+    tasks.push(tokio::spawn(async move {
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + Duration::from_secs(10), period);
+        loop {
+            let oneway = tokio::select! {
+                _ = ticker.tick() => false,
+                oneway = me.registration.next() => oneway,
+            };
+            me.register(oneway).await;
+        }
+    }));
+    let me = broker.clone();
+    tasks.push(tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            ticker.tick().await;
+            me.stats.sample(store::commit_log::now_ms());
+        }
+    }));
+    let me = broker.clone();
+    tasks.push(tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            ticker.tick().await;
+            for group in me.consumers.scan_expired(Instant::now()) {
+                notify_consumer_ids_changed(&me, &group);
+            }
+            me.producers.scan_expired(Instant::now());
+            me.locks.forget_expired(Instant::now());
+        }
+    }));
+    tasks
 }

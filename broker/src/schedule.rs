@@ -3,15 +3,14 @@
 //! queue in properties; its consume-queue tags code is its delivery time, and this service puts a
 //! copy back into the real topic when that time comes. Progress per level is `delayOffset.json`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use store::commit_log::now_ms;
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use store::message::{properties, MessageToStore};
+use remoting::protocol::name::TopicName;
 use store::store::MessageStore;
-use tracing::{error, warn};
+use tracing::warn;
 
 use crate::delay_offset::DelayOffsets;
 use crate::topic_config::system_topic;
@@ -37,35 +36,19 @@ pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
     msg.queue_id = (level - 1) as i32;
 }
 
+/// Delivers due delayed messages (its loop runs on a [`remoting::service::Service`] every 100 ms);
+/// the broker's persister writes its progress.
 pub struct ScheduleService {
     pub store: Arc<MessageStore>,
     pub offsets: std::sync::Arc<DelayOffsets>,
     pub levels: usize,
-    pub stop: AtomicBool,
 }
 
 impl ScheduleService {
-    /// Delivers what is due, level by level, until stopped; persists progress every 10 s.
-    pub fn run(&self) {
-        let mut since_persist = Duration::ZERO;
-        let tick = Duration::from_millis(100);
-        while !self.stop.load(Ordering::Acquire) {
-            for level in 1..=self.levels {
-                self.deliver_due(level);
-            }
-            std::thread::sleep(tick);
-            since_persist += tick;
-            if since_persist >= Duration::from_secs(10) {
-                since_persist = Duration::ZERO;
-                self.persist();
-            }
-        }
-        self.persist();
-    }
-
-    pub fn persist(&self) {
-        if let Err(e) = self.offsets.persist() {
-            error!(error = %e, "cannot persist delay offsets");
+    /// One pass: everything due, level by level.
+    pub fn deliver_all_due(&self) {
+        for level in 1..=self.levels {
+            self.deliver_due(level);
         }
     }
 
@@ -99,10 +82,17 @@ impl ScheduleService {
 /// had, `DELAY`, `REAL_TOPIC` and `REAL_QID` included (it clears `DELAY` only after serialising
 /// them), and consumers see them; we do the same, except that `WAIT=false` keeps delivery from
 /// waiting for a SYNC flush (Java passes that outside the properties).
+///
+/// `REAL_TOPIC` and `REAL_QID` are properties, so they must name a topic and queue the store can
+/// hold; a message that names none is not delivered (and is reported).
 fn real_message(bytes: &[u8]) -> Option<MessageToStore> {
     let Ok(RecordAt::Record(r)) = decode_record(bytes, false) else { return None };
-    let topic = r.property(properties::REAL_TOPIC)?.to_owned();
-    let queue_id = r.property(properties::REAL_QID)?.parse().ok()?;
+    let destination = r.property(properties::REAL_TOPIC).and_then(|t| TopicName::new(t).ok()).zip(r.property(properties::REAL_QID).and_then(|q| q.parse::<u16>().ok()));
+    let Some((topic, queue_id)) = destination else {
+        warn!(offset = r.physical_offset, real_topic = r.property(properties::REAL_TOPIC), real_qid = r.property(properties::REAL_QID), "delayed message names no valid topic and queue; not delivered");
+        return None;
+    };
+    let (topic, queue_id) = (topic.into_string(), i32::from(queue_id));
     let mut props = properties::parse(r.properties);
     props.insert(properties::WAIT.to_owned(), "false".to_owned());
     let mut msg = r.to_message();

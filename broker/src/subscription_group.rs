@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use parking_lot::RwLock;
+use remoting::protocol::name::GroupName;
 use remoting::protocol::topic::DataVersion;
 use serde::{Deserialize, Serialize};
 
@@ -258,7 +259,7 @@ impl SubscriptionGroupManager {
 
     /// Java's `findSubscriptionGroupConfig`: an unknown group is created with the defaults when
     /// `auto_create` (`autoCreateSubscriptionGroup`) is on or it is a `CID_RMQ_SYS_` group.
-    pub fn find_or_create(&self, group: &str, auto_create: bool) -> Option<SubscriptionGroupConfig> {
+    pub fn find_or_create(&self, group: &GroupName, auto_create: bool) -> Option<SubscriptionGroupConfig> {
         if let Some(found) = self.select(group) {
             return Some(found);
         }
@@ -266,40 +267,46 @@ impl SubscriptionGroupManager {
             return None;
         }
         let mut table = self.table.write();
-        if let Some(found) = table.subscription_group_table.get(group) {
+        if let Some(found) = table.subscription_group_table.get(group.as_str()) {
             return Some(found.clone());
         }
         let created = SubscriptionGroupConfig::new(group);
-        tracing::info!(group, "subscription group created");
-        table.subscription_group_table.insert(group.to_owned(), created.clone());
+        tracing::info!(%group, "subscription group created");
+        table.subscription_group_table.insert(group.as_str().to_owned(), created.clone());
         config_file::next_version(&mut table.data_version);
-        if let Err(e) = self.persist_locked(&table) {
-            tracing::error!(error = %e, "cannot persist subscription groups");
-        }
+        drop(table);
+        // Written by the persister: a pull or heartbeat never waits for the disk.
+        self.file.mark_dirty();
         Some(created)
     }
 
-    /// Creates or replaces a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).
-    pub fn update(&self, config: SubscriptionGroupConfig) -> Result<(), ConfigFileError> {
-        let mut table = self.table.write();
-        match table.subscription_group_table.insert(config.group_name.clone(), config.clone()) {
-            Some(old) => tracing::info!(?old, new = ?config, "subscription group updated"),
-            None => tracing::info!(new = ?config, "subscription group created"),
+    /// Creates or replaces a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP), answered once written.
+    pub fn update(&self, group: &GroupName, mut config: SubscriptionGroupConfig) -> Result<(), ConfigFileError> {
+        config.group_name = group.as_str().to_owned();
+        {
+            let mut table = self.table.write();
+            match table.subscription_group_table.insert(config.group_name.clone(), config.clone()) {
+                Some(old) => tracing::info!(?old, new = ?config, "subscription group updated"),
+                None => tracing::info!(new = ?config, "subscription group created"),
+            }
+            config_file::next_version(&mut table.data_version);
         }
-        config_file::next_version(&mut table.data_version);
-        self.persist_locked(&table)
+        self.persist()
     }
 
     /// Removes a group; `Ok(None)` when there was none (nothing is written then).
     pub fn delete(&self, group: &str) -> Result<Option<SubscriptionGroupConfig>, ConfigFileError> {
-        let mut table = self.table.write();
-        let Some(old) = table.subscription_group_table.remove(group) else {
-            tracing::warn!(group, "delete subscription group: no such group");
-            return Ok(None);
+        let old = {
+            let mut table = self.table.write();
+            let Some(old) = table.subscription_group_table.remove(group) else {
+                tracing::warn!(group, "delete subscription group: no such group");
+                return Ok(None);
+            };
+            table.forbidden_table.remove(group);
+            config_file::next_version(&mut table.data_version);
+            old
         };
-        table.forbidden_table.remove(group);
-        config_file::next_version(&mut table.data_version);
-        self.persist_locked(&table)?;
+        self.persist()?;
         Ok(Some(old))
     }
 
@@ -312,13 +319,23 @@ impl SubscriptionGroupManager {
         self.table.read().clone()
     }
 
-    /// Writes the file now.
-    pub fn persist(&self) -> Result<(), ConfigFileError> {
-        self.persist_locked(&self.table.read())
+    /// The file this manager writes (the persister wakes on its changes).
+    pub fn file(&self) -> &ConfigFile {
+        &self.file
     }
 
-    fn persist_locked(&self, table: &SubscriptionGroupFile) -> Result<(), ConfigFileError> {
-        self.file.persist(table)
+    /// Writes the file now.
+    pub fn persist(&self) -> Result<(), ConfigFileError> {
+        self.file.persist_now(|| self.encode())
+    }
+
+    /// Writes the file if a change is not on disk yet (the persister's tick).
+    pub fn persist_if_dirty(&self) -> Result<bool, ConfigFileError> {
+        self.file.persist_if_dirty(|| self.encode())
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        remoting::fastjson::to_vec(&*self.table.read(), remoting::fastjson::JsonStyle::FastjsonPretty)
     }
 }
 
@@ -344,13 +361,17 @@ mod tests {
     fn unknown_groups_are_created_only_when_allowed() {
         let dir = tempfile::tempdir().unwrap();
         let m = SubscriptionGroupManager::open(dir.path()).unwrap();
-        assert_eq!(m.find_or_create("g1", false), None);
+        let g1 = GroupName::new("g1").unwrap();
+        assert_eq!(m.find_or_create(&g1, false), None);
         assert_eq!(m.data_version().counter, 0);
-        assert_eq!(m.find_or_create("g1", true), Some(SubscriptionGroupConfig::new("g1")));
+        assert_eq!(m.find_or_create(&g1, true), Some(SubscriptionGroupConfig::new("g1")));
         assert_eq!(m.data_version().counter, 1);
-        assert!(m.find_or_create("CID_RMQ_SYS_X", false).is_some(), "system groups are always created");
-        assert_eq!(m.find_or_create("g1", true).map(|g| g.group_name), Some("g1".to_owned()));
+        assert!(m.find_or_create(&GroupName::new("CID_RMQ_SYS_X").unwrap(), false).is_some(), "system groups are always created");
+        assert_eq!(m.find_or_create(&g1, true).map(|g| g.group_name), Some("g1".to_owned()));
         assert_eq!(m.data_version().counter, 2);
+        assert!(m.file().is_dirty(), "auto-created groups are left to the persister");
+        assert!(m.persist_if_dirty().unwrap());
+        assert!(!m.persist_if_dirty().unwrap(), "one write covers every change before it");
         drop(m);
         let again = SubscriptionGroupManager::open(dir.path()).unwrap();
         assert!(again.select("g1").is_some());
@@ -361,9 +382,10 @@ mod tests {
     fn update_and_delete_persist_and_bump_the_version() {
         let dir = tempfile::tempdir().unwrap();
         let m = SubscriptionGroupManager::open(dir.path()).unwrap();
-        m.update(SubscriptionGroupConfig { retry_max_times: 3, ..SubscriptionGroupConfig::new("g") }).unwrap();
+        let name = |g: &str| GroupName::new(g).unwrap();
+        m.update(&name("g"), SubscriptionGroupConfig { retry_max_times: 3, ..SubscriptionGroupConfig::new("g") }).unwrap();
         assert_eq!(m.delete("nope").unwrap(), None);
-        m.update(SubscriptionGroupConfig::new("gone")).unwrap();
+        m.update(&name("gone"), SubscriptionGroupConfig::new("gone")).unwrap();
         assert!(m.delete("gone").unwrap().is_some());
         assert_eq!(m.data_version().counter, 3);
         drop(m);

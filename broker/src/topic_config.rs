@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use parking_lot::RwLock;
+use remoting::protocol::name::TopicName;
 use remoting::protocol::perm;
 use remoting::protocol::topic::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 
@@ -32,18 +33,33 @@ pub mod system_topic {
     pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
     pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
     pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
+    /// 5.x system topics start with this (Java `TopicValidator.SYSTEM_TOPIC_PREFIX`).
+    pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 
     /// `<cluster>_REPLY_TOPIC`.
     pub fn reply_topic(cluster: &str) -> String {
         format!("{cluster}_{REPLY_TOPIC_POSTFIX}")
     }
 
-    pub fn retry_topic(group: &str) -> String {
-        format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")
+    /// Java's `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`: topics only the broker itself writes.
+    /// A client writing them could forge delayed deliveries, half messages or the op records that
+    /// end other producers' transactions.
+    pub const NOT_ALLOWED_SEND: [&str; 6] = [SCHEDULE, TRANS_HALF, TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT];
+
+    pub fn is_not_allowed_send(topic: &str) -> bool {
+        NOT_ALLOWED_SEND.contains(&topic)
     }
 
-    pub fn dlq_topic(group: &str) -> String {
-        format!("{DLQ_GROUP_TOPIC_PREFIX}{group}")
+    /// Java's `TopicValidator.isSystemTopic` (4.9.7's set plus the `rmq_sys_` prefix).
+    pub fn is_system_topic(topic: &str) -> bool {
+        [AUTO_CREATE_TEMPLATE, SCHEDULE, BENCHMARK, TRANS_HALF, "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT]
+            .contains(&topic)
+            || topic.starts_with(SYSTEM_TOPIC_PREFIX)
+    }
+
+    /// A system topic name, checked once (they are literals).
+    pub fn name(topic: &'static str) -> super::TopicName {
+        super::TopicName::new(topic).unwrap_or_else(|e| panic!("system topic {topic}: {e}"))
     }
 }
 
@@ -145,26 +161,33 @@ impl TopicConfigManager {
         TopicConfigSerializeWrapper { data_version: table.version.clone(), topic_config_table: table.topics.clone() }
     }
 
-    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC).
-    pub fn update(&self, config: TopicConfig) -> Result<(), ConfigFileError> {
-        let mut table = self.table.write();
-        match table.topics.insert(config.topic_name.clone(), config.clone()) {
-            Some(old) => tracing::info!(?old, new = ?config, "topic config updated"),
-            None => tracing::info!(new = ?config, "topic created"),
+    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC); answered once the file is written,
+    /// as Java's synchronous persist.
+    pub fn update(&self, topic: &TopicName, mut config: TopicConfig) -> Result<(), ConfigFileError> {
+        config.topic_name = topic.as_str().to_owned();
+        {
+            let mut table = self.table.write();
+            match table.topics.insert(config.topic_name.clone(), config.clone()) {
+                Some(old) => tracing::info!(?old, new = ?config, "topic config updated"),
+                None => tracing::info!(new = ?config, "topic created"),
+            }
+            config_file::next_version(&mut table.version);
         }
-        config_file::next_version(&mut table.version);
-        self.persist_locked(&table)
+        self.persist()
     }
 
     /// Removes a topic; `Ok(None)` when there was none (nothing is written then).
     pub fn delete(&self, topic: &str) -> Result<Option<TopicConfig>, ConfigFileError> {
-        let mut table = self.table.write();
-        let Some(old) = table.topics.remove(topic) else {
-            tracing::warn!(topic, "delete topic: no such topic");
-            return Ok(None);
+        let old = {
+            let mut table = self.table.write();
+            let Some(old) = table.topics.remove(topic) else {
+                tracing::warn!(topic, "delete topic: no such topic");
+                return Ok(None);
+            };
+            config_file::next_version(&mut table.version);
+            old
         };
-        config_file::next_version(&mut table.version);
-        self.persist_locked(&table)?;
+        self.persist()?;
         Ok(Some(old))
     }
 
@@ -174,19 +197,19 @@ impl TopicConfigManager {
     /// without INHERIT. `None` when there is no usable template.
     pub fn create_topic_in_send_message_method(
         &self,
-        topic: &str,
+        topic: &TopicName,
         default_topic: &str,
         remote_addr: &str,
         client_default_queue_nums: i32,
         topic_sys_flag: i32,
     ) -> Option<Obtained> {
         let mut table = self.table.write();
-        if let Some(existing) = table.topics.get(topic) {
+        if let Some(existing) = table.topics.get(topic.as_str()) {
             return Some(Obtained::Existing(existing.clone()));
         }
         let auto_create = self.auto_create_topic_enable;
         let Some(template) = table.topics.get_mut(default_topic) else {
-            tracing::warn!(topic, default_topic, producer = remote_addr, "cannot create topic: no such template topic");
+            tracing::warn!(%topic, default_topic, producer = remote_addr, "cannot create topic: no such template topic");
             return None;
         };
         if default_topic == system_topic::AUTO_CREATE_TEMPLATE && !auto_create {
@@ -194,7 +217,7 @@ impl TopicConfigManager {
             template.perm = perm::READ | perm::WRITE;
         }
         if template.perm & perm::INHERIT == 0 {
-            tracing::warn!(topic, default_topic, perm = template.perm, producer = remote_addr, "cannot create topic: template lacks INHERIT");
+            tracing::warn!(%topic, default_topic, perm = template.perm, producer = remote_addr, "cannot create topic: template lacks INHERIT");
             return None;
         }
         let queues = client_default_queue_nums.min(template.write_queue_nums).max(0);
@@ -207,16 +230,17 @@ impl TopicConfigManager {
             ..TopicConfig::new(topic)
         };
         tracing::info!(config = ?created, default_topic, producer = remote_addr, "topic created from template");
-        table.topics.insert(topic.to_owned(), created.clone());
+        table.topics.insert(topic.as_str().to_owned(), created.clone());
         config_file::next_version(&mut table.version);
-        self.persist_or_log(&table);
+        drop(table);
+        self.file.mark_dirty();
         Some(Obtained::Created(created))
     }
 
     /// Java's `createTopicInSendMessageBackMethod`: retry and dead-letter topics, made as asked.
     pub fn create_topic_in_send_message_back_method(
         &self,
-        topic: &str,
+        topic: &TopicName,
         client_default_queue_nums: i32,
         perm: i32,
         topic_sys_flag: i32,
@@ -225,7 +249,7 @@ impl TopicConfigManager {
             return Obtained::Existing(existing);
         }
         let mut table = self.table.write();
-        if let Some(existing) = table.topics.get(topic) {
+        if let Some(existing) = table.topics.get(topic.as_str()) {
             return Obtained::Existing(existing.clone());
         }
         let created = TopicConfig {
@@ -236,33 +260,39 @@ impl TopicConfigManager {
             ..TopicConfig::new(topic)
         };
         tracing::info!(config = ?created, "topic created");
-        table.topics.insert(topic.to_owned(), created.clone());
+        table.topics.insert(topic.as_str().to_owned(), created.clone());
         config_file::next_version(&mut table.version);
-        self.persist_or_log(&table);
+        drop(table);
+        self.file.mark_dirty();
         Obtained::Created(created)
+    }
+
+    /// The file this manager writes (the persister wakes on its changes).
+    pub fn file(&self) -> &ConfigFile {
+        &self.file
     }
 
     /// Writes the file now.
     pub fn persist(&self) -> Result<(), ConfigFileError> {
-        self.persist_locked(&self.table.read())
+        self.file.persist_now(|| self.encode())
     }
 
-    fn persist_locked(&self, table: &Table) -> Result<(), ConfigFileError> {
-        // Serialized from borrowed parts: no copy of the table.
+    /// Writes the file if a change is not on disk yet (the persister's tick). Java logs a failed
+    /// write and keeps the change in memory; so do we, and the next tick tries again.
+    pub fn persist_if_dirty(&self) -> Result<bool, ConfigFileError> {
+        self.file.persist_if_dirty(|| self.encode())
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        // Serialized from borrowed parts under the read lock: no copy of the table, no IO.
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct TopicsFile<'a> {
             data_version: &'a DataVersion,
             topic_config_table: &'a BTreeMap<String, TopicConfig>,
         }
-        self.file.persist(&TopicsFile { data_version: &table.version, topic_config_table: &table.topics })
-    }
-
-    /// Java logs a failed write and keeps the change in memory; so do we on the send path.
-    fn persist_or_log(&self, table: &Table) {
-        if let Err(e) = self.persist_locked(table) {
-            tracing::error!(error = %e, "cannot persist topics");
-        }
+        let table = self.table.read();
+        remoting::fastjson::to_vec(&TopicsFile { data_version: &table.version, topic_config_table: &table.topics }, remoting::fastjson::JsonStyle::FastjsonPretty)
     }
 }
 
@@ -280,6 +310,15 @@ mod tests {
 
     fn open(dir: &Path, broker: &BrokerConfig) -> TopicConfigManager {
         TopicConfigManager::open(broker, dir).unwrap()
+    }
+
+    fn name(topic: &str) -> TopicName {
+        TopicName::new(topic).unwrap()
+    }
+
+    /// As the broker's persister does at shutdown.
+    fn close(m: TopicConfigManager) {
+        m.persist_if_dirty().unwrap();
     }
 
     #[test]
@@ -327,10 +366,10 @@ mod tests {
     fn every_change_bumps_the_version_and_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
-        m.update(topic("TopicTest", 4, 6)).unwrap();
-        m.update(TopicConfig { order: true, ..topic("TopicTest", 8, 6) }).unwrap();
+        m.update(&name("TopicTest"), topic("TopicTest", 4, 6)).unwrap();
+        m.update(&name("TopicTest"), TopicConfig { order: true, ..topic("TopicTest", 8, 6) }).unwrap();
         assert_eq!(m.delete("nope").unwrap(), None);
-        m.update(topic("Gone", 1, 6)).unwrap();
+        m.update(&name("Gone"), topic("Gone", 1, 6)).unwrap();
         assert!(m.delete("Gone").unwrap().is_some());
         let version = m.data_version();
         assert_eq!(version.counter, 4);
@@ -348,7 +387,7 @@ mod tests {
     fn the_file_wins_over_the_built_in_system_topics() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
-        m.update(topic("TBW102", 4, 7)).unwrap();
+        m.update(&name("TBW102"), topic("TBW102", 4, 7)).unwrap();
         drop(m);
         assert_eq!(open(dir.path(), &broker()).select("TBW102").map(|t| t.write_queue_nums), Some(4));
     }
@@ -358,17 +397,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
         let v0 = m.data_version().counter;
-        let made = m.create_topic_in_send_message_method("NewTopic", "TBW102", "10.0.0.9:5000", 4, 0).unwrap();
+        let made = m.create_topic_in_send_message_method(&name("NewTopic"), "TBW102", "10.0.0.9:5000", 4, 0).unwrap();
         assert!(made.was_created());
         let tc = made.config();
         assert_eq!((tc.read_queue_nums, tc.write_queue_nums, tc.perm), (4, 4, 6));
         assert_eq!(m.data_version().counter, v0 + 1);
-        let more = m.create_topic_in_send_message_method("Wide", "TBW102", "p", 64, 1).unwrap().into_config();
+        let more = m.create_topic_in_send_message_method(&name("Wide"), "TBW102", "p", 64, 1).unwrap().into_config();
         assert_eq!((more.write_queue_nums, more.topic_sys_flag), (8, 1), "never more queues than the template");
-        let again = m.create_topic_in_send_message_method("NewTopic", "TBW102", "p", 2, 0).unwrap();
+        let again = m.create_topic_in_send_message_method(&name("NewTopic"), "TBW102", "p", 2, 0).unwrap();
         assert!(!again.was_created());
         assert_eq!(again.config().write_queue_nums, 4);
-        drop(m);
+        assert!(m.file().is_dirty(), "the send path leaves the write to the persister");
+        close(m);
         assert!(open(dir.path(), &broker()).contains("NewTopic"));
     }
 
@@ -376,29 +416,37 @@ mod tests {
     fn a_template_without_inherit_or_a_missing_one_creates_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
-        assert_eq!(m.create_topic_in_send_message_method("X", "SELF_TEST_TOPIC", "p", 4, 0), None);
-        assert_eq!(m.create_topic_in_send_message_method("X", "NoSuchTemplate", "p", 4, 0), None);
+        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "SELF_TEST_TOPIC", "p", 4, 0), None);
+        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "NoSuchTemplate", "p", 4, 0), None);
         assert!(!m.contains("X"));
     }
 
     #[test]
     fn a_stored_tbw102_is_no_template_when_auto_create_is_off() {
         let dir = tempfile::tempdir().unwrap();
-        open(dir.path(), &broker()).update(topic("TBW102", 8, 7)).unwrap();
+        open(dir.path(), &broker()).update(&name("TBW102"), topic("TBW102", 8, 7)).unwrap();
         let m = open(dir.path(), &BrokerConfig { auto_create_topic_enable: false, ..broker() });
-        assert_eq!(m.create_topic_in_send_message_method("X", "TBW102", "p", 4, 0), None);
+        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "TBW102", "p", 4, 0), None);
         assert_eq!(m.select("TBW102").map(|t| t.perm), Some(6));
+    }
+
+    #[test]
+    fn only_the_broker_writes_its_system_topics() {
+        for t in ["SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"] {
+            assert!(system_topic::is_not_allowed_send(t), "{t}");
+            assert_eq!(system_topic::name(t), t);
+        }
+        assert!(!system_topic::is_not_allowed_send("TopicTest"));
+        assert!(system_topic::is_system_topic("rmq_sys_wheel_timer") && !system_topic::is_system_topic("%RETRY%g"));
     }
 
     #[test]
     fn retry_topics_are_made_as_asked() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
-        let made = m.create_topic_in_send_message_back_method("%RETRY%g", 1, 6, 0);
+        let made = m.create_topic_in_send_message_back_method(&name("%RETRY%g"), 1, 6, 0);
         assert!(made.was_created());
         assert_eq!(made.config().write_queue_nums, 1);
-        assert!(!m.create_topic_in_send_message_back_method("%RETRY%g", 3, 2, 0).was_created());
-        assert_eq!(system_topic::retry_topic("g"), "%RETRY%g");
-        assert_eq!(system_topic::dlq_topic("g"), "%DLQ%g");
+        assert!(!m.create_topic_in_send_message_back_method(&name("%RETRY%g"), 3, 2, 0).was_created());
     }
 }

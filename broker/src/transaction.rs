@@ -7,12 +7,12 @@
 //! at most `transactionCheckMax` times.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::perm;
 use remoting::{command_header, RemotingCommand, RequestCode};
 use store::commit_log::{now_ms, PutMessageResult};
@@ -28,6 +28,10 @@ use crate::topic_config::system_topic;
 
 /// The group whose consumer offsets track how far the half and op queues were checked.
 pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
+
+fn check_group() -> GroupName {
+    GroupName::new(CHECK_GROUP).unwrap_or_else(|e| panic!("{CHECK_GROUP}: {e}"))
+}
 const TRAN_MSG: &str = "TRAN_MSG";
 const PGROUP: &str = "PGROUP";
 const CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
@@ -37,6 +41,7 @@ const REMOVE_TAG: &str = "d";
 
 command_header! {
     /// END_TRANSACTION.
+    #[derive(Default)]
     pub struct EndTransactionRequestHeader {
         pub producer_group: String => "producerGroup",
         pub tran_state_table_offset: i64 => "tranStateTableOffset",
@@ -50,6 +55,7 @@ command_header! {
 
 command_header! {
     /// CHECK_TRANSACTION_STATE (broker to producer).
+    #[derive(Default)]
     pub struct CheckTransactionStateRequestHeader {
         pub tran_state_table_offset: i64 => "tranStateTableOffset",
         pub commit_log_offset: i64 => "commitLogOffset",
@@ -80,7 +86,7 @@ pub fn to_half(msg: &mut MessageToStore) {
 /// Makes sure the half and op topics exist (Java creates them on first use).
 pub fn ensure_topics(b: &Broker) {
     for topic in [system_topic::TRANS_HALF, system_topic::TRANS_OP_HALF] {
-        b.topics.create_topic_in_send_message_back_method(topic, 1, perm::READ | perm::WRITE, 0);
+        b.topics.create_topic_in_send_message_back_method(&system_topic::name(topic), 1, perm::READ | perm::WRITE, 0);
     }
 }
 
@@ -126,9 +132,12 @@ pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting:
         return Err((C::SYSTEM_ERROR, "The commit log offset wrong".to_owned()));
     }
     if h.commit_or_rollback == TRANSACTION_COMMIT_TYPE {
+        let Some((topic, queue_id)) = real_destination(&half) else {
+            return Err((C::SYSTEM_ERROR, "the prepared message names no valid topic and queue".to_owned()));
+        };
         let mut msg = half.to_message();
-        msg.topic = half.property(properties::REAL_TOPIC).unwrap_or_default().to_owned();
-        msg.queue_id = half.property(properties::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
+        msg.topic = topic.into_string();
+        msg.queue_id = queue_id;
         msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE;
         msg.prepared_transaction_offset = h.commit_log_offset;
         with_properties(&mut msg, |p| {
@@ -146,30 +155,31 @@ pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting:
     Ok(())
 }
 
+/// Where a half message goes once committed: its `REAL_TOPIC` and `REAL_QID`, which must name a
+/// topic and queue the store can hold (they are properties, so anything could be in them).
+fn real_destination(half: &DecodedRecord<'_>) -> Option<(TopicName, i32)> {
+    let topic = TopicName::new(half.property(properties::REAL_TOPIC)?).ok()?;
+    let queue_id = half.property(properties::REAL_QID)?.parse::<u16>().ok()?;
+    Some((topic, i32::from(queue_id)))
+}
+
 /// The check-back service.
+/// The check-back pass; the broker runs [`TransactionChecker::check_once`] on a
+/// [`remoting::service::Service`] every `transactionCheckInterval`.
 pub struct TransactionChecker {
     pub broker: Arc<Broker>,
-    pub stop: AtomicBool,
     /// Half queue offsets known to be done (from op records), above the checked offset.
     done: Mutex<BTreeSet<i64>>,
 }
 
 impl TransactionChecker {
     pub fn new(broker: Arc<Broker>) -> Self {
-        TransactionChecker { broker, stop: AtomicBool::new(false), done: Mutex::new(BTreeSet::new()) }
+        TransactionChecker { broker, done: Mutex::new(BTreeSet::new()) }
     }
 
-    pub fn run(&self) {
-        let interval = Duration::from_millis(self.broker.config.transaction_check_interval_ms.max(100));
-        let mut waited = Duration::ZERO;
-        while !self.stop.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(100));
-            waited += Duration::from_millis(100);
-            if waited >= interval {
-                waited = Duration::ZERO;
-                self.check_once(now_ms());
-            }
-        }
+    /// How often the broker runs a pass.
+    pub fn interval(&self) -> Duration {
+        Duration::from_millis(self.broker.config.transaction_check_interval_ms.max(100))
     }
 
     /// One pass: learn what the op queue says is done, then check half messages old enough.
@@ -187,7 +197,7 @@ impl TransactionChecker {
                 }
                 op_offset += 1;
             }
-            b.offsets.commit_offset("", CHECK_GROUP, system_topic::TRANS_OP_HALF, 0, op_offset);
+            b.offsets.commit_offset("", &check_group(), &system_topic::name(system_topic::TRANS_OP_HALF), 0, op_offset);
         }
         let mut checked = b.offsets.query_offset(CHECK_GROUP, system_topic::TRANS_HALF, 0).unwrap_or(0).max(half_cq.min_offset());
         let mut offset = checked;
@@ -208,11 +218,13 @@ impl TransactionChecker {
         while done.remove(&checked) {
             checked += 1;
         }
-        b.offsets.commit_offset("", CHECK_GROUP, system_topic::TRANS_HALF, 0, checked);
+        b.offsets.commit_offset("", &check_group(), &system_topic::name(system_topic::TRANS_HALF), 0, checked);
     }
 
-    /// Gives up on a half message checked too often, or puts a fresh copy back with one more
-    /// check counted and asks the producer group about that copy.
+    /// Gives up on a half message checked too often; otherwise puts a fresh copy back with one
+    /// more check counted (as Java's `putBackHalfMsgQueue`), whether or not a producer of its
+    /// group is online, and asks a live producer about that copy. A copy put back while its
+    /// producer is away is checked again on a later pass, once the producer may have returned.
     fn check_one(&self, half: &DecodedRecord<'_>, offset: i64) {
         let b = &self.broker;
         let checks = half.property(CHECK_TIMES).and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
@@ -221,12 +233,9 @@ impl TransactionChecker {
             write_op(b, offset);
             return;
         }
-        let Some(group) = half.property(PGROUP) else {
+        let (Some(group), Some((real_topic, real_queue))) = (half.property(PGROUP), real_destination(half)) else {
+            warn!(offset, "half message without a producer group or a valid destination; discarded");
             write_op(b, offset);
-            return;
-        };
-        let Some(channel) = b.producers.any_channel(group) else {
-            debug!(group, "no live producer to check a transaction with");
             return;
         };
         let mut copy = half.to_message();
@@ -240,10 +249,14 @@ impl TransactionChecker {
             return;
         };
         write_op(b, offset);
+        let Some(channel) = b.producers.any_channel(group) else {
+            debug!(group, "no live producer to check a transaction with; it is put back for a later check");
+            return;
+        };
         // The producer sees the message in its real topic and queue.
         let mut real = copy.clone();
-        real.topic = half.property(properties::REAL_TOPIC).unwrap_or_default().to_owned();
-        real.queue_id = half.property(properties::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
+        real.topic = real_topic.into_string();
+        real.queue_id = real_queue;
         let Ok(mut record) = encode_record(&real) else { return };
         record.stamp(StampedFields { queue_offset: a.logics_offset, physical_offset: a.wrote_offset, store_timestamp: a.store_timestamp });
         let uniq = half.property(properties::UNIQ_KEY).map(str::to_owned);

@@ -259,8 +259,9 @@ fn java_5_members_survive_a_round_trip_through_us() {
 fn a_change_after_loading_java_files_keeps_javas_version_counting() {
     let dir = store_with("topics.json", &golden("4.9.7", "topics.json"));
     let m = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
-    m.create_topic_in_send_message_back_method("%RETRY%group-b", 1, 6, 0);
+    m.create_topic_in_send_message_back_method(&remoting::protocol::name::TopicName::new("%RETRY%group-b").unwrap(), 1, 6, 0);
     assert_eq!(m.data_version().counter, 8);
+    m.persist_if_dirty().unwrap();
     assert_eq!(
         std::fs::read(config_path(dir.path(), "topics.json.bak")).unwrap(),
         golden("4.9.7", "topics.json"),

@@ -2,89 +2,15 @@
 
 use std::time::{Duration, Instant};
 
-use broker::config::{apply_properties, apply_startup_rules};
+use broker::config::apply_properties;
 use broker::controller::BrokerController;
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::protocol::broker::*;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use store::message::record::{decode_record, RecordAt};
 
-const TIMEOUT: Duration = Duration::from_secs(10);
+mod common;
 
-async fn start(dir: &std::path::Path, extra: &[(&str, &str)]) -> BrokerController {
-    let mut props: indexmap::IndexMap<String, String> = [
-        ("brokerIP1", "127.0.0.1"),
-        ("brokerIP2", "127.0.0.1"),
-        ("bindAddress", "127.0.0.1"),
-        ("listenPort", "0"),
-        ("storePathRootDir", dir.to_str().unwrap()),
-        ("mappedFileSizeCommitLog", "4194304"),
-        ("namesrvAddr", ""),
-    ]
-    .iter()
-    .chain(extra)
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    props.insert("haListenPort".into(), "1".into());
-    let (mut broker, store, _) = apply_properties(&props).unwrap();
-    apply_startup_rules(&mut broker, &store).unwrap();
-    BrokerController::start(broker, store).await.unwrap()
-}
-
-fn send(topic: &str, queue: i32, body: &str, props: &str) -> RemotingCommand {
-    let h = SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: queue,
-        sys_flag: 0,
-        born_timestamp: 1,
-        flag: 0,
-        properties: Some(props.into()),
-        ..Default::default()
-    };
-    RemotingCommand::request_with_header(RequestCode::SEND_MESSAGE_V2, &SendMessageRequestHeaderV2::from(h)).with_body(body.as_bytes().to_vec())
-}
-
-fn pull(topic: &str, queue: i32, offset: i64, suspend_ms: i64) -> RemotingCommand {
-    let h = PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: topic.into(),
-        queue_id: queue,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: 0x04 | if suspend_ms > 0 { 0x02 } else { 0 },
-        suspend_timeout_millis: suspend_ms,
-        subscription: Some("*".into()),
-        ..Default::default()
-    };
-    RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &h)
-}
-
-/// Pulls until the queue answers SUCCESS (dispatch runs behind the append), or fails at the deadline.
-async fn pull_found(c: &RemotingClient, addr: &str, topic: &str, queue: i32, offset: i64) -> RemotingCommand {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let r = c.invoke(addr, pull(topic, queue, offset, 0), TIMEOUT).await.unwrap();
-        if r.code == 0 {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "{topic}/{queue}@{offset} never became readable: {:?}", r.remark);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn bodies(response: &RemotingCommand) -> Vec<(String, String, i32)> {
-    let mut out = Vec::new();
-    let mut rest = response.body_bytes();
-    while !rest.is_empty() {
-        let Ok(RecordAt::Record(r)) = decode_record(rest, true) else { panic!("bad record in pull body") };
-        out.push((r.topic.to_owned(), String::from_utf8_lossy(r.body).into_owned(), r.reconsume_times));
-        rest = &rest[r.store_size as usize..];
-    }
-    out
-}
+use common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sends_are_pulled_back_and_a_parked_pull_wakes_on_arrival() {
@@ -160,7 +86,15 @@ async fn send_back_goes_to_the_retry_topic_and_then_to_the_dlq() {
     let offset = store::message::decode_offset_message_id(r.ext("msgId").unwrap()).unwrap().1;
     // delayLevel -1 sends straight to the DLQ; level 1 to the retry topic after 1 s.
     let back = |delay: i32| {
-        let h = ConsumerSendMsgBackRequestHeader { offset, group: "workers".into(), delay_level: delay, max_reconsume_times: Some(16), ..Default::default() };
+        let h = ConsumerSendMsgBackRequestHeader {
+            offset,
+            group: group("workers"),
+            delay_level: delay,
+            origin_msg_id: None,
+            origin_topic: None,
+            unit_mode: None,
+            max_reconsume_times: Some(16),
+        };
         RemotingCommand::request_with_header(RequestCode::CONSUMER_SEND_MSG_BACK, &h)
     };
     assert_eq!(c.invoke(&addr, back(1), TIMEOUT).await.unwrap().code, 0);
@@ -190,11 +124,13 @@ async fn bad_requests_get_javas_codes_and_remarks() {
     assert_eq!(r.response_code(), ResponseCode::TOPIC_NOT_EXIST);
     assert!(r.remark.as_deref().unwrap().starts_with("topic[Unknown] not exist, apply first please!"));
     assert_eq!(r.ext("MSG_REGION"), Some("DefaultRegion"), "send errors still carry the region");
-    let r = c.invoke(&addr, send("SELF_TEST_TOPIC", 5, "x", ""), TIMEOUT).await.unwrap();
+    let r = c.invoke(&addr, send("SELF_TEST_TOPIC", 0, "x", ""), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::NO_PERMISSION, Some("Sending message to topic[SELF_TEST_TOPIC] is forbidden.")));
+    let r = c.invoke(&addr, send("BenchmarkTest", 1024, "x", ""), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
-    assert!(r.remark.unwrap().starts_with("request queueId[5] is illegal"));
+    assert!(r.remark.unwrap().starts_with("request queueId[1024] is illegal"));
     let big = "x".repeat(4 * 1024 * 1024 + 1);
-    let r = c.invoke(&addr, send("SELF_TEST_TOPIC", 0, &big, ""), TIMEOUT).await.unwrap();
+    let r = c.invoke(&addr, send("BenchmarkTest", 0, &big, ""), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::MESSAGE_ILLEGAL);
     let r = c.invoke(&addr, pull("SELF_TEST_TOPIC", 7, 0, 0), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
@@ -303,7 +239,7 @@ async fn a_slave_can_copy_the_consumer_and_delay_offsets() {
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
     assert_eq!(c.invoke(&addr, send("Copied", 0, "m", ""), TIMEOUT).await.unwrap().code, 0);
-    let h = UpdateConsumerOffsetRequestHeader { consumer_group: "readers".into(), topic: "Copied".into(), queue_id: 0, commit_offset: 1 };
+    let h = UpdateConsumerOffsetRequestHeader { consumer_group: group("readers"), topic: topic("Copied"), queue_id: 0, commit_offset: 1 };
     let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET, &h), TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
 

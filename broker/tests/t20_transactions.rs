@@ -4,37 +4,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker::config::{apply_properties, apply_startup_rules};
 use broker::controller::BrokerController;
 use broker::transaction::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
+use remoting::protocol::broker::SendMessageRequestHeader;
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::InboundHandler;
-use remoting::protocol::broker::*;
 use remoting::server::Channel;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::message::record::{decode_record, RecordAt};
 
-const TIMEOUT: Duration = Duration::from_secs(10);
+mod common;
 
-async fn start(dir: &std::path::Path) -> BrokerController {
-    let props: indexmap::IndexMap<String, String> = [
-        ("brokerIP1", "127.0.0.1"),
-        ("brokerIP2", "127.0.0.1"),
-        ("bindAddress", "127.0.0.1"),
-        ("listenPort", "0"),
-        ("haListenPort", "1"),
-        ("storePathRootDir", dir.to_str().unwrap()),
-        ("mappedFileSizeCommitLog", "4194304"),
-        ("namesrvAddr", ""),
-        ("transactionCheckInterval", "300"),
-        ("transactionTimeOut", "200"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let (mut broker, store, _) = apply_properties(&props).unwrap();
-    apply_startup_rules(&mut broker, &store).unwrap();
-    BrokerController::start(broker, store).await.unwrap()
+use common::*;
+
+async fn start_checking(dir: &std::path::Path) -> BrokerController {
+    start(dir, &[("transactionCheckInterval", "300"), ("transactionTimeOut", "200")]).await
 }
 
 /// Answers every check with "commit", as a producer whose local transaction succeeded.
@@ -68,17 +52,10 @@ impl InboundHandler for CommitOnCheck {
 fn prepared(body: &str, uniq: &str) -> RemotingCommand {
     let h = SendMessageRequestHeader {
         producer_group: "txg".into(),
-        topic: "Payments".into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
         sys_flag: 0x4,
-        born_timestamp: 1,
-        flag: 0,
-        properties: Some(format!("TRAN_MSG\u{1}true\u{2}PGROUP\u{1}txg\u{2}UNIQ_KEY\u{1}{uniq}\u{2}")),
-        ..Default::default()
+        ..send_header("Payments", 0, &format!("TRAN_MSG\u{1}true\u{2}PGROUP\u{1}txg\u{2}UNIQ_KEY\u{1}{uniq}\u{2}"))
     };
-    RemotingCommand::request_with_header(RequestCode::SEND_MESSAGE_V2, &SendMessageRequestHeaderV2::from(h)).with_body(body.as_bytes().to_vec())
+    send_request(h, body)
 }
 
 fn end(send_response: &RemotingCommand, commit_or_rollback: i32) -> RemotingCommand {
@@ -96,17 +73,7 @@ fn end(send_response: &RemotingCommand, commit_or_rollback: i32) -> RemotingComm
 
 async fn pull_all(c: &RemotingClient, addr: &str) -> Vec<(String, i32)> {
     {
-        let h = PullMessageRequestHeader {
-            consumer_group: "reader".into(),
-            topic: "Payments".into(),
-            queue_id: 0,
-            queue_offset: 0,
-            max_msg_nums: 32,
-            sys_flag: 0x04,
-            subscription: Some("*".into()),
-            ..Default::default()
-        };
-        let r = c.invoke(addr, RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &h), TIMEOUT).await.unwrap();
+        let r = c.invoke(addr, pull_as("reader", "Payments", 0, 0, 0), TIMEOUT).await.unwrap();
         let mut out = Vec::new();
         let mut rest = r.body_bytes();
         while !rest.is_empty() {
@@ -135,7 +102,7 @@ async fn wait_for(c: &RemotingClient, addr: &str, n: usize) -> Vec<(String, i32)
 #[tokio::test(flavor = "multi_thread")]
 async fn commit_rollback_and_check_back() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path()).await;
+    let broker = start_checking(dir.path()).await;
     let addr = broker.local_addr().to_string();
     let handler = Arc::new(CommitOnCheck { checks: std::sync::Mutex::new(Vec::new()) });
     let c = RemotingClient::with_handler(ClientConfig::default(), handler.clone());

@@ -21,6 +21,28 @@ pub enum HeaderError {
     Missing { field: &'static str },
     #[error("the custom field <{field}> has the value \"{value}\", which is not a valid {expected}")]
     Invalid { field: &'static str, value: String, expected: &'static str },
+    /// A value of the right type that the field's rules refuse (a topic name with `/`); the
+    /// reason is the remark Java answers with.
+    #[error("{reason}")]
+    Rejected { field: &'static str, reason: String },
+}
+
+impl HeaderError {
+    /// The Java key of the field that could not be read.
+    pub fn field(&self) -> &'static str {
+        match self {
+            HeaderError::Missing { field } | HeaderError::Invalid { field, .. } | HeaderError::Rejected { field, .. } => field,
+        }
+    }
+}
+
+/// Why a scalar's text did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScalarError {
+    /// Not a value of the type at all (`x` for an int).
+    Malformed,
+    /// Of the type, but refused by its rules, with the reason.
+    Rejected(String),
 }
 
 /// A typed view of a command's `extFields`.
@@ -39,17 +61,21 @@ pub trait HeaderField: Sized {
 /// A scalar that has a Java text form.
 pub trait HeaderScalar: Sized {
     const EXPECTED: &'static str;
+    /// Whether a required field sent as `""` counts as missing (numbers: Go writes `""` for
+    /// unset) rather than as a value to parse (text, whose rules judge an empty string).
+    const EMPTY_IS_MISSING: bool = true;
     fn to_text(&self) -> String;
-    fn from_text(text: &str) -> Option<Self>;
+    fn from_text(text: &str) -> Result<Self, ScalarError>;
 }
 
 impl HeaderScalar for String {
     const EXPECTED: &'static str = "string";
+    const EMPTY_IS_MISSING: bool = false;
     fn to_text(&self) -> String {
         self.clone()
     }
-    fn from_text(text: &str) -> Option<Self> {
-        Some(text.to_owned())
+    fn from_text(text: &str) -> Result<Self, ScalarError> {
+        Ok(text.to_owned())
     }
 }
 
@@ -59,8 +85,8 @@ impl HeaderScalar for bool {
         self.to_string()
     }
     /// Java `Boolean.parseBoolean`: only "true", in any case, is true; nothing fails.
-    fn from_text(text: &str) -> Option<Self> {
-        Some(text.eq_ignore_ascii_case("true"))
+    fn from_text(text: &str) -> Result<Self, ScalarError> {
+        Ok(text.eq_ignore_ascii_case("true"))
     }
 }
 
@@ -71,8 +97,8 @@ macro_rules! numeric_scalar {
             fn to_text(&self) -> String {
                 self.to_string()
             }
-            fn from_text(text: &str) -> Option<Self> {
-                text.trim().parse().ok()
+            fn from_text(text: &str) -> Result<Self, ScalarError> {
+                text.trim().parse().map_err(|_| ScalarError::Malformed)
             }
         }
     )*};
@@ -84,7 +110,10 @@ fn lookup<'a>(ext: &'a ExtFields, key: &str) -> Option<&'a str> {
 }
 
 fn parse<T: HeaderScalar>(key: &'static str, text: &str) -> Result<T, HeaderError> {
-    T::from_text(text).ok_or_else(|| HeaderError::Invalid { field: key, value: text.to_owned(), expected: T::EXPECTED })
+    T::from_text(text).map_err(|e| match e {
+        ScalarError::Malformed => HeaderError::Invalid { field: key, value: text.to_owned(), expected: T::EXPECTED },
+        ScalarError::Rejected(reason) => HeaderError::Rejected { field: key, reason },
+    })
 }
 
 impl<T: HeaderScalar> HeaderField for T {
@@ -95,7 +124,7 @@ impl<T: HeaderScalar> HeaderField for T {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
         match lookup(ext, key) {
             // An empty number is what Go sends for "unset"; for a required field that is missing.
-            Some("") if T::EXPECTED != "string" => Err(HeaderError::Missing { field: key }),
+            Some("") if T::EMPTY_IS_MISSING => Err(HeaderError::Missing { field: key }),
             Some(text) => parse(key, text),
             None => Err(HeaderError::Missing { field: key }),
         }
@@ -118,7 +147,9 @@ impl<T: HeaderScalar> HeaderField for Option<T> {
     }
 }
 
-/// Declares a typed header struct and its `CommandHeader` mapping, one line per field.
+/// Declares a typed header struct and its `CommandHeader` mapping, one line per field. Add
+/// `#[derive(Default)]` to a header whose fields all have a meaningful default (a validated name
+/// has none).
 #[macro_export]
 macro_rules! command_header {
     (
@@ -128,7 +159,7 @@ macro_rules! command_header {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq)]
+        #[derive(Clone, Debug, PartialEq)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
@@ -150,6 +181,7 @@ mod tests {
     use super::*;
 
     command_header! {
+        #[derive(Default)]
         pub struct Probe {
             pub topic: String => "topic",
             pub queue_id: i32 => "queueId",

@@ -5,6 +5,7 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use remoting::protocol::name::TopicName;
 use tracing::warn;
 
 use crate::mapped_file_queue::{LoadError, MappedFileQueue};
@@ -53,7 +54,7 @@ pub fn cq_file_size(configured: usize) -> usize {
 }
 
 pub struct ConsumeQueue {
-    topic: String,
+    topic: TopicName,
     queue_id: i32,
     files: MappedFileQueue,
     /// End (offset + size) of the last commit-log record put here.
@@ -63,11 +64,13 @@ pub struct ConsumeQueue {
 }
 
 impl ConsumeQueue {
-    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> ConsumeQueue {
-        let dir = root.join(topic).join(queue_id.to_string());
+    /// The queue in `root/TOPIC/QUEUE_ID`: a validated name and a non-negative id, so the folder is
+    /// always two levels below `root` (the store refuses anything else before calling this).
+    pub fn new(root: &Path, topic: &TopicName, queue_id: u16, file_size: usize) -> ConsumeQueue {
+        let dir = root.join(topic.as_str()).join(queue_id.to_string());
         ConsumeQueue {
-            topic: topic.to_owned(),
-            queue_id,
+            topic: topic.clone(),
+            queue_id: i32::from(queue_id),
             files: MappedFileQueue::new(dir, cq_file_size(file_size)),
             max_physic_offset: AtomicI64::new(-1),
             min_logic_offset: AtomicU64::new(0),
@@ -75,7 +78,7 @@ impl ConsumeQueue {
     }
 
     pub fn topic(&self) -> &str {
-        &self.topic
+        self.topic.as_str()
     }
 
     pub fn queue_id(&self) -> i32 {
@@ -146,7 +149,7 @@ impl ConsumeQueue {
             return Ok(()); // already there
         }
         if expected != current {
-            warn!(topic = self.topic, queue = self.queue_id, expected, current, "consume queue offset gap");
+            warn!(topic = %self.topic, queue = self.queue_id, expected, current, "consume queue offset gap");
         }
         let file = if file.is_full() { self.files.last_or_create(expected)? } else { file };
         file.append(&unit.encode());
@@ -307,7 +310,7 @@ mod tests {
     #[test]
     fn units_are_appended_read_and_recovered() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 5 * CQ_UNIT_SIZE);
+        let cq = ConsumeQueue::new(dir.path(), &TopicName::new("T").unwrap(), 0, 5 * CQ_UNIT_SIZE);
         for i in 0..12 {
             cq.put(i, unit(i * 100)).unwrap();
         }
@@ -317,7 +320,7 @@ mod tests {
         assert_eq!(cq.get(12), None);
         cq.flush(0).unwrap();
         drop(cq);
-        let again = ConsumeQueue::new(dir.path(), "T", 0, 5 * CQ_UNIT_SIZE);
+        let again = ConsumeQueue::new(dir.path(), &TopicName::new("T").unwrap(), 0, 5 * CQ_UNIT_SIZE);
         again.load().unwrap();
         again.recover();
         assert_eq!(again.max_offset(), 12);
@@ -327,7 +330,7 @@ mod tests {
     #[test]
     fn a_queue_starting_past_zero_is_filled_like_java() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * CQ_UNIT_SIZE);
+        let cq = ConsumeQueue::new(dir.path(), &TopicName::new("T").unwrap(), 1, 10 * CQ_UNIT_SIZE);
         cq.put(13, unit(5000)).unwrap();
         assert_eq!((cq.min_offset(), cq.max_offset()), (13, 14));
         assert_eq!(cq.get(13), Some(unit(5000)));
@@ -337,7 +340,7 @@ mod tests {
     #[test]
     fn truncation_drops_units_at_or_past_the_commit_log_end() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 4 * CQ_UNIT_SIZE);
+        let cq = ConsumeQueue::new(dir.path(), &TopicName::new("T").unwrap(), 0, 4 * CQ_UNIT_SIZE);
         for i in 0..10 {
             cq.put(i, unit(i * 100)).unwrap();
         }
@@ -351,7 +354,7 @@ mod tests {
     #[test]
     fn offset_by_time_finds_the_first_message_at_or_after_the_time() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 100 * CQ_UNIT_SIZE);
+        let cq = ConsumeQueue::new(dir.path(), &TopicName::new("T").unwrap(), 0, 100 * CQ_UNIT_SIZE);
         for i in 0..10 {
             cq.put(i, unit(i * 100)).unwrap();
         }

@@ -24,6 +24,7 @@ use crate::mapped_file_queue::LoadError;
 use crate::message::record::{decode_record, DecodedRecord, RecordAt, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE};
 use crate::message::{properties, tags_code, MessageToStore};
 use crate::recovery;
+use remoting::protocol::name::TopicName;
 
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 
@@ -320,7 +321,7 @@ impl MessageStore {
         let tx = record.transaction_type();
         if tx == TRANSACTION_NOT_TYPE || tx == TRANSACTION_COMMIT_TYPE {
             let code = self.tags_code_of(record);
-            let cq = self.find_or_create_queue(record.topic, record.queue_id);
+            let Some(cq) = self.queue_for_record(record, phy_offset) else { return };
             let unit = CqUnit { phy_offset, size: record.store_size, tags_code: code };
             if let Err(e) = cq.put(record.queue_offset, unit) {
                 error!(topic = record.topic, queue = record.queue_id, error = %e, "consume queue put failed");
@@ -366,15 +367,29 @@ impl MessageStore {
         tags_code(record.property(properties::TAGS))
     }
 
-    pub(crate) fn find_or_create_queue(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
-        if let Some(cq) = self.find_queue(topic, queue_id) {
+    /// The consume queue a record belongs in. A record whose topic or queue id could not name a
+    /// folder under `consumequeue/` (a log written by something that did not validate) gets no
+    /// queue: it stays in the commit log and the index, and is reported.
+    fn queue_for_record(&self, record: &DecodedRecord<'_>, phy_offset: i64) -> Option<Arc<ConsumeQueue>> {
+        let queue_id = u16::try_from(record.queue_id).ok();
+        match (TopicName::new(record.topic), queue_id) {
+            (Ok(topic), Some(queue_id)) => Some(self.find_or_create_queue(&topic, queue_id)),
+            (topic, _) => {
+                error!(phy_offset, topic = record.topic, queue = record.queue_id, valid_topic = topic.is_ok(), "record names no valid consume queue; not dispatched");
+                None
+            }
+        }
+    }
+
+    pub(crate) fn find_or_create_queue(&self, topic: &TopicName, queue_id: u16) -> Arc<ConsumeQueue> {
+        if let Some(cq) = self.find_queue(topic, i32::from(queue_id)) {
             return cq;
         }
         let mut queues = self.queues.write();
         queues
-            .entry(topic.to_owned())
+            .entry(topic.as_str().to_owned())
             .or_default()
-            .entry(queue_id)
+            .entry(i32::from(queue_id))
             .or_insert_with(|| {
                 Arc::new(ConsumeQueue::new(&self.config.consume_queue_dir(), topic, queue_id, self.config.mapped_file_size_consume_queue))
             })
@@ -382,14 +397,22 @@ impl MessageStore {
     }
 
     /// Deletes every consume queue of a topic (DELETE_TOPIC_IN_BROKER); the commit log keeps the
-    /// records until they expire, as in Java.
-    pub fn delete_topic(&self, topic: &str) {
-        if let Some(queues) = self.queues.write().remove(topic) {
-            for cq in queues.values() {
-                cq.destroy();
+    /// records until they expire, as in Java. Only a real folder that is a direct child of
+    /// `consumequeue/` and carries the topic's name is removed (never a symlink's target).
+    pub fn delete_topic(&self, topic: &TopicName) {
+        let Some(queues) = self.queues.write().remove(topic.as_str()) else { return };
+        for cq in queues.values() {
+            cq.destroy();
+        }
+        let root = self.config.consume_queue_dir();
+        let dir = root.join(topic.as_str());
+        let is_own_folder = dir.parent() == Some(root.as_path())
+            && dir.file_name().is_some_and(|name| name == topic.as_str())
+            && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+        if is_own_folder {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                warn!(dir = %dir.display(), error = %e, "cannot remove a deleted topic's consume queues");
             }
-            let dir = self.config.consume_queue_dir().join(topic);
-            let _ = std::fs::remove_dir_all(dir);
         }
     }
 
@@ -726,7 +749,8 @@ pub(crate) fn abort_path(root: &Path) -> PathBuf {
 }
 
 /// Loads `consumequeue/TOPIC/QUEUEID/`; as Java, a queue directory whose name is not an integer
-/// and a topic entry that is a plain file are skipped.
+/// and a topic entry that is a plain file are skipped; so is a folder whose name is not a valid
+/// topic (we would never write it) or a queue id out of range, with a warning.
 fn load_consume_queues(config: &MessageStoreConfig) -> Result<QueueTable, StoreError> {
     let root = config.consume_queue_dir();
     let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
@@ -735,13 +759,20 @@ fn load_consume_queues(config: &MessageStoreConfig) -> Result<QueueTable, StoreE
         if !topic.path().is_dir() {
             continue;
         }
-        let topic_name = topic.file_name().to_string_lossy().into_owned();
+        let Ok(topic_name) = TopicName::new(topic.file_name().to_string_lossy()) else {
+            warn!(dir = %topic.path().display(), "not a valid topic name; its consume queues are not loaded");
+            continue;
+        };
         let Ok(queue_dirs) = std::fs::read_dir(topic.path()) else { continue };
         for queue in queue_dirs.flatten() {
             let Ok(queue_id) = queue.file_name().to_string_lossy().parse::<i32>() else { continue };
-            let cq = ConsumeQueue::new(&root, &topic_name, queue_id, config.mapped_file_size_consume_queue);
+            let Ok(id) = u16::try_from(queue_id) else {
+                warn!(dir = %queue.path().display(), "queue id out of range; not loaded");
+                continue;
+            };
+            let cq = ConsumeQueue::new(&root, &topic_name, id, config.mapped_file_size_consume_queue);
             cq.load()?;
-            table.entry(topic_name.clone()).or_default().insert(queue_id, Arc::new(cq));
+            table.entry(topic_name.as_str().to_owned()).or_default().insert(queue_id, Arc::new(cq));
         }
     }
     Ok(RwLock::new(table))

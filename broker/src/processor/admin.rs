@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::broker::{ConsumerGroupHeader, CreateTopicRequestHeader};
+use remoting::protocol::name::{GroupName, TopicName};
+use remoting::protocol::perm;
 use remoting::protocol::topic::TopicConfig;
 use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
@@ -13,7 +15,7 @@ use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
 use crate::stats::java_double;
-use super::{ok, validate_topic};
+use super::ok;
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
 use crate::subscription_group::SubscriptionGroupConfig;
@@ -22,12 +24,13 @@ use crate::topic_config::system_topic;
 command_header! {
     /// Headers that carry just a topic (DELETE_TOPIC_IN_BROKER, GET_TOPIC_STATS_INFO, ...).
     pub struct TopicHeader {
-        pub topic: String => "topic",
+        pub topic: TopicName => "topic",
     }
 }
 
 command_header! {
     /// GET_PRODUCER_CONNECTION_LIST.
+    #[derive(Default)]
     pub struct ProducerGroupHeader {
         pub producer_group: String => "producerGroup",
     }
@@ -36,13 +39,14 @@ command_header! {
 command_header! {
     /// GET_CONSUME_STATS.
     pub struct ConsumeStatsHeader {
-        pub consumer_group: String => "consumerGroup",
-        pub topic: Option<String> => "topic",
+        pub consumer_group: GroupName => "consumerGroup",
+        pub topic: Option<TopicName> => "topic",
     }
 }
 
 command_header! {
     /// DELETE_SUBSCRIPTIONGROUP (4.9 says removeOffset, 5.x cleanOffset).
+    #[derive(Default)]
     pub struct DeleteGroupHeader {
         pub group_name: String => "groupName",
         pub remove_offset: Option<bool> => "removeOffset",
@@ -64,6 +68,18 @@ fn connections(clients: impl Iterator<Item = ClientChannelInfo>) -> Vec<Connecti
         .map(|c| Connection { client_addr: c.channel.remote_addr().to_string(), client_id: c.client_id, language: c.language.name(), version: c.version })
         .collect()
 }
+
+/// A queue count from a client: 0 (a topic being drained) up to the broker's maximum, so neither
+/// the consume-queue folders nor a stats body can grow without bound.
+fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError> {
+    if value < 0 || value as u32 > max {
+        return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("{key} {value} is out of range 0..={max} (maxTopicQueueNums)")));
+    }
+    Ok(())
+}
+
+/// The largest stats body we build: well inside the 16 MiB frame a client accepts.
+const MAX_STATS_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// A `MessageQueue` written as fastjson writes map keys of that type: the object itself.
 fn mq_key(topic: &str, broker: &str, queue_id: i32) -> String {
@@ -169,7 +185,10 @@ impl RequestProcessor for AdminProcessor {
             RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                 let config: SubscriptionGroupConfig =
                     fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad SubscriptionGroupConfig: {e}")))?;
-                b.groups.update(config).map_err(|e| ProcessError::system(e.to_string()))?;
+                let group = GroupName::new(config.group_name.as_str()).map_err(|e| ProcessError::new(ResponseCode::INVALID_PARAMETER, e.to_string()))?;
+                // Its retry topic gets retryQueueNums queues: the same bound as a topic's.
+                check_queue_nums("retryQueueNums", config.retry_queue_nums, b.config.max_topic_queue_nums)?;
+                b.groups.update(&group, config).map_err(|e| ProcessError::system(e.to_string()))?;
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.groups.snapshot(), JsonStyle::Fastjson)))),
@@ -256,10 +275,15 @@ impl AdminProcessor {
 
     fn create_topic(&self, request: &RemotingCommand) -> ProcessResult {
         let b = &self.broker;
+        // The name's characters and length are checked as the header is decoded (TopicName).
         let h: CreateTopicRequestHeader = request.decode_header()?;
-        validate_topic(&h.topic).map_err(ProcessError::system)?;
         if h.topic == b.config.broker_cluster_name || h.topic == system_topic::AUTO_CREATE_TEMPLATE {
             return Err(ProcessError::system(format!("the topic[{}] is conflict with system reserved words.", h.topic)));
+        }
+        check_queue_nums("readQueueNums", h.read_queue_nums, b.config.max_topic_queue_nums)?;
+        check_queue_nums("writeQueueNums", h.write_queue_nums, b.config.max_topic_queue_nums)?;
+        if !(0..=perm::ALL).contains(&h.perm) {
+            return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("perm {} is not a combination of the permission bits 0..={}", h.perm, perm::ALL)));
         }
         let mut tc = TopicConfig::new(&h.topic);
         tc.read_queue_nums = h.read_queue_nums;
@@ -268,7 +292,7 @@ impl AdminProcessor {
         tc.topic_filter_type = h.topic_filter_type.clone();
         tc.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         tc.order = h.order;
-        b.topics.update(tc).map_err(|e| ProcessError::system(e.to_string()))?;
+        b.topics.update(&h.topic, tc).map_err(|e| ProcessError::system(e.to_string()))?;
         b.register_soon(false);
         Ok(Some(ok(request)))
     }
@@ -280,7 +304,8 @@ impl AdminProcessor {
             return Err(ProcessError::new(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic)));
         };
         let mut entries = Vec::new();
-        for q in 0..tc.write_queue_nums {
+        // A topic loaded from a file may predate the queue-count bound; the body stays bounded.
+        for q in 0..tc.write_queue_nums.clamp(0, b.config.max_topic_queue_nums as i32) {
             let (min, max) = (b.store.min_offset_in_queue(&h.topic, q), b.store.max_offset_in_queue(&h.topic, q));
             let last = if max > 0 { b.store.message_store_timestamp(&h.topic, q, max - 1).unwrap_or(0) } else { 0 };
             entries.push(format!(
@@ -311,21 +336,27 @@ impl AdminProcessor {
     fn consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
         let b = &self.broker;
         let h: ConsumeStatsHeader = request.decode_header()?;
-        let topics: Vec<String> = match h.topic.filter(|t| !t.is_empty()) {
-            Some(topic) => vec![topic],
+        let topics: Vec<String> = match h.topic {
+            Some(topic) => vec![topic.into_string()],
             None => b.offsets.topics_of_group(&h.consumer_group).into_iter().collect(),
         };
         let mut entries = Vec::new();
+        let mut body_bytes = 0;
         for topic in topics {
             let Some(tc) = b.topics.select(&topic) else { continue };
-            for q in 0..tc.read_queue_nums {
+            for q in 0..tc.read_queue_nums.clamp(0, b.config.max_topic_queue_nums as i32) {
                 let broker_offset = b.store.max_offset_in_queue(&topic, q);
                 let consumer_offset = b.offsets.query_offset(&h.consumer_group, &topic, q).unwrap_or(0).max(0);
                 let last = if consumer_offset > 0 { b.store.message_store_timestamp(&topic, q, consumer_offset - 1).unwrap_or(0) } else { 0 };
-                entries.push(format!(
+                let entry = format!(
                     r#"{}:{{"brokerOffset":{broker_offset},"consumerOffset":{consumer_offset},"lastTimestamp":{last},"pullOffset":{consumer_offset}}}"#,
                     mq_key(&topic, &b.config.broker_name, q)
-                ));
+                );
+                body_bytes += entry.len() + 1;
+                if body_bytes > MAX_STATS_BODY_BYTES {
+                    return Err(ProcessError::system(format!("the consume stats of group {} exceed {MAX_STATS_BODY_BYTES} bytes; ask per topic", h.consumer_group)));
+                }
+                entries.push(entry);
             }
         }
         let body = format!(r#"{{"consumeTps":0.0,"offsetTable":{{{}}}}}"#, entries.join(","));

@@ -6,17 +6,17 @@ use std::time::Instant;
 use remoting::fastjson;
 use remoting::protocol::broker::{ConsumerGroupHeader, UnregisterClientRequestHeader};
 use remoting::protocol::heartbeat::HeartbeatData;
+use remoting::protocol::name::GroupName;
 use remoting::protocol::perm;
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode};
 use serde::Deserialize;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::ok;
 use crate::broker::Broker;
 use crate::client::consumer_manager::ConsumerRegistration;
 use crate::client::ClientChannelInfo;
-use crate::topic_config::system_topic;
 
 pub struct ClientManageProcessor {
     pub broker: Arc<Broker>,
@@ -46,8 +46,14 @@ impl ClientManageProcessor {
             last_update: Instant::now(),
         };
         for consumer in &data.consumer_data_set {
-            if let Some(group) = b.groups.find_or_create(&consumer.group_name, b.config.auto_create_subscription_group) {
-                let retry = system_topic::retry_topic(&consumer.group_name);
+            // A group name that could not name its retry topic is not taken (Java refuses to create
+            // such a group; the Java client never sends one).
+            let name = GroupName::new(consumer.group_name.as_str()).and_then(|g| g.retry_topic().map(|retry| (g, retry)));
+            let Ok((group_name, retry)) = name else {
+                warn!(group = consumer.group_name, client = data.client_id, "heartbeat for an illegal consumer group ignored");
+                continue;
+            };
+            if let Some(group) = b.groups.find_or_create(&group_name, b.config.auto_create_subscription_group) {
                 let obtained = b.topics.create_topic_in_send_message_back_method(&retry, group.retry_queue_nums, perm::READ | perm::WRITE, 0);
                 if obtained.was_created() {
                     b.register_soon(false);
@@ -112,7 +118,8 @@ pub fn notify_consumer_ids_changed(b: &Broker, group: &str) {
         return;
     }
     let Some(info) = b.consumers.group(group) else { return };
-    let header = ConsumerGroupHeader { consumer_group: group.to_owned() };
+    let Ok(consumer_group) = GroupName::new(group) else { return };
+    let header = ConsumerGroupHeader { consumer_group };
     for client in info.channels.values() {
         let cmd = RemotingCommand::request_with_header(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED, &header);
         if let Err(e) = client.channel.invoke_oneway(cmd) {

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use remoting::fastjson::{self, JsonStyle};
+use remoting::protocol::name::GroupName;
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode};
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,8 @@ use crate::rebalance_lock::MessageQueue;
 #[serde(rename_all = "camelCase")]
 struct LockBatchRequestBody {
     client_id: String,
-    consumer_group: String,
+    /// Validated as it is decoded: the lock table is keyed by it.
+    consumer_group: GroupName,
     #[serde(default)]
     mq_set: Vec<MessageQueue>,
 }

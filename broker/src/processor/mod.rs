@@ -15,17 +15,3 @@ use remoting::ResponseCode;
 pub(crate) fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, ResponseCode::SUCCESS)
 }
-
-/// Java's `TopicValidator.validateTopic` rules.
-pub(crate) fn validate_topic(topic: &str) -> Result<(), String> {
-    if topic.trim().is_empty() {
-        return Err("The specified topic is blank.".to_owned());
-    }
-    if topic.len() > 127 {
-        return Err("The specified topic is longer than topic max length 127.".to_owned());
-    }
-    if !topic.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'%' || b == b'|' || b == b'_' || b == b'-') {
-        return Err(format!("The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"));
-    }
-    Ok(())
-}

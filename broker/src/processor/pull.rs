@@ -7,6 +7,7 @@ use bytes::BytesMut;
 use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
 use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::protocol::perm;
+use remoting::header::HeaderError;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, ResponseCode};
 use store::message::java_string_hash;
@@ -19,6 +20,9 @@ use crate::long_polling::HeldPull;
 const FLAG_COMMIT_OFFSET: i32 = 0x1;
 const FLAG_SUSPEND: i32 = 0x2;
 const FLAG_SUBSCRIPTION: i32 = 0x4;
+
+/// The longest a pull is held, whatever it asks (Java clients ask 15-30 s).
+const MAX_SUSPEND: Duration = Duration::from_secs(120);
 
 pub struct PullProcessor {
     pub broker: Arc<Broker>,
@@ -38,6 +42,10 @@ impl PullProcessor {
         let err = |code, remark: String| Some(RemotingCommand::error_response(&request, code, remark));
         let h: PullMessageRequestHeader = match request.decode_header() {
             Ok(h) => h,
+            // Java finds no group by an illegal name (and will not create one).
+            Err(e @ HeaderError::Rejected { field: "consumerGroup", .. }) => {
+                return err(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{e}] does not exist,{FAQ_SUFFIX}"))
+            }
             Err(e) => return err(ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
         if !b.is_readable() {
@@ -96,11 +104,12 @@ impl PullProcessor {
         if code == ResponseCode::PULL_NOT_FOUND && first_time && h.sys_flag & FLAG_SUSPEND != 0 {
             if let Some(hold) = b.hold() {
                 let timeout = if b.config.long_polling_enable {
-                    Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
+                    // The client's wish, up to the idle time after which its connection closes.
+                    Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0)).min(MAX_SUSPEND)
                 } else {
                     Duration::from_millis(b.config.short_polling_time_ms)
                 };
-                hold.suspend(
+                let parked = hold.suspend(
                     &h.topic,
                     h.queue_id,
                     HeldPull {
@@ -111,7 +120,10 @@ impl PullProcessor {
                         subscription: Some(subscription),
                     },
                 );
-                return None;
+                return match parked {
+                    Ok(()) => None,
+                    Err(refused) => Some(RemotingCommand::error_response(&refused.1.request, ResponseCode::SYSTEM_BUSY, refused.0.to_string())),
+                };
             }
         }
 
@@ -147,7 +159,7 @@ impl PullProcessor {
         let Some(group) = b.consumers.group(&h.consumer_group) else {
             return Err((ResponseCode::SUBSCRIPTION_NOT_EXIST, format!("the consumer's group info not exist{FAQ_SUFFIX}")));
         };
-        let Some(sub) = group.subscriptions.get(&h.topic) else {
+        let Some(sub) = group.subscriptions.get(h.topic.as_str()) else {
             return Err((ResponseCode::SUBSCRIPTION_NOT_EXIST, format!("the consumer's subscription not exist{FAQ_SUFFIX}")));
         };
         if sub.sub_version < h.sub_version {

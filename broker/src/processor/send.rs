@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use remoting::protocol::name::GroupName;
 use remoting::protocol::perm;
+use remoting::header::HeaderError;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::commit_log::{PutMessageResult, PutStatus};
@@ -12,10 +14,11 @@ use store::config::FlushDiskType;
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 
-use super::validate_topic;
+
 use crate::broker::{Broker, FAQ_SUFFIX};
 use crate::replication::ReplicaAck;
 use crate::schedule::apply_delay;
+use crate::timer;
 use crate::transaction;
 use crate::topic_config::system_topic;
 
@@ -26,7 +29,7 @@ pub struct SendProcessor {
 impl RequestProcessor for SendProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
         if request.request_code() == RequestCode::CONSUMER_SEND_MSG_BACK {
-            return Ok(Some(self.send_back(&request)));
+            return Ok(self.send_back(channel, &request));
         }
         let header: SendMessageRequestHeader = match request.request_code() {
             RequestCode::SEND_MESSAGE => request.decode_header()?,
@@ -103,11 +106,12 @@ impl SendProcessor {
         if !b.is_writeable() {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
         }
-        if let Err(remark) = validate_topic(&h.topic) {
-            return err(ResponseCode::SYSTEM_ERROR, remark);
-        }
+        // The topic's characters and length were checked when the header was decoded (TopicName).
         if h.topic == system_topic::AUTO_CREATE_TEMPLATE {
             return err(ResponseCode::SYSTEM_ERROR, format!("the topic[{}] is conflict with system topic.", h.topic));
+        }
+        if system_topic::is_not_allowed_send(&h.topic) {
+            return err(ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic));
         }
         let Some(topic) = self.topic_config(channel, &h) else {
             return err(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!{FAQ_SUFFIX}", h.topic));
@@ -125,9 +129,12 @@ impl SendProcessor {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config.broker_ip1));
         }
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
+        if let Err(remark) = timer::refuse_timer_message(&mut props) {
+            return err(ResponseCode::SYSTEM_ERROR, remark.to_owned());
+        }
         props.insert("CLUSTER".to_owned(), b.config.broker_cluster_name.clone());
         let base = MessageToStore {
-            topic: h.topic.clone(),
+            topic: h.topic.to_string(),
             queue_id,
             flag: h.flag,
             sys_flag: h.sys_flag,
@@ -159,32 +166,36 @@ impl SendProcessor {
         };
         let reply = SendReply {
             broker: b.clone(),
-            // what a response takes from its request, without the body and header fields
-            request: RemotingCommand {
-                code: request.code,
-                version: request.version,
-                opaque: request.opaque,
-                flag: request.flag,
-                serialize_type: request.serialize_type,
-                ..Default::default()
-            },
+            request: skeleton(request),
             queue_id,
             // As 5.x: a half message's transaction id is its UNIQ_KEY.
             transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
             messages: msgs.len(),
         };
-        // Under SYNC_FLUSH the answer comes from the flush service, so this pool thread is free
-        // for the next send and one flush covers many; a SYNC_MASTER still waits here for its slave.
+        let broker = b.clone();
+        self.store_and_answer(channel, request, &msgs, move |result| decorate(&broker, reply.response(result)))
+    }
+
+    /// Stores `msgs` and answers with `respond(result)`: at once, or under SYNC_FLUSH from the
+    /// flush service once a flush covers them, so this pool thread is free for the next send and
+    /// one flush covers many. A SYNC_MASTER still waits here for its slave.
+    fn store_and_answer(
+        &self,
+        channel: &Channel,
+        request: &RemotingCommand,
+        msgs: &[store::message::MessageToStore],
+        respond: impl FnOnce(PutMessageResult) -> RemotingCommand + Send + 'static,
+    ) -> Option<RemotingCommand> {
+        let b = &self.broker;
         let defer = b.store_config.flush_disk_type == FlushDiskType::SyncFlush
             && b.store_config.broker_role != store::config::BrokerRole::SyncMaster;
         if !defer {
-            return Some(reply.response(b.store.put_messages(&msgs)));
+            return Some(respond(b.store.put_messages(msgs)));
         }
         let channel = channel.clone();
         let oneway = request.is_oneway();
-        b.store.put_messages_then(&msgs, Box::new(move |result| {
-            let broker = reply.broker.clone();
-            let response = decorate(&broker, reply.response(result));
+        b.store.put_messages_then(msgs, Box::new(move |result| {
+            let response = respond(result);
             if !oneway {
                 let _ = channel.send(response);
             }
@@ -197,7 +208,7 @@ impl SendProcessor {
     fn retry_or_dlq(&self, msg: &mut MessageToStore, h: &SendMessageRequestHeader, version: i32) -> Result<(), (ResponseCode, String)> {
         let b = &self.broker;
         let Some(group) = h.topic.strip_prefix(system_topic::RETRY_GROUP_TOPIC_PREFIX) else { return Ok(()) };
-        let Some(config) = b.groups.select(group) else {
+        let (Ok(group), Some(config)) = (GroupName::new(group), b.groups.select(group)) else {
             return Err((ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {group} {FAQ_SUFFIX}")));
         };
         let max = match h.max_reconsume_times {
@@ -205,9 +216,9 @@ impl SendProcessor {
             _ => config.retry_max_times,
         };
         if h.reconsume_times.unwrap_or(0) >= max {
-            let dlq = system_topic::dlq_topic(group);
+            let dlq = group.dlq_topic().map_err(|e| (ResponseCode::SYSTEM_ERROR, e.to_string()))?;
             b.topics.create_topic_in_send_message_back_method(&dlq, 1, perm::READ | perm::WRITE, 0);
-            msg.topic = dlq;
+            msg.topic = dlq.into_string();
             msg.queue_id = 0;
             set_property(msg, properties::DELAY, "0");
         }
@@ -217,11 +228,15 @@ impl SendProcessor {
     /// CONSUMER_SEND_MSG_BACK: a message the consumer failed goes to `%RETRY%group` with the next
     /// delay level, or to `%DLQ%group` after the maximum reconsume times (Java
     /// `asyncConsumerSendMsgBack`).
-    fn send_back(&self, request: &RemotingCommand) -> RemotingCommand {
+    fn send_back(&self, channel: &Channel, request: &RemotingCommand) -> Option<RemotingCommand> {
         let b = &self.broker;
-        let err = |code, remark: String| RemotingCommand::error_response(request, code, remark);
+        let err = |code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
         let h: ConsumerSendMsgBackRequestHeader = match request.decode_header() {
             Ok(h) => h,
+            // Java cannot find (nor create) a group with an illegal name.
+            Err(e @ HeaderError::Rejected { field: "group", .. }) => {
+                return err(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {e} {FAQ_SUFFIX}"))
+            }
             Err(e) => return err(ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
         let Some(group) = b.groups.find_or_create(&h.group, b.config.auto_create_subscription_group) else {
@@ -231,9 +246,12 @@ impl SendProcessor {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
         }
         if group.retry_queue_nums <= 0 {
-            return RemotingCommand::response_to(request, ResponseCode::SUCCESS);
+            return Some(RemotingCommand::response_to(request, ResponseCode::SUCCESS));
         }
-        let mut topic = system_topic::retry_topic(&h.group);
+        let (Ok(retry_topic), Ok(dlq_topic)) = (h.group.retry_topic(), h.group.dlq_topic()) else {
+            return err(ResponseCode::SYSTEM_ERROR, format!("the group [{}] is too long for its retry topic", h.group));
+        };
+        let mut topic = retry_topic;
         let mut queue_id = random_queue(group.retry_queue_nums);
         let sys_flag = if h.unit_mode == Some(true) { remoting::protocol::topic_sys_flag::UNIT_SUB } else { 0 };
         let retry = b.topics.create_topic_in_send_message_back_method(&topic, group.retry_queue_nums, perm::READ | perm::WRITE, sys_flag);
@@ -248,13 +266,15 @@ impl SendProcessor {
         };
         let mut props = properties::parse(original.properties);
         props.entry("RETRY_TOPIC".to_owned()).or_insert_with(|| original.topic.to_owned());
-        props.insert(properties::WAIT.to_owned(), "false".to_owned());
+        // Java stores WAIT=false here and so acknowledges before a SYNC flush; the consumer
+        // takes the answer as "stored", so ours waits as for any send.
+        props.shift_remove(properties::WAIT);
         let max = match h.max_reconsume_times {
             Some(max) if request.version >= VERSION_3_4_9 => max,
             _ => group.retry_max_times,
         };
         let delay_level = if original.reconsume_times >= max || h.delay_level < 0 {
-            topic = system_topic::dlq_topic(&h.group);
+            topic = dlq_topic;
             queue_id = 0;
             b.topics.create_topic_in_send_message_back_method(&topic, 1, perm::READ | perm::WRITE, 0);
             0
@@ -267,18 +287,17 @@ impl SendProcessor {
         let origin = offset_message_id(original.store_host, original.physical_offset);
         props.entry("ORIGIN_MESSAGE_ID".to_owned()).or_insert(origin);
         let mut msg = original.to_message();
-        msg.topic = topic;
+        msg.topic = topic.into_string();
         msg.queue_id = queue_id;
         msg.prepared_transaction_offset = 0;
         msg.reconsume_times = original.reconsume_times + 1;
         msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
-        let r = b.store.put_message(&msg);
-        if r.is_ok() {
-            RemotingCommand::response_to(request, ResponseCode::SUCCESS)
-        } else {
-            err(ResponseCode::SYSTEM_ERROR, format!("{:?}", r.status))
-        }
+        let answer_to = skeleton(request);
+        self.store_and_answer(channel, request, std::slice::from_ref(&msg), move |r| match r.status {
+            PutStatus::PutOk => RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS),
+            status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
+        })
     }
 
     /// The topic's config, auto-creating it from its template (or as a retry topic) as Java does;
@@ -302,6 +321,19 @@ impl SendProcessor {
             b.register_soon(true);
         }
         Some(obtained.into_config())
+    }
+}
+
+/// What a response takes from its request (code, version, opaque, flag, serialize type), without
+/// the body and header fields, for an answer built later.
+fn skeleton(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand {
+        code: request.code,
+        version: request.version,
+        opaque: request.opaque,
+        flag: request.flag,
+        serialize_type: request.serialize_type,
+        ..Default::default()
     }
 }
 

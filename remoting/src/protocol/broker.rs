@@ -1,12 +1,13 @@
 //! Headers of the codes a broker serves.
 
 use crate::command_header;
+use crate::protocol::name::{GroupName, TopicName};
 
 command_header! {
     /// SEND_MESSAGE (long names), and the long form of SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE.
     pub struct SendMessageRequestHeader {
         pub producer_group: String => "producerGroup",
-        pub topic: String => "topic",
+        pub topic: TopicName => "topic",
         pub default_topic: String => "defaultTopic",
         pub default_topic_queue_nums: i32 => "defaultTopicQueueNums",
         pub queue_id: i32 => "queueId",
@@ -26,7 +27,7 @@ command_header! {
     /// SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: the same fields under one-letter keys.
     pub struct SendMessageRequestHeaderV2 {
         pub a: String => "a",
-        pub b: String => "b",
+        pub b: TopicName => "b",
         pub c: String => "c",
         pub d: i32 => "d",
         pub e: i32 => "e",
@@ -86,6 +87,7 @@ impl From<SendMessageRequestHeader> for SendMessageRequestHeaderV2 {
 
 command_header! {
     /// Send response.
+    #[derive(Default)]
     pub struct SendMessageResponseHeader {
         pub msg_id: String => "msgId",
         pub queue_id: i32 => "queueId",
@@ -97,8 +99,8 @@ command_header! {
 command_header! {
     /// PULL_MESSAGE and LITE_PULL_MESSAGE.
     pub struct PullMessageRequestHeader {
-        pub consumer_group: String => "consumerGroup",
-        pub topic: String => "topic",
+        pub consumer_group: GroupName => "consumerGroup",
+        pub topic: TopicName => "topic",
         pub queue_id: i32 => "queueId",
         pub queue_offset: i64 => "queueOffset",
         pub max_msg_nums: i32 => "maxMsgNums",
@@ -115,6 +117,7 @@ command_header! {
 
 command_header! {
     /// Pull response: all four keys are required by the Java client on every pull status.
+    #[derive(Default)]
     pub struct PullMessageResponseHeader {
         pub suggest_which_broker_id: i64 => "suggestWhichBrokerId",
         pub next_begin_offset: i64 => "nextBeginOffset",
@@ -126,8 +129,8 @@ command_header! {
 command_header! {
     /// QUERY_CONSUMER_OFFSET.
     pub struct QueryConsumerOffsetRequestHeader {
-        pub consumer_group: String => "consumerGroup",
-        pub topic: String => "topic",
+        pub consumer_group: GroupName => "consumerGroup",
+        pub topic: TopicName => "topic",
         pub queue_id: i32 => "queueId",
         pub set_zero_if_not_found: Option<bool> => "setZeroIfNotFound",
     }
@@ -136,8 +139,8 @@ command_header! {
 command_header! {
     /// UPDATE_CONSUMER_OFFSET.
     pub struct UpdateConsumerOffsetRequestHeader {
-        pub consumer_group: String => "consumerGroup",
-        pub topic: String => "topic",
+        pub consumer_group: GroupName => "consumerGroup",
+        pub topic: TopicName => "topic",
         pub queue_id: i32 => "queueId",
         pub commit_offset: i64 => "commitOffset",
     }
@@ -146,7 +149,7 @@ command_header! {
 command_header! {
     /// GET_MAX_OFFSET, GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME.
     pub struct TopicQueueHeader {
-        pub topic: String => "topic",
+        pub topic: TopicName => "topic",
         pub queue_id: i32 => "queueId",
     }
 }
@@ -154,7 +157,7 @@ command_header! {
 command_header! {
     /// SEARCH_OFFSET_BY_TIMESTAMP.
     pub struct SearchOffsetRequestHeader {
-        pub topic: String => "topic",
+        pub topic: TopicName => "topic",
         pub queue_id: i32 => "queueId",
         pub timestamp: i64 => "timestamp",
         pub boundary_type: Option<String> => "boundaryType",
@@ -163,22 +166,24 @@ command_header! {
 
 command_header! {
     /// UNREGISTER_CLIENT (note Java's `clientID`).
+    #[derive(Default)]
     pub struct UnregisterClientRequestHeader {
         pub client_id: String => "clientID",
         pub producer_group: Option<String> => "producerGroup",
-        pub consumer_group: Option<String> => "consumerGroup",
+        pub consumer_group: Option<GroupName> => "consumerGroup",
     }
 }
 
 command_header! {
     /// GET_CONSUMER_LIST_BY_GROUP and NOTIFY_CONSUMER_IDS_CHANGED.
     pub struct ConsumerGroupHeader {
-        pub consumer_group: String => "consumerGroup",
+        pub consumer_group: GroupName => "consumerGroup",
     }
 }
 
 command_header! {
     /// VIEW_MESSAGE_BY_ID.
+    #[derive(Default)]
     pub struct ViewMessageRequestHeader {
         pub offset: i64 => "offset",
     }
@@ -187,7 +192,7 @@ command_header! {
 command_header! {
     /// QUERY_MESSAGE.
     pub struct QueryMessageRequestHeader {
-        pub topic: String => "topic",
+        pub topic: TopicName => "topic",
         pub key: String => "key",
         pub max_num: i32 => "maxNum",
         pub begin_timestamp: i64 => "beginTimestamp",
@@ -197,6 +202,7 @@ command_header! {
 
 command_header! {
     /// QUERY_MESSAGE response.
+    #[derive(Default)]
     pub struct QueryMessageResponseHeader {
         pub index_last_update_timestamp: i64 => "indexLastUpdateTimestamp",
         pub index_last_update_phyoffset: i64 => "indexLastUpdatePhyoffset",
@@ -206,7 +212,7 @@ command_header! {
 command_header! {
     /// UPDATE_AND_CREATE_TOPIC.
     pub struct CreateTopicRequestHeader {
-        pub topic: String => "topic",
+        pub topic: TopicName => "topic",
         pub default_topic: String => "defaultTopic",
         pub read_queue_nums: i32 => "readQueueNums",
         pub write_queue_nums: i32 => "writeQueueNums",
@@ -221,7 +227,7 @@ command_header! {
     /// CONSUMER_SEND_MSG_BACK.
     pub struct ConsumerSendMsgBackRequestHeader {
         pub offset: i64 => "offset",
-        pub group: String => "group",
+        pub group: GroupName => "group",
         pub delay_level: i32 => "delayLevel",
         pub origin_msg_id: Option<String> => "originMsgId",
         pub origin_topic: Option<String> => "originTopic",

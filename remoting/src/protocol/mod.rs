@@ -7,6 +7,7 @@
 pub mod body;
 pub mod broker;
 pub mod heartbeat;
+pub mod name;
 pub mod namesrv;
 pub mod register;
 pub mod route;
@@ -18,6 +19,8 @@ pub mod perm {
     pub const READ: i32 = 4;
     pub const WRITE: i32 = 2;
     pub const INHERIT: i32 = 1;
+    /// Every bit set: the largest meaningful perm.
+    pub const ALL: i32 = PRIORITY | READ | WRITE | INHERIT;
 
     pub fn is_writeable(perm: i32) -> bool {
         perm & WRITE != 0

@@ -4,6 +4,7 @@ use crate::command_header;
 
 command_header! {
     /// REGISTER_BROKER request.
+    #[derive(Default)]
     pub struct RegisterBrokerRequestHeader {
         pub broker_name: String => "brokerName",
         pub broker_addr: String => "brokerAddr",
@@ -19,6 +20,7 @@ command_header! {
 
 command_header! {
     /// REGISTER_BROKER response.
+    #[derive(Default)]
     pub struct RegisterBrokerResponseHeader {
         pub ha_server_addr: Option<String> => "haServerAddr",
         pub master_addr: Option<String> => "masterAddr",
@@ -27,6 +29,7 @@ command_header! {
 
 command_header! {
     /// UNREGISTER_BROKER and QUERY_DATA_VERSION requests.
+    #[derive(Default)]
     pub struct BrokerIdentityHeader {
         pub broker_name: String => "brokerName",
         pub broker_addr: String => "brokerAddr",
@@ -37,6 +40,7 @@ command_header! {
 
 command_header! {
     /// BROKER_HEARTBEAT request (5.x).
+    #[derive(Default)]
     pub struct BrokerHeartbeatRequestHeader {
         pub cluster_name: String => "clusterName",
         pub broker_addr: String => "brokerAddr",
@@ -46,6 +50,7 @@ command_header! {
 
 command_header! {
     /// GET_ROUTEINFO_BY_TOPIC request.
+    #[derive(Default)]
     pub struct GetRouteInfoRequestHeader {
         pub topic: String => "topic",
         pub accept_standard_json_only: Option<bool> => "acceptStandardJsonOnly",
@@ -54,6 +59,7 @@ command_header! {
 
 command_header! {
     /// DELETE_TOPIC_IN_NAMESRV request.
+    #[derive(Default)]
     pub struct DeleteTopicFromNamesrvRequestHeader {
         pub topic: String => "topic",
         pub cluster_name: Option<String> => "clusterName",
@@ -62,6 +68,7 @@ command_header! {
 
 command_header! {
     /// GET_TOPICS_BY_CLUSTER request.
+    #[derive(Default)]
     pub struct GetTopicsByClusterRequestHeader {
         pub cluster: String => "cluster",
     }
@@ -69,6 +76,7 @@ command_header! {
 
 command_header! {
     /// WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER requests.
+    #[derive(Default)]
     pub struct BrokerNameHeader {
         pub broker_name: String => "brokerName",
     }
@@ -76,6 +84,7 @@ command_header! {
 
 command_header! {
     /// PUT_KV_CONFIG request.
+    #[derive(Default)]
     pub struct PutKvConfigRequestHeader {
         pub namespace: String => "namespace",
         pub key: String => "key",
@@ -85,6 +94,7 @@ command_header! {
 
 command_header! {
     /// GET_KV_CONFIG and DELETE_KV_CONFIG requests.
+    #[derive(Default)]
     pub struct KvConfigKeyHeader {
         pub namespace: String => "namespace",
         pub key: String => "key",
@@ -93,6 +103,7 @@ command_header! {
 
 command_header! {
     /// GET_KVLIST_BY_NAMESPACE request.
+    #[derive(Default)]
     pub struct NamespaceHeader {
         pub namespace: String => "namespace",
     }
