@@ -1,1 +1,10 @@
-//! The `ha` crate: not built yet (see ARCHITECTURE.md). It holds nothing but its name.
+//! Classic master/slave replication of the commit log, byte for byte as Java's `HAService`
+//! (4.9 and 5.x without controller mode) speaks it.
+//!
+//! Layers:
+//! - [`wire`]: the two frames (slave -> master: an 8-byte offset report; master -> slave: offset,
+//!   size, raw commit-log bytes);
+//! - [`tracker`]: the pure structure behind SYNC_MASTER (slave positions in, released puts out).
+
+pub mod tracker;
+pub mod wire;
