@@ -30,7 +30,7 @@ impl MemLog {
         let end = *base + data.len() as i64;
         let room = self.segment - (end as usize % self.segment);
         if record.len() > room {
-            data.extend(std::iter::repeat(0xEE).take(room));
+            data.extend(std::iter::repeat_n(0xEE, room));
         }
         data.extend_from_slice(record);
         *base + data.len() as i64
