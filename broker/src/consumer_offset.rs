@@ -148,6 +148,13 @@ impl ConsumerOffsetManager {
         self.table.read().data_version.clone()
     }
 
+    /// A slave takes its master's offsets (Java's `syncConsumerOffset`: `putAll`, so a key the
+    /// master has replaces ours, and keys only we have stay).
+    pub fn merge_from_master(&self, master: ConsumerOffsetFile) {
+        let mut table = self.table.write();
+        table.offset_table.extend(master.offset_table);
+    }
+
     /// Everything, as the file holds it (the GET_ALL_CONSUMER_OFFSET body).
     pub fn snapshot(&self) -> ConsumerOffsetFile {
         self.table.read().clone()

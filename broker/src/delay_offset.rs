@@ -63,6 +63,12 @@ impl DelayOffsets {
         self.table.read().clone()
     }
 
+    /// A slave takes its master's delay progress as a whole (Java writes the master's file text
+    /// over its own; we take the table, which the persister writes).
+    pub fn replace_from_master(&self, master: DelayOffsetFile) {
+        *self.table.write() = master;
+    }
+
     pub fn persist(&self) -> Result<(), ConfigFileError> {
         let json = remoting::fastjson::to_vec(&*self.table.read(), remoting::fastjson::JsonStyle::FastjsonPretty);
         self.file.persist_bytes(&json)

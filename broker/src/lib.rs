@@ -27,6 +27,7 @@ pub mod processor;
 pub mod rebalance_lock;
 pub mod replication;
 pub mod schedule;
+pub mod slave_sync;
 pub mod stats;
 pub mod subscription_group;
 pub mod topic_config;

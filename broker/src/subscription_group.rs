@@ -319,6 +319,22 @@ impl SubscriptionGroupManager {
         self.table.read().clone()
     }
 
+    /// A slave takes its master's groups (Java's `syncSubscriptionGroupConfig`): the whole table
+    /// and its version, when the version differs. True when it replaced them.
+    pub fn replace_from_master(&self, master: SubscriptionGroupFile) -> bool {
+        {
+            let mut table = self.table.write();
+            if table.data_version == master.data_version {
+                return false;
+            }
+            table.data_version = master.data_version;
+            table.subscription_group_table = master.subscription_group_table;
+            table.forbidden_table = master.forbidden_table;
+        }
+        self.file.mark_dirty();
+        true
+    }
+
     /// The file this manager writes (the persister wakes on its changes).
     pub fn file(&self) -> &ConfigFile {
         &self.file

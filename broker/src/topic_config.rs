@@ -267,6 +267,21 @@ impl TopicConfigManager {
         Obtained::Created(created)
     }
 
+    /// A slave takes its master's topics (Java's `SlaveSynchronize.syncTopicConfig`): the whole
+    /// table and its version, when the version differs. True when it replaced them.
+    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+        {
+            let mut table = self.table.write();
+            if table.version == master.data_version {
+                return false;
+            }
+            table.version = master.data_version;
+            table.topics = master.topic_config_table;
+        }
+        self.file.mark_dirty();
+        true
+    }
+
     /// The file this manager writes (the persister wakes on its changes).
     pub fn file(&self) -> &ConfigFile {
         &self.file
