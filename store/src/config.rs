@@ -95,6 +95,20 @@ java_config! {
         pub max_msgs_num_batch: usize = "maxMsgsNumBatch" => 64,
         pub message_index_safe: bool = "messageIndexSafe" => false,
         pub ha_listen_port: u16 = "haListenPort" => 10912,
+        /// Master/slave replication (classic HA).
+        pub ha_send_heartbeat_interval_ms: u64 = "haSendHeartbeatInterval" => 5_000,
+        pub ha_housekeeping_interval_ms: u64 = "haHousekeepingInterval" => 20_000,
+        pub ha_transfer_batch_size: usize = "haTransferBatchSize" => 32 * 1024,
+        /// `host:port` of the master's HA port; empty: learnt from the name server.
+        pub ha_master_address: String = "haMasterAddress" => String::new(),
+        pub ha_slave_fallbehind_max: i64 = "haSlaveFallbehindMax" => 256 * 1024 * 1024,
+        /// 5.x's name for `haSlaveFallbehindMax`; used when set.
+        pub ha_max_gap_not_in_sync: i64 = "haMaxGapNotInSync" => 0,
+        /// How long a SYNC_MASTER put waits for its slaves (4.9.3+ and 5.x).
+        pub slave_timeout_ms: u64 = "slaveTimeout" => 3_000,
+        /// 5.x: replicas (the master counts as one) a SYNC_MASTER put waits for. Java 5.x does not
+        /// wait at all at its default of 1; this broker always waits for at least one slave.
+        pub in_sync_replicas: usize = "inSyncReplicas" => 1,
         pub broker_role: BrokerRole = "brokerRole" => BrokerRole::AsyncMaster,
         pub flush_disk_type: FlushDiskType = "flushDiskType" => FlushDiskType::AsyncFlush,
         pub sync_flush_timeout_ms: u64 = "syncFlushTimeout" => 5000,
@@ -135,6 +149,22 @@ impl MessageStoreConfig {
         self.transient_store_pool_enable
             && self.flush_disk_type == FlushDiskType::AsyncFlush
             && self.broker_role != BrokerRole::Slave
+    }
+
+    /// How far a slave may fall behind before SYNC_MASTER calls it not available: 5.x's
+    /// `haMaxGapNotInSync` when set, else `haSlaveFallbehindMax`.
+    pub fn ha_fallbehind_max(&self) -> i64 {
+        if self.ha_max_gap_not_in_sync > 0 {
+            self.ha_max_gap_not_in_sync
+        } else {
+            self.ha_slave_fallbehind_max
+        }
+    }
+
+    /// Slaves a SYNC_MASTER put waits for: at least one whatever the version's default, and
+    /// `inSyncReplicas - 1` when that asks for more.
+    pub fn sync_slaves_needed(&self) -> usize {
+        self.in_sync_replicas.saturating_sub(1).max(1)
     }
 
     /// Delay per level (index 0 = level 1) in milliseconds, parsed from `messageDelayLevel`.
