@@ -12,6 +12,7 @@ pub mod cleanup;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
+pub mod group_commit;
 pub mod index;
 mod lock;
 pub mod mapped_file;
