@@ -18,6 +18,6 @@ mod lock;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message;
-mod recovery;
+pub mod recovery;
 pub mod store;
 pub mod transient_pool;

@@ -23,7 +23,7 @@ use crate::lock::StoreLock;
 use crate::mapped_file_queue::LoadError;
 use crate::message::record::{decode_record, DecodedRecord, RecordAt, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE};
 use crate::message::{properties, tags_code, MessageToStore};
-use crate::recovery;
+use crate::recovery::{self, RecoveryReport};
 
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 
@@ -115,6 +115,7 @@ pub struct MessageStore {
     /// Set while the dispatcher waits, so puts only pay for a wake-up when one is needed.
     reput_sleeping: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    recovery: Mutex<RecoveryReport>,
     _lock: StoreLock,
     total_memory_bytes: u64,
     /// Set by the cleanup pass when the disk is above the warning level: writes are refused.
@@ -164,13 +165,20 @@ impl MessageStore {
             reput_wake: (Mutex::new(()), Condvar::new()),
             reput_sleeping: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
+            recovery: Mutex::new(RecoveryReport::default()),
             _lock: lock,
             total_memory_bytes: total_memory_bytes(),
             disk_full: AtomicBool::new(false),
         });
-        let reput_from = recovery::recover(&store, last_exit_ok);
-        store.reput_from.store(reput_from, Ordering::Release);
+        let report = recovery::recover(&store, last_exit_ok);
+        store.reput_from.store(report.dispatch_from, Ordering::Release);
+        *store.recovery.lock() = report;
         Ok(store)
+    }
+
+    /// What recovery found and did when the store was opened.
+    pub fn recovery(&self) -> RecoveryReport {
+        self.recovery.lock().clone()
     }
 
     pub fn config(&self) -> &MessageStoreConfig {

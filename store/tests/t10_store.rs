@@ -323,3 +323,30 @@ fn raw_commit_log_ranges_are_served_for_replication() {
     assert!(store.commit_log_data(b.wrote_offset + b.wrote_bytes as i64).is_none());
     store.shutdown();
 }
+
+#[test]
+fn a_clean_restart_truncates_no_consume_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..600 {
+        assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+    }
+    wait_dispatched(&store);
+    let end = store.commit_log().max_offset();
+    let queue_ends: Vec<(String, i32, i64)> = {
+        let mut q: Vec<_> = store.queues().iter().map(|cq| (cq.topic().to_owned(), cq.queue_id(), cq.max_offset())).collect();
+        q.sort();
+        q
+    };
+    store.shutdown();
+    drop(store);
+
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    let report = store.recovery();
+    assert!(report.last_exit_ok);
+    assert!(!report.queues_truncated, "the queues of a clean stop end exactly at the commit log's end");
+    assert_eq!((report.commit_log_end, report.dispatch_from), (end, end));
+    let mut after: Vec<_> = store.queues().iter().map(|cq| (cq.topic().to_owned(), cq.queue_id(), cq.max_offset())).collect();
+    after.sort();
+    assert_eq!(after, queue_ends);
+}
