@@ -21,6 +21,23 @@ use crate::transient_pool::{PoolBuffer, TransientStorePool};
 
 pub const OS_PAGE_SIZE: usize = 4096;
 
+/// How a flush forces a range of a file to disk. Production uses [`Msync`]; the commit log takes
+/// another implementation only through its test seam
+/// ([`crate::commit_log::CommitLog::set_file_sync`]), so tests can make the disk hang or fail.
+pub trait FileSync: Send + Sync {
+    /// Forces `[start, start + len)` of `file` (page-aligned `start`) to disk.
+    fn sync_range(&self, file: &MappedFile, start: usize, len: usize) -> io::Result<()>;
+}
+
+/// The real thing: `msync(MS_SYNC)` of the mapping.
+pub struct Msync;
+
+impl FileSync for Msync {
+    fn sync_range(&self, file: &MappedFile, start: usize, len: usize) -> io::Result<()> {
+        file.msync_range(start, len)
+    }
+}
+
 /// The transient-pool buffer a file writes into until it is fully committed.
 struct WriteBuffer {
     buffer: RwLock<Option<PoolBuffer>>,
@@ -317,6 +334,12 @@ impl MappedFile {
     /// Forces written bytes to disk when at least `least_pages` dirty pages accumulated (0 = any),
     /// or the file is full. Returns the new flushed position.
     pub fn flush(&self, least_pages: usize) -> io::Result<usize> {
+        self.flush_with(least_pages, &Msync)
+    }
+
+    /// As [`MappedFile::flush`], forcing the bytes through `sync` (the commit log's seam for
+    /// tests that make the disk hang or fail). The flushed position moves only if `sync` succeeds.
+    pub fn flush_with(&self, least_pages: usize, sync: &dyn FileSync) -> io::Result<usize> {
         // Only committed bytes are in the file.
         let wrote = self.committed_position();
         let flushed = self.flushed_position();
@@ -329,9 +352,14 @@ impl MappedFile {
         }
         // msync needs a page-aligned start.
         let start = flushed / OS_PAGE_SIZE * OS_PAGE_SIZE;
-        self.map.flush_range(start, wrote - start)?;
+        sync.sync_range(self, start, wrote - start)?;
         self.flushed.store(wrote, Ordering::Release);
         Ok(wrote)
+    }
+
+    /// msync of `[start, start + len)` of the mapping; `start` must be page-aligned.
+    pub fn msync_range(&self, start: usize, len: usize) -> io::Result<()> {
+        self.map.flush_range(start, len)
     }
 
     /// Zeroes whatever is not zero from `pos` to the end of the file and forces it to disk.
