@@ -3,21 +3,25 @@
 //! Appending: records are encoded outside the lock; under it the writer assigns the queue offset,
 //! physical offset and store time, rolls to a new file when a record (plus the 8-byte end marker)
 //! does not fit, and copies the record in. Flushing follows `flushDiskType`: SYNC_FLUSH callers
-//! wait for the group commit that covers their bytes, ASYNC_FLUSH flushes on a timer.
+//! wait for the group commit that covers their bytes ([`crate::group_commit`], driven by
+//! the `flush` module), ASYNC_FLUSH flushes on a timer. A flush error stops writes for good (until
+//! a restart).
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use parking_lot::{Condvar, Mutex};
-use tracing::{error, warn};
+use parking_lot::{Mutex, RwLock};
+use remoting::service::{Service, ServiceContext, Waker};
+use tracing::error;
 
 use crate::allocate::{AllocateConfig, AllocateService};
 use crate::config::{FlushDiskType, MessageStoreConfig};
+use crate::flush::FlushControl;
+use crate::mapped_file::{FileSync, MappedFile, Msync};
 use crate::transient_pool::TransientStorePool;
-use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::{LoadError, MappedFileQueue};
 use crate::message::properties;
 use crate::message::record::{
@@ -139,71 +143,38 @@ impl Writer {
     }
 }
 
-/// Group commit for SYNC_FLUSH and the wake-up of the timed flusher, around one watermark.
-#[derive(Default)]
-struct FlushState {
-    requested: u64,
-    flushed: u64,
-    stopped: bool,
-    /// SYNC_FLUSH puts acknowledged by callback once a flush covers `end`.
-    waiters: Vec<FlushWaiter>,
-}
-
-struct FlushWaiter {
-    end: u64,
-    deadline: Instant,
-    append: AppendResult,
-    done: PutCallback,
-}
-
-impl FlushWaiter {
-    fn finish(self, status: PutStatus) {
-        if status != PutStatus::PutOk {
-            warn!(end = self.end, "sync flush timed out");
-        }
-        (self.done)(PutMessageResult { status, append: Some(self.append), remark: None });
-    }
-}
-
-impl FlushState {
-    /// Takes the waiters a flush to `self.flushed` covers, and those past their deadline.
-    fn take_finished(&mut self, now: Instant) -> Vec<(FlushWaiter, PutStatus)> {
-        if self.waiters.is_empty() {
-            return Vec::new();
-        }
-        let flushed = self.flushed;
-        let stopped = self.stopped;
-        let (done, waiting): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.waiters).into_iter().partition(|w| w.end <= flushed || w.deadline <= now || stopped);
-        self.waiters = waiting;
-        done.into_iter()
-            .map(|w| {
-                let status = if w.end <= flushed { PutStatus::PutOk } else { PutStatus::FlushDiskTimeout };
-                (w, status)
-            })
-            .collect()
-    }
-}
-
-fn finish_all(finished: Vec<(FlushWaiter, PutStatus)>) {
-    for (waiter, status) in finished {
-        waiter.finish(status);
-    }
-}
-
 pub struct CommitLog {
     files: MappedFileQueue,
     writer: Mutex<Writer>,
     config: Arc<MessageStoreConfig>,
-    flush_state: Mutex<FlushState>,
-    flush_wanted: Condvar,
-    flush_done: Condvar,
+    /// SYNC_FLUSH waiters and the flush-failure latch.
+    control: Arc<FlushControl>,
+    /// How flushes force bytes to disk: msync, except through the test seam.
+    file_sync: RwLock<Arc<dyn FileSync>>,
+    /// Wakes the flush service; puts use it only when the flusher waits to be woken (SYNC_FLUSH,
+    /// or ASYNC_FLUSH with `flushCommitLogTimed=false`); a timed flusher just sleeps, as in Java.
+    flusher: OnceLock<Waker>,
+    flusher_wakes: bool,
+    /// Set while the services run; puts are refused outside that window.
+    accepting: AtomicBool,
+    services: Mutex<Services>,
     /// Store time of the last record appended (the checkpoint's physic time after a flush).
     last_store_timestamp: AtomicI64,
     pool: Option<Arc<TransientStorePool>>,
     allocator: Mutex<Option<Arc<AllocateService>>>,
     /// One committer at a time (the commit service, or shutdown).
     commit_lock: Mutex<()>,
+}
+
+/// The commit log's background services, stopped in this order.
+#[derive(Default)]
+struct Services {
+    /// Transient pool only: copies buffers into their files.
+    commit: Option<Service>,
+    /// Calls msync (see [`crate::flush`]).
+    flush: Option<Service>,
+    /// SYNC_FLUSH only: fires the waiters' deadlines.
+    timer: Option<Service>,
 }
 
 impl CommitLog {
@@ -213,18 +184,36 @@ impl CommitLog {
         } else {
             None
         };
+        let timeout = Duration::from_millis(config.sync_flush_timeout_ms);
+        let flusher_wakes = config.flush_disk_type == FlushDiskType::SyncFlush || !config.flush_commit_log_timed;
         Ok(CommitLog {
             files: MappedFileQueue::new(config.commit_log_dir(), config.mapped_file_size_commit_log),
             writer: Mutex::new(Writer { queue_offsets: HashMap::new() }),
+            control: Arc::new(FlushControl::new(timeout, config.sync_flush_max_waiters)),
+            file_sync: RwLock::new(Arc::new(Msync)),
+            flusher: OnceLock::new(),
+            flusher_wakes,
+            accepting: AtomicBool::new(false),
+            services: Mutex::new(Services::default()),
             config,
-            flush_state: Mutex::new(FlushState::default()),
-            flush_wanted: Condvar::new(),
-            flush_done: Condvar::new(),
             last_store_timestamp: AtomicI64::new(0),
             pool,
             allocator: Mutex::new(None),
             commit_lock: Mutex::new(()),
         })
+    }
+
+    /// Test seam: flushes force bytes through `sync` instead of msync, so a test can make the
+    /// disk hang or fail. Production never calls it; the default is [`Msync`].
+    #[doc(hidden)]
+    pub fn set_file_sync(&self, sync: Arc<dyn FileSync>) {
+        *self.file_sync.write() = sync;
+    }
+
+    /// The flush error that stopped writes, if one happened. Puts are refused from then on; a
+    /// restart, whose recovery re-reads (and CRC-checks) what reached the disk, clears it.
+    pub fn flush_failure(&self) -> Option<&str> {
+        self.control.failure()
     }
 
     /// Starts the allocation service that pre-creates (and optionally warms) the next file.
@@ -259,17 +248,53 @@ impl CommitLog {
     pub fn commit(&self, least_pages: usize) {
         let _one_committer = self.commit_lock.lock();
         if self.files.commit(least_pages) {
-            self.flush_wanted.notify_one();
+            self.wake_flusher();
         }
     }
 
-    /// The commit loop (transient pool only); runs until [`CommitLog::stop_flush`].
-    pub fn run_commit_service(&self) {
+    /// Starts the commit (transient pool), flush and deadline-timer services; `on_flushed` gets
+    /// the store time of the newest flushed record after each complete flush that moved.
+    pub fn start_services(self: &Arc<Self>, on_flushed: impl Fn(i64) + Send + 'static) -> io::Result<()> {
+        let mut services = self.services.lock();
+        if self.uses_transient_pool() {
+            let me = self.clone();
+            services.commit = Some(Service::spawn("CommitRealTimeService", move |cx| me.run_commit(cx))?);
+        }
+        let me = self.clone();
+        let flush = Service::spawn("CommitLogFlush", move |cx| me.run_flush(cx, &on_flushed))?;
+        let _ = self.flusher.set(flush.waker());
+        services.flush = Some(flush);
+        if self.config.flush_disk_type == FlushDiskType::SyncFlush {
+            services.timer = Some(self.control.start_timer()?);
+        }
+        self.accepting.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Stops the services in order: the committer (last commit), the flusher (last flush, up to
+    /// ten tries, acknowledging what it covers), then the group commit (whatever still waits
+    /// times out) and its timer. A flusher stuck in a hung msync holds this up, as in Java.
+    pub fn stop_services(&self) {
+        self.accepting.store(false, Ordering::Release);
+        let services = std::mem::take(&mut *self.services.lock());
+        if let Some(commit) = services.commit {
+            commit.stop();
+        }
+        if let Some(flush) = services.flush {
+            flush.stop();
+        }
+        self.control.stop();
+        if let Some(timer) = services.timer {
+            timer.stop();
+        }
+    }
+
+    /// The commit loop (transient pool only).
+    fn run_commit(&self, cx: &ServiceContext) {
         let interval = Duration::from_millis(self.config.commit_interval_commit_log_ms.max(1));
         let thorough = Duration::from_millis(self.config.commit_commit_log_thorough_interval_ms);
         let mut last_thorough = Instant::now();
-        while !self.flush_state.lock().stopped {
-            std::thread::sleep(interval);
+        while cx.wait(interval) {
             let least = if last_thorough.elapsed() >= thorough {
                 last_thorough = Instant::now();
                 0
@@ -333,41 +358,75 @@ impl CommitLog {
     }
 
     /// Appends one message, or a batch (all of one topic and queue, stored back to back in one
-    /// file with consecutive queue offsets).
+    /// file with consecutive queue offsets). Under SYNC_FLUSH the caller blocks until a flush
+    /// covers the records, or FLUSH_DISK_TIMEOUT after `syncFlushTimeout`.
     pub fn put(&self, msgs: &[MessageToStore]) -> PutMessageResult {
+        if let Some(refused) = self.refuse_put() {
+            return refused;
+        }
         match self.append_records(msgs) {
-            Ok((append, end, wait)) => PutMessageResult { status: self.await_flush(end, wait), append: Some(append), remark: None },
+            Ok((append, _, wait)) if !self.waits_for_flush(wait) => {
+                self.wake_flusher();
+                PutMessageResult { status: PutStatus::PutOk, append: Some(append), remark: None }
+            }
+            Ok((append, end, _)) => self.await_flush(end, append),
             Err(failed) => failed,
         }
     }
 
     /// As [`CommitLog::put`], acknowledging through `done`: at once, or (SYNC_FLUSH) from the
-    /// flush service once a flush covers the records.
+    /// flush service once a flush covers the records (or from the deadline timer, or on a flush
+    /// failure), so the caller's thread is never held by the disk.
     pub fn put_then(&self, msgs: &[MessageToStore], done: PutCallback) {
-        let (append, end, wait) = match self.append_records(msgs) {
-            Ok(appended) => appended,
-            Err(failed) => return done(failed),
-        };
-        let mut state = self.request_flush(end);
-        let status = if !self.waits_for_flush(wait) || state.flushed >= end {
-            PutStatus::PutOk
-        } else if state.stopped {
-            PutStatus::FlushDiskTimeout
-        } else {
-            let deadline = Instant::now() + Duration::from_millis(self.config.sync_flush_timeout_ms);
-            state.waiters.push(FlushWaiter { end, deadline, append, done });
-            return;
-        };
-        drop(state);
-        done(PutMessageResult { status, append: Some(append), remark: None })
+        if let Some(refused) = self.refuse_put() {
+            return done(refused);
+        }
+        match self.append_records(msgs) {
+            Ok((append, _, wait)) if !self.waits_for_flush(wait) => {
+                self.wake_flusher();
+                done(PutMessageResult { status: PutStatus::PutOk, append: Some(append), remark: None })
+            }
+            Ok((append, end, _)) => {
+                self.control.wait(end, append, done);
+                self.wake_flusher();
+            }
+            Err(failed) => done(failed),
+        }
     }
 
-    /// Asks the flusher to reach `end`; returns the flush state, still locked.
-    fn request_flush(&self, end: u64) -> parking_lot::MutexGuard<'_, FlushState> {
-        let mut state = self.flush_state.lock();
-        state.requested = state.requested.max(end);
-        self.flush_wanted.notify_one();
-        state
+    /// The blocking form of a SYNC_FLUSH wait: the same group-commit waiter as `put_then`, whose
+    /// callback hands the answer to this thread. The machine answers every waiter (flush, timer,
+    /// failure or stop), so the receive ends.
+    fn await_flush(&self, end: u64, append: AppendResult) -> PutMessageResult {
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        self.control.wait(end, append, Box::new(move |result| {
+            let _ = answer.send(result);
+        }));
+        self.wake_flusher();
+        answered.recv().unwrap_or_else(|_| PutMessageResult::failed(PutStatus::FlushDiskTimeout, "the flush service dropped the put unanswered"))
+    }
+
+    /// Puts are refused after a flush failure (the store stays readable) and while the services
+    /// do not run (before start, after shutdown).
+    fn refuse_put(&self) -> Option<PutMessageResult> {
+        if let Some(reason) = self.control.failure() {
+            return Some(PutMessageResult::failed(
+                PutStatus::ServiceNotAvailable,
+                format!("commit-log flush failed ({reason}); writes are refused until the store is restarted"),
+            ));
+        }
+        if !self.accepting.load(Ordering::Acquire) {
+            return Some(PutMessageResult::failed(PutStatus::ServiceNotAvailable, "the commit log's flush service is not running"));
+        }
+        None
+    }
+
+    fn wake_flusher(&self) {
+        if self.flusher_wakes {
+            if let Some(flusher) = self.flusher.get() {
+                flusher.wake();
+            }
+        }
     }
 
     /// SYNC_FLUSH acknowledges after the flush, unless the message said WAIT=false.
@@ -479,106 +538,57 @@ impl CommitLog {
         self.files.last_or_create(0)
     }
 
-    /// SYNC_FLUSH: waits until a flush covers `end` (FLUSH_DISK_TIMEOUT after `syncFlushTimeout`).
-    /// ASYNC_FLUSH, or a message with WAIT=false: only nudges the flusher.
-    fn await_flush(&self, end: u64, wait: bool) -> PutStatus {
-        let mut state = self.request_flush(end);
-        if !self.waits_for_flush(wait) {
-            return PutStatus::PutOk;
-        }
-        let deadline = Instant::now() + Duration::from_millis(self.config.sync_flush_timeout_ms);
-        while state.flushed < end && !state.stopped {
-            if self.flush_done.wait_until(&mut state, deadline).timed_out() {
-                break;
-            }
-        }
-        if state.flushed >= end {
-            PutStatus::PutOk
-        } else {
-            warn!(end, flushed = state.flushed, "sync flush timed out");
-            PutStatus::FlushDiskTimeout
-        }
-    }
-
-    /// The flush loop; run on its own thread until [`CommitLog::stop_flush`]. Calls `on_flushed`
-    /// with the store time of the newest flushed record after each flush that moved.
-    pub fn run_flush_service(&self, on_flushed: impl Fn(i64)) {
+    /// The flush loop: SYNC_FLUSH flushes whenever woken by a put (or every 10 ms), ASYNC_FLUSH
+    /// every `flushIntervalCommitLog` with least pages and a thorough flush every 10 s. At stop:
+    /// a last commit and flush, retried up to ten times as Java does.
+    fn run_flush(&self, cx: &ServiceContext, on_flushed: &dyn Fn(i64)) {
         let sync = self.config.flush_disk_type == FlushDiskType::SyncFlush;
         let interval = Duration::from_millis(if sync { 10 } else { self.config.flush_interval_commit_log_ms.max(1) });
         let thorough = Duration::from_millis(self.config.flush_commit_log_thorough_interval_ms);
         let mut last_thorough = Instant::now();
-        loop {
-            {
-                let mut state = self.flush_state.lock();
-                if state.stopped {
-                    break;
-                }
-                if sync || !self.config.flush_commit_log_timed {
-                    if state.requested <= state.flushed {
-                        self.flush_wanted.wait_for(&mut state, interval);
-                    }
-                } else {
-                    drop(state);
-                    std::thread::sleep(interval);
-                }
-            }
+        while cx.wait(interval) {
             let least_pages = if sync || last_thorough.elapsed() >= thorough {
                 last_thorough = Instant::now();
                 0
             } else {
                 self.config.flush_commit_log_least_pages
             };
-            self.flush_now(least_pages, &on_flushed);
+            self.flush_once(least_pages, on_flushed);
         }
-        // Java retries the final flush up to ten times.
         self.commit(0);
         for _ in 0..10 {
-            if self.flush_now(0, &on_flushed) {
+            if self.flush_once(0, on_flushed) {
                 break;
             }
         }
-        let finished = self.flush_state.lock().take_finished(Instant::now());
-        finish_all(finished);
     }
 
-    /// One flush; true when everything written is on disk.
-    fn flush_now(&self, least_pages: usize, on_flushed: &impl Fn(i64)) -> bool {
+    /// One flush; true when nothing is left to do (everything written is on disk, or a flush
+    /// failed, after which nothing is flushed again: a later msync "success" proves nothing,
+    /// since Linux marks the failed pages clean).
+    fn flush_once(&self, least_pages: usize, on_flushed: &dyn Fn(i64)) -> bool {
+        if self.control.failure().is_some() {
+            return true;
+        }
         let timestamp = self.last_store_timestamp.load(Ordering::Acquire);
-        match self.files.flush(least_pages) {
+        let sync = self.file_sync.read().clone();
+        match self.files.flush_with(least_pages, sync.as_ref()) {
             Ok(flushed) => {
-                let mut state = self.flush_state.lock();
-                if flushed > state.flushed {
-                    state.flushed = flushed;
-                    if least_pages == 0 && timestamp > 0 {
-                        on_flushed(timestamp);
-                    }
+                if self.control.advance(flushed) && least_pages == 0 && timestamp > 0 {
+                    on_flushed(timestamp);
                 }
-                let finished = state.take_finished(Instant::now());
-                drop(state);
-                self.flush_done.notify_all();
-                finish_all(finished);
                 flushed >= self.files.max_offset()
             }
             Err(e) => {
-                error!(error = %e, "commit-log flush failed");
-                let finished = self.flush_state.lock().take_finished(Instant::now());
-                finish_all(finished);
-                false
+                self.control.fail(&e);
+                true
             }
         }
     }
 
     /// Sets the flushed watermark after recovery.
     pub fn set_flushed(&self, offset: u64) {
-        let mut state = self.flush_state.lock();
-        state.flushed = offset;
-        state.requested = offset;
-    }
-
-    pub fn stop_flush(&self) {
-        self.flush_state.lock().stopped = true;
-        self.flush_wanted.notify_all();
-        self.flush_done.notify_all();
+        self.control.reset_flushed(offset);
     }
 
     /// Store time of the newest appended record.

@@ -112,6 +112,10 @@ java_config! {
         pub broker_role: BrokerRole = "brokerRole" => BrokerRole::AsyncMaster,
         pub flush_disk_type: FlushDiskType = "flushDiskType" => FlushDiskType::AsyncFlush,
         pub sync_flush_timeout_ms: u64 = "syncFlushTimeout" => 5000,
+        /// Ours, not Java's (which has no bound): at most this many SYNC_FLUSH puts wait for a
+        /// flush; more are answered FLUSH_DISK_TIMEOUT at once. The default is Java's send-queue
+        /// capacity (`sendThreadPoolQueueCapacity`), the bound a blocking put had there.
+        pub sync_flush_max_waiters: usize = "syncFlushMaxWaiters" => 10_000,
         pub message_delay_level: String = "messageDelayLevel" => "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_owned(),
         pub warm_mapped_file_enable: bool = "warmMapedFileEnable" => false,
         pub default_query_max_num: usize = "defaultQueryMaxNum" => 32,

@@ -21,10 +21,38 @@ use crate::transient_pool::{PoolBuffer, TransientStorePool};
 
 pub const OS_PAGE_SIZE: usize = 4096;
 
+/// How a flush forces a range of a file to disk. Production uses [`Msync`]; the commit log takes
+/// another implementation only through its test seam
+/// ([`crate::commit_log::CommitLog::set_file_sync`]), so tests can make the disk hang or fail.
+pub trait FileSync: Send + Sync {
+    /// Forces `[start, start + len)` of `file` (page-aligned `start`) to disk.
+    fn sync_range(&self, file: &MappedFile, start: usize, len: usize) -> io::Result<()>;
+}
+
+/// The real thing: `msync(MS_SYNC)` of the mapping.
+pub struct Msync;
+
+impl FileSync for Msync {
+    fn sync_range(&self, file: &MappedFile, start: usize, len: usize) -> io::Result<()> {
+        file.msync_range(start, len)
+    }
+}
+
 /// The transient-pool buffer a file writes into until it is fully committed.
 struct WriteBuffer {
     buffer: RwLock<Option<PoolBuffer>>,
     pool: std::sync::Arc<TransientStorePool>,
+    /// End of the bytes appended into the buffer (the end-of-file marker makes the file full
+    /// without writing its tail), so the pool erases only what was used.
+    written_end: AtomicUsize,
+}
+
+impl WriteBuffer {
+    fn give_back(&self) {
+        if let Some(buffer) = self.buffer.write().take() {
+            self.pool.give_back(buffer, self.written_end.load(Ordering::Acquire));
+        }
+    }
 }
 
 pub struct MappedFile {
@@ -116,9 +144,10 @@ impl MappedFile {
         let mut file = Self::create(dir, from_offset, size)?;
         if let Some(buffer) = pool.borrow() {
             if buffer.len() >= size {
-                file.write_buffer = Some(WriteBuffer { buffer: RwLock::new(Some(buffer)), pool: pool.clone() });
+                file.write_buffer =
+                    Some(WriteBuffer { buffer: RwLock::new(Some(buffer)), pool: pool.clone(), written_end: AtomicUsize::new(0) });
             } else {
-                pool.give_back(buffer);
+                pool.give_back(buffer, 0);
             }
         }
         Ok(file)
@@ -191,6 +220,7 @@ impl MappedFile {
             // committer looks at it; the single writer is the only one writing.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), target.add(pos), data.len()) };
         });
+        self.note_written(pos + data.len());
         self.wrote.store(pos + data.len(), Ordering::Release);
         true
     }
@@ -229,9 +259,7 @@ impl MappedFile {
             self.committed.store(wrote, Ordering::Release);
         }
         if self.committed.load(Ordering::Acquire) == self.size {
-            if let Some(buffer) = wb.buffer.write().take() {
-                wb.pool.give_back(buffer);
-            }
+            wb.give_back();
         }
         self.committed.load(Ordering::Acquire)
     }
@@ -250,8 +278,16 @@ impl MappedFile {
                 fill(region);
             }
         });
+        self.note_written(pos + len);
         self.wrote.store(pos + len, Ordering::Release);
         true
+    }
+
+    /// Records how far appends wrote into the pool buffer (published with `wrote` after it).
+    fn note_written(&self, end: usize) {
+        if let Some(wb) = &self.write_buffer {
+            wb.written_end.store(end, Ordering::Relaxed);
+        }
     }
 
     /// Marks the file full without writing (after the end-of-file marker, whose bytes beyond the
@@ -263,9 +299,7 @@ impl MappedFile {
     /// Gives an unused buffer back before the file is dropped (shutdown, truncation).
     pub fn release_write_buffer(&self) {
         if let Some(wb) = &self.write_buffer {
-            if let Some(buffer) = wb.buffer.write().take() {
-                wb.pool.give_back(buffer);
-            }
+            wb.give_back();
         }
     }
 
@@ -300,6 +334,12 @@ impl MappedFile {
     /// Forces written bytes to disk when at least `least_pages` dirty pages accumulated (0 = any),
     /// or the file is full. Returns the new flushed position.
     pub fn flush(&self, least_pages: usize) -> io::Result<usize> {
+        self.flush_with(least_pages, &Msync)
+    }
+
+    /// As [`MappedFile::flush`], forcing the bytes through `sync` (the commit log's seam for
+    /// tests that make the disk hang or fail). The flushed position moves only if `sync` succeeds.
+    pub fn flush_with(&self, least_pages: usize, sync: &dyn FileSync) -> io::Result<usize> {
         // Only committed bytes are in the file.
         let wrote = self.committed_position();
         let flushed = self.flushed_position();
@@ -312,9 +352,14 @@ impl MappedFile {
         }
         // msync needs a page-aligned start.
         let start = flushed / OS_PAGE_SIZE * OS_PAGE_SIZE;
-        self.map.flush_range(start, wrote - start)?;
+        sync.sync_range(self, start, wrote - start)?;
         self.flushed.store(wrote, Ordering::Release);
         Ok(wrote)
+    }
+
+    /// msync of `[start, start + len)` of the mapping; `start` must be page-aligned.
+    pub fn msync_range(&self, start: usize, len: usize) -> io::Result<()> {
+        self.map.flush_range(start, len)
     }
 
     /// Zeroes whatever is not zero from `pos` to the end of the file and forces it to disk.
@@ -411,6 +456,24 @@ mod tests {
         assert_eq!(pool.available(), 1);
         assert_eq!(f.flush(0).unwrap(), 8192);
         assert_eq!(f.raw(8191, 1), Some(&[7u8][..]));
+    }
+
+    #[test]
+    fn a_file_on_a_reused_buffer_has_zeros_past_its_end_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = std::sync::Arc::new(TransientStorePool::new(1, 8192).unwrap());
+        let old = MappedFile::create_with_pool(dir.path(), 0, 8192, &pool).unwrap();
+        assert!(old.append(&[7u8; 8000]));
+        old.mark_full();
+        assert_eq!(old.commit(0), 8192);
+        assert_eq!(pool.available(), 1, "the full file returned its buffer");
+        let new = MappedFile::create_with_pool(dir.path(), 8192, 8192, &pool).unwrap();
+        assert!(new.uses_write_buffer());
+        assert!(new.append(b"record+marker"));
+        new.mark_full();
+        assert_eq!(new.commit(0), 8192);
+        assert_eq!(new.raw(0, 13), Some(&b"record+marker"[..]));
+        assert!(new.raw(13, 8192 - 13).unwrap().iter().all(|b| *b == 0), "the old file's bytes leaked into the new one");
     }
 
     #[test]

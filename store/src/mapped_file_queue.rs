@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tracing::{info, warn};
 
-use crate::mapped_file::MappedFile;
+use crate::mapped_file::{FileSync, MappedFile, Msync};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -176,9 +176,14 @@ impl MappedFileQueue {
 
     /// Flushes the files that hold unflushed bytes. Returns the new flushed offset.
     pub fn flush(&self, least_pages: usize) -> io::Result<u64> {
+        self.flush_with(least_pages, &Msync)
+    }
+
+    /// As [`MappedFileQueue::flush`], forcing bytes through `sync`; stops at the first error.
+    pub fn flush_with(&self, least_pages: usize, sync: &dyn FileSync) -> io::Result<u64> {
         for f in self.files() {
             if f.flushed_position() < f.committed_position() {
-                f.flush(if f.is_full() { 0 } else { least_pages })?;
+                f.flush_with(if f.is_full() { 0 } else { least_pages }, sync)?;
             }
         }
         Ok(self.flushed_offset())

@@ -11,8 +11,22 @@ use crate::mapped_file::MappedFile;
 use crate::message::record::{decode_record, DecodedRecord, RecordAt, MAGIC_V1, MAGIC_V2};
 use crate::store::MessageStore;
 
-/// Recovers the store; returns the commit-log offset the dispatcher resumes from.
-pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> i64 {
+/// What recovery found and did when the store was opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// No abort file: the last stop was clean, so only the last three files were walked.
+    pub last_exit_ok: bool,
+    /// The end of the last whole record: the commit log's end after recovery.
+    pub commit_log_end: i64,
+    /// Where the dispatcher resumes.
+    pub dispatch_from: i64,
+    /// Some consume queue pointed past `commit_log_end` and was cut back to it.
+    pub queues_truncated: bool,
+}
+
+/// Recovers the store: cuts the commit log and queues back to the last whole record and decides
+/// where the dispatcher resumes.
+pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> RecoveryReport {
     let mut max_phy_of_cq = -1i64;
     for cq in store.queues() {
         cq.recover();
@@ -25,7 +39,7 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> i64 {
             cq.destroy();
         }
         store.queues.write().clear();
-        return 0;
+        return RecoveryReport { last_exit_ok, ..RecoveryReport::default() };
     }
     let check_crc = store.config.check_crc_on_recover;
     let process_offset = if last_exit_ok {
@@ -38,7 +52,12 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> i64 {
     };
     info!(process_offset, max_phy_of_cq, "commit log recovered");
 
-    if max_phy_of_cq >= process_offset {
+    // A queue's max physical offset is the END of its last record, so a queue that is complete
+    // ends exactly at `process_offset`: only a larger value means units past the commit log.
+    // (Java tests `>=` and so logs "truncate dirty logic files" on every clean restart while
+    // truncating nothing, as its truncation keeps units that start below the offset.)
+    let queues_truncated = max_phy_of_cq > process_offset;
+    if queues_truncated {
         warn!(max_phy_of_cq, process_offset, "consume queues point past the commit log; truncating them");
         for cq in store.queues() {
             cq.truncate_to_phy(process_offset);
@@ -56,12 +75,13 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> i64 {
     }
     store.commit_log.set_queue_offsets(offsets);
 
-    if last_exit_ok {
+    let dispatch_from = if last_exit_ok {
         // The dispatcher catches up from what the queues already hold.
         max_phy_of_cq.max(min).min(process_offset)
     } else {
         process_offset
-    }
+    };
+    RecoveryReport { last_exit_ok, commit_log_end: process_offset, dispatch_from, queues_truncated }
 }
 
 /// Java's choice after a crash: scanning back from the last file, the first one whose first

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
+use remoting::service::{Service, ServiceContext, Waker};
 use tracing::{error, info, warn};
 
 use crate::checkpoint::Checkpoint;
@@ -23,7 +23,7 @@ use crate::lock::StoreLock;
 use crate::mapped_file_queue::LoadError;
 use crate::message::record::{decode_record, DecodedRecord, RecordAt, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE};
 use crate::message::{properties, tags_code, MessageToStore};
-use crate::recovery;
+use crate::recovery::{self, RecoveryReport};
 use remoting::protocol::name::TopicName;
 
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
@@ -112,10 +112,12 @@ pub struct MessageStore {
     reput_from: AtomicI64,
     arrival: RwLock<Option<ArrivalListener>>,
     running: AtomicBool,
-    reput_wake: (Mutex<()>, Condvar),
+    /// Wakes the dispatcher (set at start).
+    reput_waker: OnceLock<Waker>,
     /// Set while the dispatcher waits, so puts only pay for a wake-up when one is needed.
     reput_sleeping: AtomicBool,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    services: Mutex<StoreServices>,
+    recovery: Mutex<RecoveryReport>,
     _lock: StoreLock,
     total_memory_bytes: u64,
     /// Set by the cleanup pass when the disk is above the warning level: writes are refused.
@@ -162,16 +164,23 @@ impl MessageStore {
             reput_from: AtomicI64::new(0),
             arrival: RwLock::new(None),
             running: AtomicBool::new(false),
-            reput_wake: (Mutex::new(()), Condvar::new()),
+            reput_waker: OnceLock::new(),
             reput_sleeping: AtomicBool::new(false),
-            threads: Mutex::new(Vec::new()),
+            services: Mutex::new(StoreServices::default()),
+            recovery: Mutex::new(RecoveryReport::default()),
             _lock: lock,
             total_memory_bytes: total_memory_bytes(),
             disk_full: AtomicBool::new(false),
         });
-        let reput_from = recovery::recover(&store, last_exit_ok);
-        store.reput_from.store(reput_from, Ordering::Release);
+        let report = recovery::recover(&store, last_exit_ok);
+        store.reput_from.store(report.dispatch_from, Ordering::Release);
+        *store.recovery.lock() = report;
         Ok(store)
+    }
+
+    /// What recovery found and did when the store was opened.
+    pub fn recovery(&self) -> RecoveryReport {
+        self.recovery.lock().clone()
     }
 
     pub fn config(&self) -> &MessageStoreConfig {
@@ -182,29 +191,28 @@ impl MessageStore {
         *self.arrival.write() = Some(listener);
     }
 
-    /// Starts the flusher, the dispatcher and the queue flusher, then creates the abort file
-    /// (present while running, as in Java). Dispatches the backlog before returning.
+    /// Starts the allocation, commit, flush, dispatch, queue-flush and cleanup services, then
+    /// creates the abort file (present while running, as in Java). Dispatches the backlog before
+    /// returning.
     pub fn start(self: &Arc<Self>) -> Result<(), StoreError> {
         self.running.store(true, Ordering::Release);
         self.dispatch_available();
         self.commit_log.start_allocation().map_err(io_err("cannot start the allocation service"))?;
-        let mut threads = self.threads.lock();
-        if self.commit_log.uses_transient_pool() {
-            let me = self.clone();
-            threads.push(spawn("CommitRealTimeService", move || me.commit_log.run_commit_service())?);
-        }
+        let checkpoint = self.checkpoint.clone();
+        self.commit_log
+            .start_services(move |ts| checkpoint.set_physic_msg_timestamp(ts))
+            .map_err(io_err("cannot start the commit-log services"))?;
+        let mut services = self.services.lock();
         let me = self.clone();
-        threads.push(spawn("CommitLogFlush", move || {
-            let checkpoint = me.checkpoint.clone();
-            me.commit_log.run_flush_service(|ts| checkpoint.set_physic_msg_timestamp(ts));
-        })?);
+        let reput = Service::spawn("ReputMessageService", move |cx| me.run_reput(cx)).map_err(io_err("cannot start the dispatcher"))?;
+        let _ = self.reput_waker.set(reput.waker());
+        services.reput = Some(reput);
+        services.queue_flush = Some(self.start_queue_flush().map_err(io_err("cannot start the consume-queue flusher"))?);
         let me = self.clone();
-        threads.push(spawn("ReputMessageService", move || me.run_reput())?);
-        let me = self.clone();
-        threads.push(spawn("FlushConsumeQueueService", move || me.run_queue_flush())?);
-        let me = self.clone();
-        threads.push(spawn("CleanResourceService", move || me.run_cleanup())?);
-        drop(threads);
+        let interval = Duration::from_millis(self.config.clean_resource_interval_ms.max(10));
+        services.cleanup =
+            Some(Service::every("CleanResourceService", interval, false, move || me.clean_now()).map_err(io_err("cannot start the cleaner"))?);
+        drop(services);
         let abort = abort_path(&self.config.root_dir());
         File::create(&abort).map_err(io_err(format!("cannot create {}", abort.display())))?;
         Ok(())
@@ -251,21 +259,27 @@ impl MessageStore {
 
     fn wake_dispatch(&self) {
         if self.reput_sleeping.load(Ordering::Acquire) {
-            let _guard = self.reput_wake.0.lock();
-            self.reput_wake.1.notify_one();
+            if let Some(reput) = self.reput_waker.get() {
+                reput.wake();
+            }
         }
     }
 
-    fn run_reput(&self) {
-        while self.running.load(Ordering::Acquire) {
-            if !self.dispatch_available() {
-                let mut guard = self.reput_wake.0.lock();
-                self.reput_sleeping.store(true, Ordering::Release);
-                // Re-check under the lock: a put that saw the flag clear has already appended.
-                if self.commit_log.max_offset() <= self.reput_from.load(Ordering::Acquire) {
-                    self.reput_wake.1.wait_for(&mut guard, Duration::from_millis(1));
-                }
-                self.reput_sleeping.store(false, Ordering::Release);
+    /// The dispatcher: catches up, then sleeps at most 1 ms, woken early by a put that sees it
+    /// sleeping (a put while it works costs nothing).
+    fn run_reput(&self, cx: &ServiceContext) {
+        loop {
+            if self.dispatch_available() {
+                continue;
+            }
+            self.reput_sleeping.store(true, Ordering::Release);
+            // Re-check after raising the flag: a put that saw the flag clear has already appended.
+            // A wake-up between here and the wait is not lost (the service keeps it).
+            let idle = self.commit_log.max_offset() <= self.reput_from.load(Ordering::Acquire);
+            let running = if idle { cx.wait(Duration::from_millis(1)) } else { !cx.is_stopped() };
+            self.reput_sleeping.store(false, Ordering::Release);
+            if !running {
+                break;
             }
         }
     }
@@ -430,18 +444,21 @@ impl MessageStore {
         self.queues.read().values().flat_map(|m| m.values().cloned()).collect()
     }
 
-    fn run_queue_flush(&self) {
+    /// The consume-queue flusher: `flush(least pages)` every interval, a thorough flush with the
+    /// checkpoint every `flushConsumeQueueThoroughInterval`. Its last flush is shutdown's, after the
+    /// dispatcher caught up.
+    fn start_queue_flush(self: &Arc<Self>) -> std::io::Result<Service> {
         let interval = Duration::from_millis(self.config.flush_interval_consume_queue_ms.max(1));
         let thorough = Duration::from_millis(self.config.flush_consume_queue_thorough_interval_ms);
         let mut last_thorough = Instant::now();
-        while self.running.load(Ordering::Acquire) {
-            std::thread::sleep(interval);
+        let me = self.clone();
+        Service::every("FlushConsumeQueueService", interval, false, move || {
             let full = last_thorough.elapsed() >= thorough;
             if full {
                 last_thorough = Instant::now();
             }
-            self.flush_queues(if full { 0 } else { self.config.flush_consume_queue_least_pages }, full);
-        }
+            me.flush_queues(if full { 0 } else { me.config.flush_consume_queue_least_pages }, full);
+        })
     }
 
     /// Flushes the queues; a thorough flush also writes the checkpoint, with the logics time
@@ -461,21 +478,11 @@ impl MessageStore {
         }
     }
 
-    fn run_cleanup(&self) {
-        let interval = Duration::from_millis(self.config.clean_resource_interval_ms.max(10));
-        let mut slept = Duration::ZERO;
-        while self.running.load(Ordering::Acquire) {
-            // Sleep in short steps so shutdown is not held up by a long interval.
-            std::thread::sleep(Duration::from_millis(50));
-            slept += Duration::from_millis(50);
-            if slept < interval {
-                continue;
-            }
-            slept = Duration::ZERO;
-            let hour = chrono::Timelike::hour(&chrono::Local::now());
-            let ratio = cleanup::disk_used_ratio(&self.config.commit_log_dir());
-            self.clean_once(std::time::SystemTime::now(), hour, ratio);
-        }
+    /// One cleaning pass now (the cleanup service's tick).
+    fn clean_now(&self) {
+        let hour = chrono::Timelike::hour(&chrono::Local::now());
+        let ratio = cleanup::disk_used_ratio(&self.config.commit_log_dir());
+        self.clean_once(std::time::SystemTime::now(), hour, ratio);
     }
 
     /// One cleaning pass with the given clock, hour of day and disk usage; returns how many
@@ -693,23 +700,32 @@ impl MessageStore {
         (self.commit_log.max_offset() - self.reput_from.load(Ordering::Acquire)).max(0)
     }
 
-    /// Stops everything and leaves the directory as a cleanly stopped Java broker would.
+    /// Stops everything and leaves the directory as a cleanly stopped Java broker would. Order:
+    /// cleanup; the commit log's committer, flusher and group commit (every SYNC_FLUSH put is
+    /// answered); allocation; the dispatcher, then a catch-up of its backlog; the queue flusher,
+    /// then the last queue flush and the checkpoint; the index; the abort file.
     pub fn shutdown(&self) {
         if !self.running.swap(false, Ordering::AcqRel) {
             return;
         }
-        self.commit_log.stop_flush();
-        self.reput_wake.1.notify_all();
-        for t in self.threads.lock().drain(..) {
-            let _ = t.join();
+        let services = std::mem::take(&mut *self.services.lock());
+        if let Some(cleanup) = services.cleanup {
+            cleanup.stop();
         }
+        self.commit_log.stop_services();
         self.commit_log.stop_allocation();
+        if let Some(reput) = services.reput {
+            reput.stop();
+        }
         // Catch the dispatcher up (Java waits up to 5 s), then flush queues and the checkpoint.
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.dispatch_behind_bytes() > 0 && Instant::now() < deadline {
             if !self.dispatch_available() {
                 break;
             }
+        }
+        if let Some(queue_flush) = services.queue_flush {
+            queue_flush.stop();
         }
         self.flush_queues(0, true);
         if let Some(index) = &self.index {
@@ -720,7 +736,11 @@ impl MessageStore {
         if let Err(e) = self.checkpoint.flush() {
             error!(error = %e, "checkpoint write failed at shutdown");
         }
-        if self.dispatch_behind_bytes() == 0 {
+        if let Some(reason) = self.commit_log.flush_failure() {
+            // As Java keeps it when the store is not writable: the next start recovers from the
+            // checkpoint and re-checks what reached the disk.
+            warn!(error = reason, "the commit-log flush failed; keeping the abort file so the next start recovers");
+        } else if self.dispatch_behind_bytes() == 0 {
             let abort = abort_path(&self.config.root_dir());
             if let Err(e) = std::fs::remove_file(&abort) {
                 warn!(path = %abort.display(), error = %e, "cannot remove abort file");
@@ -732,16 +752,20 @@ impl MessageStore {
     }
 }
 
+/// The store's own services (the commit log holds its committer, flusher and timer).
+#[derive(Default)]
+struct StoreServices {
+    reput: Option<Service>,
+    queue_flush: Option<Service>,
+    cleanup: Option<Service>,
+}
+
 impl Drop for MessageStore {
     fn drop(&mut self) {
         if self.running.load(Ordering::Acquire) {
             self.shutdown();
         }
     }
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StoreError> {
-    std::thread::Builder::new().name(name.to_owned()).spawn(f).map_err(io_err(format!("cannot start thread {name}")))
 }
 
 pub(crate) fn abort_path(root: &Path) -> PathBuf {

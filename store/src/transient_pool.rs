@@ -14,6 +14,9 @@ use tracing::warn;
 /// One buffer; the memory is an anonymous mapping so it never moves.
 pub struct PoolBuffer {
     map: MmapRaw,
+    /// How many leading bytes the last file may have written (zero beyond): erased before the
+    /// buffer is lent again.
+    dirty_bytes: usize,
 }
 
 impl PoolBuffer {
@@ -49,17 +52,29 @@ impl TransientStorePool {
             if let Err(e) = map.lock() {
                 warn!(error = %e, "cannot lock a transient store pool buffer in memory");
             }
-            buffers.push(PoolBuffer { map });
+            buffers.push(PoolBuffer { map, dirty_bytes: 0 });
         }
         Ok(TransientStorePool { buffers: Mutex::new(buffers), buffer_size })
     }
 
+    /// Lends a buffer whose bytes are all zero. The commit service copies a file's whole buffer
+    /// up to the file end, past the end-of-file marker, so bytes a previous file left there would
+    /// land in the new file; only the part the previous file used is erased, here on the
+    /// borrower (the allocation service, ahead of the writer) rather than on the committer.
     pub fn borrow(&self) -> Option<PoolBuffer> {
-        self.buffers.lock().pop()
+        let mut buffer = self.buffers.lock().pop()?;
+        let dirty = buffer.dirty_bytes.min(buffer.len());
+        // SAFETY: the buffer was just taken out of the pool, so nothing else refers to it, and
+        // [0, dirty) lies inside its mapping.
+        unsafe { std::ptr::write_bytes(buffer.as_mut_ptr(), 0, dirty) };
+        buffer.dirty_bytes = 0;
+        Some(buffer)
     }
 
-    pub fn give_back(&self, buffer: PoolBuffer) {
+    /// Takes a buffer back; its file wrote at most its first `used_bytes` bytes.
+    pub fn give_back(&self, mut buffer: PoolBuffer, used_bytes: usize) {
         if buffer.len() == self.buffer_size {
+            buffer.dirty_bytes = buffer.dirty_bytes.max(used_bytes);
             self.buffers.lock().push(buffer);
         }
     }
@@ -84,7 +99,20 @@ mod tests {
         let a = pool.borrow().unwrap();
         let _b = pool.borrow().unwrap();
         assert!(pool.borrow().is_none());
-        pool.give_back(a);
+        pool.give_back(a, 0);
         assert_eq!(pool.available(), 1);
+    }
+
+    #[test]
+    fn a_returned_buffer_is_lent_again_zeroed_where_its_file_wrote() {
+        let pool = TransientStorePool::new(1, 8192).unwrap();
+        let buffer = pool.borrow().unwrap();
+        // SAFETY: the buffer is ours alone and 8192 bytes long.
+        unsafe { std::ptr::write_bytes(buffer.as_mut_ptr(), 0xAB, 5000) };
+        pool.give_back(buffer, 5000);
+        let again = pool.borrow().unwrap();
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(again.as_ptr(), again.len()) };
+        assert!(bytes.iter().all(|b| *b == 0));
     }
 }

@@ -323,3 +323,67 @@ fn raw_commit_log_ranges_are_served_for_replication() {
     assert!(store.commit_log_data(b.wrote_offset + b.wrote_bytes as i64).is_none());
     store.shutdown();
 }
+
+#[test]
+fn a_clean_restart_truncates_no_consume_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..600 {
+        assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+    }
+    wait_dispatched(&store);
+    let end = store.commit_log().max_offset();
+    let queue_ends: Vec<(String, i32, i64)> = {
+        let mut q: Vec<_> = store.queues().iter().map(|cq| (cq.topic().to_owned(), cq.queue_id(), cq.max_offset())).collect();
+        q.sort();
+        q
+    };
+    store.shutdown();
+    drop(store);
+
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    let report = store.recovery();
+    assert!(report.last_exit_ok);
+    assert!(!report.queues_truncated, "the queues of a clean stop end exactly at the commit log's end");
+    assert_eq!((report.commit_log_end, report.dispatch_from), (end, end));
+    let mut after: Vec<_> = store.queues().iter().map(|cq| (cq.topic().to_owned(), cq.queue_id(), cq.max_offset())).collect();
+    after.sort();
+    assert_eq!(after, queue_ends);
+}
+
+/// Bytes of each commit-log file after its last record (and end marker) are zero.
+fn assert_zero_past_the_last_record(store: &MessageStore) {
+    for file in store.commit_log().files().files() {
+        let bytes = file.raw(0, file.size()).unwrap();
+        let mut pos = 0;
+        loop {
+            match decode_record(&bytes[pos..], false) {
+                Ok(RecordAt::Record(r)) => pos += r.store_size as usize,
+                Ok(RecordAt::Blank) => {
+                    pos += 8;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let stale = bytes[pos..].iter().position(|b| *b != 0);
+        assert_eq!(stale, None, "{}: non-zero bytes after the last record at {pos}", file.path().display());
+    }
+}
+
+#[test]
+fn files_on_reused_transient_pool_buffers_hold_zeros_past_their_last_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = MessageStoreConfig { transient_store_pool_enable: true, transient_store_pool_size: 2, commit_interval_commit_log_ms: 1, ..config(dir.path()) };
+    let store = open(cfg);
+    for i in 0..1200 {
+        assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+        if i % 50 == 0 {
+            // Let the committer finish full files so their buffers return and are lent again.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    store.shutdown();
+    assert!(store.commit_log().files().files().len() > 6, "files should have rolled past the pool's two buffers");
+    assert_zero_past_the_last_record(&store);
+}

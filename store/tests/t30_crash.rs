@@ -143,6 +143,7 @@ fn a_tail_cut_at_every_byte_recovers_to_the_last_whole_message() {
             assert_eq!(store.commit_log().max_offset(), ends[whole - 1], "cut at {cut}, crashed {crashed}");
             let total: i64 = store.queues().iter().map(|q| q.max_offset()).sum();
             assert_eq!(total as usize, whole, "cut at {cut}, crashed {crashed}: queues disagree with the commit log");
+            assert_eq!(store.recovery().queues_truncated, whole < n, "cut at {cut}, crashed {crashed}");
         }
     }
 }
