@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 
 use crate::command::RemotingCommand;
 use crate::connection::{self, Channel, ChannelError, ConnectionConfig, InboundHandler};
-use crate::server::not_supported;
+use crate::server::{not_supported, Reply};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -40,9 +40,7 @@ struct RefuseRequests;
 
 impl InboundHandler for RefuseRequests {
     fn on_request(&self, channel: &Channel, request: RemotingCommand) {
-        if !request.is_oneway() {
-            let _ = channel.send(not_supported(&request));
-        }
+        Reply::to(channel, &request).send(not_supported(&request));
     }
 }
 

@@ -2,8 +2,9 @@
 //! that maps each request code to a processor and the bounded pool it runs on.
 //!
 //! Request path: frame -> registry lookup by code -> unknown code: REQUEST_CODE_NOT_SUPPORTED;
-//! processor rejects or pool full: SYSTEM_BUSY -> otherwise run on the pool -> response with the
-//! request's opaque and serialize type, unless the request was oneway.
+//! processor rejects or pool full: SYSTEM_BUSY -> otherwise run on the pool -> response through
+//! [`Reply`] (the request's opaque and serialize type), unless it was oneway. A processor that
+//! answers later keeps a [`Reply`] made from the request.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -48,8 +49,9 @@ impl From<HeaderError> for ProcessError {
     }
 }
 
-/// `Ok(Some(response))` answers now; `Ok(None)` answers later (or never, for oneway requests)
-/// through the channel; `Err` becomes an error response.
+/// `Ok(Some(response))` answers now; `Ok(None)` means answered later (or never, for oneway
+/// requests), through a [`Reply`] the processor made from the request; `Err` becomes an error
+/// response.
 pub type ProcessResult = Result<Option<RemotingCommand>, ProcessError>;
 
 pub trait RequestProcessor: Send + Sync + 'static {
@@ -129,35 +131,53 @@ struct Dispatcher {
     draining: CancellationToken,
 }
 
-/// What a response needs from its request, captured before the request moves into a job.
-#[derive(Clone, Copy)]
-struct ReplyTo {
+/// The answer to one request, to be given now or later: the channel plus what a response takes
+/// from its request (opaque, serialize type, oneway). Create it before the request moves, e.g.
+/// into a long-poll table or a flush callback; [`Reply::send`] consumes it, so a request is
+/// answered at most once. Every response the server sends goes through here.
+#[derive(Debug)]
+pub struct Reply {
+    channel: Channel,
     opaque: i32,
     serialize_type: SerializeType,
     oneway: bool,
 }
 
-impl ReplyTo {
-    fn of(request: &RemotingCommand) -> Self {
-        ReplyTo { opaque: request.opaque, serialize_type: request.serialize_type, oneway: request.is_oneway() }
+impl Reply {
+    pub fn to(channel: &Channel, request: &RemotingCommand) -> Reply {
+        Reply { channel: channel.clone(), opaque: request.opaque, serialize_type: request.serialize_type, oneway: request.is_oneway() }
     }
 
-    /// Sends the response unless the request was oneway; fills in what every response carries.
-    fn send(self, channel: &Channel, mut response: RemotingCommand) {
+    pub fn channel(&self) -> &Channel {
+        &self.channel
+    }
+
+    pub fn opaque(&self) -> i32 {
+        self.opaque
+    }
+
+    pub fn is_oneway(&self) -> bool {
+        self.oneway
+    }
+
+    /// Sends `response` with the request's opaque and serialize type and the RESPONSE flag;
+    /// nothing for a oneway request. A closed connection drops it (the requester has gone).
+    pub fn send(self, mut response: RemotingCommand) {
         if self.oneway {
             return;
         }
         response.opaque = self.opaque;
         response.flag |= FLAG_RESPONSE;
         response.serialize_type = self.serialize_type;
-        if let Err(e) = channel.send(response) {
+        if let Err(e) = self.channel.send(response) {
             debug!(error = %e, "response not sent");
         }
     }
 
-    fn error(self, channel: &Channel, code: ResponseCode, remark: impl Into<String>) {
+    /// Answers with `code` and `remark`.
+    pub fn error(self, code: ResponseCode, remark: impl Into<String>) {
         let response = RemotingCommand { code: code.0, version: CURRENT_VERSION, remark: Some(remark.into()), ..Default::default() };
-        self.send(channel, response);
+        self.send(response);
     }
 }
 
@@ -166,32 +186,32 @@ impl InboundHandler for Dispatcher {
         if self.draining.is_cancelled() {
             return;
         }
-        let reply = ReplyTo::of(&request);
+        let reply = Reply::to(channel, &request);
         let code = request.code;
         let Some(route) = self.registry.routes.get(&code).or(self.registry.default.as_ref()).cloned() else {
             warn!(code, "request code not supported");
-            return reply.send(channel, not_supported(&request));
+            return reply.send(not_supported(&request));
         };
         if route.processor.reject() {
-            return reply.error(channel, ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
+            return reply.error(ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
         }
-        let ch = channel.clone();
         let processor = route.processor.clone();
+        let busy = Reply::to(channel, &request);
         let job = move || {
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(&ch, request)));
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(reply.channel(), request)));
             match outcome {
-                Ok(Ok(Some(response))) => reply.send(&ch, response),
+                Ok(Ok(Some(response))) => reply.send(response),
                 Ok(Ok(None)) => {}
-                Ok(Err(e)) => reply.error(&ch, e.code, e.remark),
+                Ok(Err(e)) => reply.error(e.code, e.remark),
                 Err(_) => {
                     error!(code, "processor panicked");
-                    reply.error(&ch, ResponseCode::SYSTEM_ERROR, "internal error while processing the request");
+                    reply.error(ResponseCode::SYSTEM_ERROR, "internal error while processing the request");
                 }
             }
         };
         if let Err(rejected) = route.pool.try_execute(job) {
             warn!(code, pool = route.pool.name(), ?rejected, "pool cannot take the request; answering SYSTEM_BUSY");
-            reply.error(channel, ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
+            busy.error(ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
         }
     }
 
