@@ -156,7 +156,7 @@ impl BrokerController {
                     let _ = channel.send(response);
                 }
             };
-            if wake_pool.try_execute(job).is_err() {
+            if wake_pool.try_execute(0, job).is_err() {
                 warn!("pull pool full; a woken pull is dropped and the client will retry");
             }
         })));

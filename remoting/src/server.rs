@@ -2,9 +2,9 @@
 //! that maps each request code to a processor and the bounded pool it runs on.
 //!
 //! Request path: frame -> registry lookup by code -> unknown code: REQUEST_CODE_NOT_SUPPORTED;
-//! processor rejects or pool full: SYSTEM_BUSY -> otherwise run on the pool -> response through
-//! [`Reply`] (the request's opaque and serialize type), unless it was oneway. A processor that
-//! answers later keeps a [`Reply`] made from the request.
+//! processor rejects or pool full (by jobs or bytes): SYSTEM_BUSY -> otherwise run on the pool ->
+//! response through [`Reply`] (the request's opaque and serialize type), unless it was oneway.
+//! A processor that answers later keeps a [`Reply`] made from the request.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -196,6 +196,7 @@ impl InboundHandler for Dispatcher {
             return reply.error(ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
         }
         let processor = route.processor.clone();
+        let job_bytes = crate::codec::frame_size_estimate(&request);
         let busy = Reply::to(channel, &request);
         let job = move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(reply.channel(), request)));
@@ -209,7 +210,7 @@ impl InboundHandler for Dispatcher {
                 }
             }
         };
-        if let Err(rejected) = route.pool.try_execute(job) {
+        if let Err(rejected) = route.pool.try_execute(job_bytes, job) {
             warn!(code, pool = route.pool.name(), ?rejected, "pool cannot take the request; answering SYSTEM_BUSY");
             busy.error(ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
         }
