@@ -8,7 +8,7 @@ use broker::config::{apply_properties, apply_startup_rules};
 use broker::controller::BrokerController;
 use broker::transaction::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
 use remoting::client::{ClientConfig, RemotingClient};
-use remoting::connection::InboundHandler;
+use remoting::connection::{InFlight, InboundHandler};
 use remoting::protocol::broker::*;
 use remoting::server::Channel;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
@@ -43,7 +43,7 @@ struct CommitOnCheck {
 }
 
 impl InboundHandler for CommitOnCheck {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, _: InFlight) {
         if request.request_code() != RequestCode::CHECK_TRANSACTION_STATE {
             return;
         }

@@ -73,6 +73,7 @@ impl NamesrvController {
             connection: ConnectionConfig {
                 max_frame_bytes: config.max_frame_bytes,
                 idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1)),
+                ..ConnectionConfig::default()
             },
             drain_timeout: Duration::from_secs(10),
         };

@@ -20,7 +20,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::code::{RequestCode, ResponseCode};
 use crate::command::{RemotingCommand, SerializeType, CURRENT_VERSION, FLAG_RESPONSE};
-use crate::connection::{self, ConnectionConfig, InboundHandler};
+use crate::connection::{self, ConnectionConfig, InFlight, InboundHandler, Side};
 use crate::header::HeaderError;
 use crate::pool::BusinessPool;
 
@@ -182,7 +182,7 @@ impl Reply {
 }
 
 impl InboundHandler for Dispatcher {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, in_flight: InFlight) {
         if self.draining.is_cancelled() {
             return;
         }
@@ -196,7 +196,7 @@ impl InboundHandler for Dispatcher {
             return reply.error(ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
         }
         let processor = route.processor.clone();
-        let job_bytes = crate::codec::frame_size_estimate(&request);
+        let job_bytes = in_flight.bytes();
         let busy = Reply::to(channel, &request);
         let job = move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(reply.channel(), request)));
@@ -209,6 +209,8 @@ impl InboundHandler for Dispatcher {
                     reply.error(ResponseCode::SYSTEM_ERROR, "internal error while processing the request");
                 }
             }
+            // The request is finished: its bytes no longer hold the reader back.
+            drop(in_flight);
         };
         if let Err(rejected) = route.pool.try_execute(job_bytes, job) {
             warn!(code, pool = route.pool.name(), ?rejected, "pool cannot take the request; answering SYSTEM_BUSY");
@@ -270,6 +272,20 @@ impl RemotingServer {
         self.dispatcher.connections.lock().values().cloned().collect()
     }
 
+    pub fn connection_count(&self) -> usize {
+        self.dispatcher.connections.lock().len()
+    }
+
+    /// Bytes queued for writing, over every open connection.
+    pub fn queued_outbound_bytes(&self) -> usize {
+        self.dispatcher.connections.lock().values().map(Channel::queued_outbound_bytes).sum()
+    }
+
+    /// Bytes of requests read and not yet finished, over every open connection.
+    pub fn in_flight_bytes(&self) -> usize {
+        self.dispatcher.connections.lock().values().map(Channel::in_flight_bytes).sum()
+    }
+
     /// Graceful shutdown: stop accepting and reading new requests, let the pools finish what they
     /// hold (their responses are written), then close every connection.
     pub async fn shutdown(self) {
@@ -296,10 +312,16 @@ async fn accept_loop(listener: TcpListener, config: ConnectionConfig, dispatcher
             _ = stop.cancelled() => return,
         };
         match accepted {
-            Ok((stream, peer)) => match connection::spawn(stream, &config, dispatcher.clone()) {
+            Ok((stream, peer)) => match connection::spawn(stream, &config, Side::Server, dispatcher.clone()) {
                 Ok(channel) => {
                     debug!(%peer, "connection accepted");
-                    dispatcher.connections.lock().insert(channel.id(), channel);
+                    let mut connections = dispatcher.connections.lock();
+                    connections.insert(channel.id(), channel.clone());
+                    // It may have closed before it was listed, when `on_close` found nothing to
+                    // remove; `closed` is set before `on_close` runs, so this catches it.
+                    if channel.is_closed() {
+                        connections.remove(&channel.id());
+                    }
                 }
                 Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
             },
