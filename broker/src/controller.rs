@@ -236,6 +236,7 @@ impl BrokerController {
                 ..ConnectionConfig::default()
             },
             drain_timeout: Duration::from_secs(10),
+            max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
         };
         let server = RemotingServer::start(server_config, registry).await?;
 

@@ -76,6 +76,7 @@ impl NamesrvController {
                 ..ConnectionConfig::default()
             },
             drain_timeout: Duration::from_secs(10),
+            max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
         };
         let processor = Arc::new(NamesrvProcessor {
             config: Arc::new(RwLock::new(config)),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -226,6 +226,13 @@ impl InboundHandler for Dispatcher {
     }
 }
 
+/// Connections a server serves at once by default. Java has no cap and accepts until it runs out
+/// of file descriptors, which then also locks out the admin tools and the name server's brokers.
+/// 10,000 is far above what one broker or name server serves (each client process holds one
+/// connection to it) and below the usual 65,536-descriptor limit, so a connection flood meets
+/// this cap first and accept keeps working.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
 /// Server settings: where to listen and the per-connection limits.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -233,11 +240,18 @@ pub struct ServerConfig {
     pub connection: ConnectionConfig,
     /// How long a graceful shutdown waits for queued requests to finish.
     pub drain_timeout: Duration,
+    /// Past this many open connections a new one is closed as soon as it is accepted.
+    pub max_connections: usize,
 }
 
 impl ServerConfig {
     pub fn new(listen_addr: SocketAddr) -> Self {
-        ServerConfig { listen_addr, connection: ConnectionConfig::default(), drain_timeout: Duration::from_secs(10) }
+        ServerConfig {
+            listen_addr,
+            connection: ConnectionConfig::default(),
+            drain_timeout: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
     }
 }
 
@@ -258,7 +272,7 @@ impl RemotingServer {
         let dispatcher =
             Arc::new(Dispatcher { registry, connections: Mutex::new(HashMap::new()), draining: CancellationToken::new() });
         let stop_accepting = CancellationToken::new();
-        let accept_task = tokio::spawn(accept_loop(listener, config.connection, dispatcher.clone(), stop_accepting.clone()));
+        let accept_task = tokio::spawn(accept_loop(listener, config.connection, config.max_connections, dispatcher.clone(), stop_accepting.clone()));
         info!(%local_addr, "remoting server listening");
         Ok(RemotingServer { local_addr, dispatcher, stop_accepting, accept_task, drain_timeout: config.drain_timeout })
     }
@@ -305,26 +319,19 @@ impl RemotingServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, config: ConnectionConfig, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+async fn accept_loop(listener: TcpListener, config: ConnectionConfig, max_connections: usize, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+    let mut refused = RefusalLog::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stop.cancelled() => return,
         };
         match accepted {
-            Ok((stream, peer)) => match connection::spawn(stream, &config, Side::Server, dispatcher.clone()) {
-                Ok(channel) => {
-                    debug!(%peer, "connection accepted");
-                    let mut connections = dispatcher.connections.lock();
-                    connections.insert(channel.id(), channel.clone());
-                    // It may have closed before it was listed, when `on_close` found nothing to
-                    // remove; `closed` is set before `on_close` runs, so this catches it.
-                    if channel.is_closed() {
-                        connections.remove(&channel.id());
-                    }
-                }
-                Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
-            },
+            Ok((stream, peer)) if dispatcher.connections.lock().len() >= max_connections => {
+                drop(stream);
+                refused.note(peer, max_connections);
+            }
+            Ok((stream, peer)) => serve(stream, peer, &config, &dispatcher),
             Err(e) => {
                 // Typically EMFILE; back off instead of spinning.
                 warn!(error = %e, "accept failed");
@@ -334,3 +341,40 @@ async fn accept_loop(listener: TcpListener, config: ConnectionConfig, dispatcher
     }
 }
 
+fn serve(stream: TcpStream, peer: SocketAddr, config: &ConnectionConfig, dispatcher: &Arc<Dispatcher>) {
+    match connection::spawn(stream, config, Side::Server, dispatcher.clone()) {
+        Ok(channel) => {
+            debug!(%peer, "connection accepted");
+            let mut connections = dispatcher.connections.lock();
+            connections.insert(channel.id(), channel.clone());
+            // It may have closed before it was listed, when `on_close` found nothing to remove;
+            // `closed` is set before `on_close` runs, so this catches it.
+            if channel.is_closed() {
+                connections.remove(&channel.id());
+            }
+        }
+        Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
+    }
+}
+
+/// Warns about refused connections at most once per interval, with how many there were, so a
+/// connection flood cannot flood the log too.
+#[derive(Default)]
+struct RefusalLog {
+    last_warning: Option<std::time::Instant>,
+    unreported: u64,
+}
+
+impl RefusalLog {
+    const INTERVAL: Duration = Duration::from_secs(10);
+
+    fn note(&mut self, peer: SocketAddr, max_connections: usize) {
+        self.unreported += 1;
+        if self.last_warning.is_some_and(|at| at.elapsed() < Self::INTERVAL) {
+            return;
+        }
+        warn!(%peer, max_connections, refused = self.unreported, "too many connections; closing new ones at once");
+        self.last_warning = Some(std::time::Instant::now());
+        self.unreported = 0;
+    }
+}

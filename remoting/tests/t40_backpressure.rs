@@ -1,6 +1,6 @@
 //! Per-connection bounds over real loopback sockets: a peer that does not read is no longer read
 //! (and is closed once deferred answers pile up past the hard limit), a reading peer gets every
-//! answer, pools refuse by bytes, and bad UTF-8 in a header is answered.
+//! answer, pools refuse by bytes, connections are capped, and bad UTF-8 in a header is answered.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -103,7 +103,7 @@ impl TestServer {
 }
 
 /// LARGE, PARK and ECHO run on a roomy pool; BLOCK on one worker whose queue holds 100 KiB.
-async fn start() -> TestServer {
+async fn start(max_connections: usize) -> TestServer {
     let processor = Arc::new(TestProcessor {
         large_body: Bytes::from(vec![b'x'; LARGE_BYTES]),
         large_done: AtomicUsize::new(0),
@@ -119,6 +119,7 @@ async fn start() -> TestServer {
     }
     registry.register(BLOCK, processor.clone(), &tight);
     let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.max_connections = max_connections;
     config.connection = ConnectionConfig {
         max_frame_bytes: MAX_FRAME_BYTES,
         write_buffer_high_water_mark_bytes: HIGH_WATER_MARK_BYTES,
@@ -158,6 +159,11 @@ async fn read_frame(stream: &mut (impl AsyncRead + Unpin)) -> Option<RemotingCom
     frame[..4].copy_from_slice(&len);
     stream.read_exact(&mut frame[4..]).await.ok()?;
     Some(decode_frame(&frame).unwrap())
+}
+
+async fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    matches!(tokio::time::timeout(TIMEOUT, stream.read(&mut buf)).await, Ok(Ok(0)) | Ok(Err(_)))
 }
 
 async fn echo(stream: &mut TcpStream, opaque: i32) -> RemotingCommand {
@@ -204,7 +210,7 @@ fn assert_within_bounds(channel: &Channel) {
 
 #[tokio::test]
 async fn a_client_that_never_reads_is_no_longer_read_and_its_bytes_are_freed_when_it_goes() {
-    let server = start().await;
+    let server = start(100).await;
     let stream = connect_small(&server).await;
     let (read_half, writer) = pipeline_until_paused(&server, stream).await;
     writer.abort();
@@ -215,7 +221,7 @@ async fn a_client_that_never_reads_is_no_longer_read_and_its_bytes_are_freed_whe
 
 #[tokio::test]
 async fn deferred_answers_past_the_hard_limit_close_the_connection_and_free_its_queue() {
-    let server = start().await;
+    let server = start(100).await;
     let mut stream = connect_small(&server).await;
     // 64 parked requests, then answers of 512 KiB each: 32 MiB for a client that does not read.
     stream.write_all(&frames(PARK, 1..=64)).await.unwrap();
@@ -235,7 +241,7 @@ async fn deferred_answers_past_the_hard_limit_close_the_connection_and_free_its_
 
 #[tokio::test]
 async fn a_pipelining_client_that_reads_gets_every_answer_once_the_pause_resumes() {
-    let server = start().await;
+    let server = start(100).await;
     let stream = connect_small(&server).await;
     let (mut read_half, writer) = pipeline_until_paused(&server, stream).await;
     let channel = server.channel().expect("the connection");
@@ -258,7 +264,7 @@ async fn a_pipelining_client_that_reads_gets_every_answer_once_the_pause_resumes
 
 #[tokio::test]
 async fn a_request_past_the_pools_byte_capacity_is_answered_system_busy() {
-    let server = start().await;
+    let server = start(100).await;
     let mut stream = TcpStream::connect(server.server.local_addr()).await.unwrap();
     let block = |opaque: i32, body_bytes: usize| {
         encode_frame(&RemotingCommand::request(BLOCK).with_opaque(opaque).with_body(vec![0u8; body_bytes])).unwrap()
@@ -285,8 +291,31 @@ async fn a_request_past_the_pools_byte_capacity_is_answered_system_busy() {
 }
 
 #[tokio::test]
+async fn connections_beyond_the_cap_are_closed_and_the_others_keep_working() {
+    let server = start(3).await;
+    let addr = server.server.local_addr();
+    let mut served = Vec::new();
+    for i in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(echo(&mut stream, i).await.response_code(), ResponseCode::SUCCESS);
+        served.push(stream);
+    }
+    let mut refused = TcpStream::connect(addr).await.unwrap();
+    let _ = refused.write_all(&encode_frame(&RemotingCommand::request(ECHO).with_opaque(9)).unwrap()).await;
+    assert!(closed_by_server(&mut refused).await, "the fourth connection was served");
+    for (i, stream) in served.iter_mut().enumerate() {
+        assert_eq!(echo(stream, 10 + i as i32).await.response_code(), ResponseCode::SUCCESS);
+    }
+    // A closed connection makes room for a new one.
+    drop(served.pop());
+    eventually("the closed connection is forgotten", || server.server.connection_count() == 2).await;
+    let mut again = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(echo(&mut again, 20).await.response_code(), ResponseCode::SUCCESS);
+}
+
+#[tokio::test]
 async fn invalid_utf8_in_a_json_header_is_answered_instead_of_closing_the_connection() {
-    let server = start().await;
+    let server = start(100).await;
     let mut stream = TcpStream::connect(server.server.local_addr()).await.unwrap();
     let header = b"{\"code\":9103,\"extFields\":{\"k\":\"a\xffb\"},\"flag\":0,\"language\":\"JAVA\",\"opaque\":7,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":409}";
     let mut frame = ((4 + header.len()) as u32).to_be_bytes().to_vec();
@@ -301,7 +330,7 @@ async fn invalid_utf8_in_a_json_header_is_answered_instead_of_closing_the_connec
 
 #[tokio::test]
 async fn invalid_utf8_in_a_binary_header_is_answered_instead_of_closing_the_connection() {
-    let server = start().await;
+    let server = start(100).await;
     let mut stream = TcpStream::connect(server.server.local_addr()).await.unwrap();
     let request = RemotingCommand::request(ECHO).with_opaque(7).with_ext("k", "aZb").with_serialize_type(SerializeType::RocketMq);
     let mut frame = encode_frame(&request).unwrap().to_vec();
