@@ -5,8 +5,8 @@
 //! Memory per connection is bounded by bytes, in both directions:
 //! - out: what is queued for the writer is counted from [`Channel::send`] until written. A server
 //!   stops reading requests above the high water mark and resumes at the low one, so a peer that
-//!   does not read cannot make us produce more answers; past the hard limit (only deferred
-//!   answers and server pushes get there) the connection is closed and its queue dropped.
+//!   does not read cannot make us produce more answers; past the hard limit (which deferred
+//!   answers and server pushes can reach) the connection is closed and its queue dropped.
 //! - in: requests read and not yet finished by their processor are counted, in bytes and in
 //!   number ([`InFlight`]); above either limit the reader pauses, so one pipelining client cannot
 //!   park unbounded bytes in pools, nor be owed more answers than the write queue can take.
@@ -31,9 +31,10 @@ use crate::command::RemotingCommand;
 
 /// What the reader does with what it receives. Responses to our own requests never reach it.
 pub trait InboundHandler: Send + Sync + 'static {
-    /// A request (or oneway request) from the peer. `in_flight` is the request's share of the
-    /// connection's in-flight bytes: keep it until the request is finished (e.g. move it into the
-    /// pool job), since the reader pauses while too many bytes are held.
+    /// A request (or oneway request) from the peer. `in_flight` is the request's place in the
+    /// connection's in-flight count and bytes: keep it until the request is finished (e.g. move
+    /// it into the pool job, dropped after the answer is queued), since the reader pauses while
+    /// too many are held.
     fn on_request(&self, channel: &Channel, request: RemotingCommand, in_flight: InFlight);
     /// The connection is gone (peer closed, decode error, idle, or local close).
     fn on_close(&self, _channel: &Channel) {}
@@ -58,7 +59,7 @@ pub const DEFAULT_IN_FLIGHT_LIMIT_BYTES: usize = 64 * 1024 * 1024;
 /// 256 KiB: 32 MiB, under the 64 MiB limit), and a pool thread is never short of work.
 pub const DEFAULT_IN_FLIGHT_LIMIT_REQUESTS: usize = 128;
 
-/// Connection settings shared by server and client. Byte limits of 0 mean the default.
+/// Connection settings shared by server and client. Limits of 0 mean the default.
 #[derive(Clone, Debug)]
 pub struct ConnectionConfig {
     pub max_frame_bytes: usize,
@@ -558,4 +559,35 @@ async fn wait_until_readable(channel: &Channel, idle_timeout: Duration) -> bool 
     };
     shared.reading_paused.store(false, Ordering::Release);
     readable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_limits_take_the_defaults_and_the_clamps_keep_them_consistent() {
+        let zeros = ConnectionConfig {
+            write_buffer_high_water_mark_bytes: 0,
+            write_buffer_low_water_mark_bytes: 0,
+            write_queue_limit_bytes: 0,
+            in_flight_limit_bytes: 0,
+            in_flight_limit_requests: 0,
+            ..ConnectionConfig::default()
+        };
+        let l = Limits::of(&zeros);
+        assert_eq!((l.high, l.low, l.hard, l.in_flight, l.in_flight_requests), (8 << 20, 4 << 20, 64 << 20, 64 << 20, 128));
+
+        let odd = ConnectionConfig {
+            write_buffer_high_water_mark_bytes: 1 << 20,
+            write_buffer_low_water_mark_bytes: 2 << 20,
+            write_queue_limit_bytes: 1 << 20,
+            in_flight_limit_bytes: 1,
+            ..ConnectionConfig::default()
+        };
+        let l = Limits::of(&odd);
+        assert_eq!(l.low, l.high, "low is clamped to high");
+        assert_eq!(l.hard, (16 << 20) + (1 << 20), "hard is at least a maximal frame above high");
+        assert_eq!(l.in_flight, 16 << 20, "in flight holds at least one maximal frame");
+    }
 }
