@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::ConnectionConfig;
 use remoting::pool::BusinessPool;
-use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, ServerConfig};
+use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, ServerConfig};
 use remoting::service::Service;
-use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use remoting::{RequestCode, ResponseCode};
 use store::config::MessageStoreConfig;
 use store::store::MessageStore;
 use tokio::task::JoinHandle;
@@ -238,30 +238,20 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
     let (processor, pool) = (pull.clone(), pull_pool.clone());
     let wake = move |held: HeldPull| {
         let processor = processor.clone();
-        let channel = held.channel.clone();
-        let request = held.request;
-        let (opaque, serialize_type) = (request.opaque, request.serialize_type);
-        let finish = move |mut response: RemotingCommand| {
-            response.opaque = opaque;
-            response.serialize_type = serialize_type;
-            response.flag |= remoting::command::FLAG_RESPONSE;
-            let _ = channel.send(response);
-        };
-        let busy = finish.clone();
+        let (channel, request) = (held.channel, held.request);
+        let reply = Arc::new(parking_lot::Mutex::new(Some(Reply::to(&channel, &request))));
+        let answer = reply.clone();
         let job = move || {
-            let channel = held.channel;
-            if let Some(response) = processor.pull(&channel, request, false) {
-                finish(response);
+            let response = processor.pull(&channel, request, false);
+            if let (Some(response), Some(reply)) = (response, answer.lock().take()) {
+                reply.send(response);
             }
         };
-        if pool.try_execute(job).is_err() {
+        if pool.try_execute(0, job).is_err() {
             warn!("pull pool full; a woken pull is answered SYSTEM_BUSY");
-            busy(RemotingCommand {
-                code: ResponseCode::SYSTEM_BUSY.0,
-                version: remoting::command::CURRENT_VERSION,
-                remark: Some("[OVERLOAD]system busy, start flow control for a while".into()),
-                ..Default::default()
-            });
+            if let Some(reply) = reply.lock().take() {
+                reply.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
+            }
         }
     };
     let c = &broker.config;
@@ -280,6 +270,7 @@ fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
         listen_addr: SocketAddr::new(bind, c.listen_port),
         connection: ConnectionConfig { idle_timeout: Duration::from_secs(c.server_channel_max_idle_time_seconds.max(1)), ..ConnectionConfig::default() },
         drain_timeout: Duration::from_secs(10),
+        max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
     })
 }
 

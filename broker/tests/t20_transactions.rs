@@ -8,7 +8,7 @@ use broker::controller::BrokerController;
 use broker::transaction::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
 use remoting::protocol::broker::SendMessageRequestHeader;
 use remoting::client::{ClientConfig, RemotingClient};
-use remoting::connection::InboundHandler;
+use remoting::connection::{InFlight, InboundHandler};
 use remoting::server::Channel;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::message::record::{decode_record, RecordAt};
@@ -27,7 +27,7 @@ struct CommitOnCheck {
 }
 
 impl InboundHandler for CommitOnCheck {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, _: InFlight) {
         if request.request_code() != RequestCode::CHECK_TRANSACTION_STATE {
             return;
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use broker::transaction::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
 use remoting::client::{ClientConfig, RemotingClient};
-use remoting::connection::InboundHandler;
+use remoting::connection::{InFlight, InboundHandler};
 use remoting::protocol::broker::SendMessageRequestHeader;
 use remoting::server::Channel;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
@@ -241,7 +241,7 @@ struct CommitOnCheck {
 }
 
 impl InboundHandler for CommitOnCheck {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, _: InFlight) {
         if request.request_code() != RequestCode::CHECK_TRANSACTION_STATE {
             return;
         }

@@ -73,8 +73,10 @@ impl NamesrvController {
             connection: ConnectionConfig {
                 max_frame_bytes: config.max_frame_bytes,
                 idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds.max(1)),
+                ..ConnectionConfig::default()
             },
             drain_timeout: Duration::from_secs(10),
+            max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
         };
         let processor = Arc::new(NamesrvProcessor {
             config: Arc::new(RwLock::new(config)),

@@ -10,8 +10,8 @@ use parking_lot::Mutex;
 use tokio::net::TcpStream;
 
 use crate::command::RemotingCommand;
-use crate::connection::{self, Channel, ChannelError, ConnectionConfig, InboundHandler};
-use crate::server::not_supported;
+use crate::connection::{self, Channel, ChannelError, ConnectionConfig, InFlight, InboundHandler, Side};
+use crate::server::{not_supported, Reply};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -39,10 +39,8 @@ impl Default for ClientConfig {
 struct RefuseRequests;
 
 impl InboundHandler for RefuseRequests {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
-        if !request.is_oneway() {
-            let _ = channel.send(not_supported(&request));
-        }
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, _: InFlight) {
+        Reply::to(channel, &request).send(not_supported(&request));
     }
 }
 
@@ -72,7 +70,7 @@ impl RemotingClient {
             Ok(Err(source)) => return Err(ClientError::Connect { addr: addr.to_owned(), source }),
             Err(_) => return Err(ClientError::ConnectTimeout { addr: addr.to_owned(), timeout }),
         };
-        let channel = connection::spawn(stream, &self.config.connection, self.handler.clone())
+        let channel = connection::spawn(stream, &self.config.connection, Side::Client, self.handler.clone())
             .map_err(|source| ClientError::Connect { addr: addr.to_owned(), source })?;
         // Two callers may have connected at once; keep the first live one.
         let mut channels = self.channels.lock();

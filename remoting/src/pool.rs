@@ -1,6 +1,9 @@
 //! A bounded business pool: a fixed set of worker threads behind a bounded queue, as Java's
 //! `ThreadPoolExecutor` with a `LinkedBlockingQueue(capacity)`. A full queue is reported to the
 //! caller at once, so the server can answer SYSTEM_BUSY instead of queueing without bound.
+//!
+//! The queue is bounded twice: by jobs (Java's capacity) and by the bytes the jobs hold (their
+//! requests), because Java's large counts alone allow 10,000 sends of 4 MiB, some 40 GiB.
 
 use std::collections::VecDeque;
 use std::thread::JoinHandle;
@@ -9,12 +12,19 @@ use parking_lot::{Condvar, Mutex};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// Default byte capacity of one pool's queue: room for 64 maximal sends (4 MiB bodies), far more
+/// than a healthy broker queues, while a handful of pools stay within a few GiB.
+pub const DEFAULT_QUEUE_CAPACITY_BYTES: usize = 256 * 1024 * 1024;
+
 /// Jobs behind one lock, idle workers asleep on a condition variable: an idle worker costs
 /// nothing. (A channel that spins and yields before it parks burned a fifth of a core with the
 /// twenty idle pull workers Java's defaults give.)
 struct Queue {
-    jobs: VecDeque<Job>,
+    /// Each job with the bytes it was admitted with.
+    jobs: VecDeque<(usize, Job)>,
     capacity: usize,
+    bytes: usize,
+    capacity_bytes: usize,
     open: bool,
 }
 
@@ -41,7 +51,8 @@ impl Shared {
     fn next(&self) -> Option<Job> {
         let mut queue = self.queue.lock();
         loop {
-            if let Some(job) = queue.jobs.pop_front() {
+            if let Some((bytes, job)) = queue.jobs.pop_front() {
+                queue.bytes -= bytes;
                 return Some(job);
             }
             if !queue.open {
@@ -53,9 +64,16 @@ impl Shared {
 }
 
 impl BusinessPool {
+    /// A pool whose queue holds `queue_capacity` jobs and [`DEFAULT_QUEUE_CAPACITY_BYTES`].
     pub fn new(name: &str, threads: usize, queue_capacity: usize) -> std::io::Result<BusinessPool> {
+        Self::with_capacity_bytes(name, threads, queue_capacity, DEFAULT_QUEUE_CAPACITY_BYTES)
+    }
+
+    /// A pool whose queue holds at most `queue_capacity` jobs and `queue_capacity_bytes` bytes.
+    pub fn with_capacity_bytes(name: &str, threads: usize, queue_capacity: usize, queue_capacity_bytes: usize) -> std::io::Result<BusinessPool> {
+        let queue = Queue { jobs: VecDeque::new(), capacity: queue_capacity.max(1), bytes: 0, capacity_bytes: queue_capacity_bytes, open: true };
         let shared = std::sync::Arc::new(Shared {
-            queue: Mutex::new(Queue { jobs: VecDeque::new(), capacity: queue_capacity.max(1), open: true }),
+            queue: Mutex::new(queue),
             ready: Condvar::new(),
         });
         let mut workers = Vec::with_capacity(threads.max(1));
@@ -80,15 +98,25 @@ impl BusinessPool {
         self.shared.queue.lock().jobs.len()
     }
 
-    pub fn try_execute(&self, job: impl FnOnce() + Send + 'static) -> Result<(), Rejected> {
+    /// Bytes held by the jobs waiting for a worker.
+    pub fn queued_bytes(&self) -> usize {
+        self.shared.queue.lock().bytes
+    }
+
+    /// Queues `job`, which holds `job_bytes` (its request's size), or says at once why not. A job
+    /// is `Full` when the queue already holds its count or the job would take it past its bytes;
+    /// an empty queue takes any job, so a capacity below one request cannot refuse it forever.
+    pub fn try_execute(&self, job_bytes: usize, job: impl FnOnce() + Send + 'static) -> Result<(), Rejected> {
         let mut queue = self.shared.queue.lock();
         if !queue.open {
             return Err(Rejected::ShutDown);
         }
-        if queue.jobs.len() >= queue.capacity {
+        let over_bytes = !queue.jobs.is_empty() && queue.bytes.saturating_add(job_bytes) > queue.capacity_bytes;
+        if queue.jobs.len() >= queue.capacity || over_bytes {
             return Err(Rejected::Full);
         }
-        queue.jobs.push_back(Box::new(job));
+        queue.bytes += job_bytes;
+        queue.jobs.push_back((job_bytes, Box::new(job)));
         drop(queue);
         self.shared.ready.notify_one();
         Ok(())
@@ -117,7 +145,7 @@ mod tests {
         let gate = Arc::new(Barrier::new(2));
         let done = Arc::new(AtomicUsize::new(0));
         let g = gate.clone();
-        pool.try_execute(move || {
+        pool.try_execute(0, move || {
             g.wait();
         })
         .unwrap();
@@ -127,15 +155,42 @@ mod tests {
         }
         for _ in 0..2 {
             let d = done.clone();
-            pool.try_execute(move || {
+            pool.try_execute(0, move || {
                 d.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
         }
-        assert_eq!(pool.try_execute(|| {}), Err(Rejected::Full));
+        assert_eq!(pool.try_execute(0, || {}), Err(Rejected::Full));
         gate.wait();
         pool.shutdown();
         assert_eq!(done.load(Ordering::SeqCst), 2);
-        assert_eq!(pool.try_execute(|| {}), Err(Rejected::ShutDown));
+        assert_eq!(pool.try_execute(0, || {}), Err(Rejected::ShutDown));
+    }
+
+    #[test]
+    fn jobs_past_the_byte_capacity_are_full_but_an_empty_queue_takes_any_job() {
+        let pool = BusinessPool::with_capacity_bytes("t", 1, 100, 1000).unwrap();
+        let gate = Arc::new(Barrier::new(2));
+        let g = gate.clone();
+        pool.try_execute(10, move || {
+            g.wait();
+        })
+        .unwrap();
+        while pool.queued() > 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(pool.queued_bytes(), 0, "a running job no longer counts");
+        pool.try_execute(400, || {}).unwrap();
+        pool.try_execute(500, || {}).unwrap();
+        assert_eq!(pool.queued_bytes(), 900);
+        assert_eq!(pool.try_execute(200, || {}), Err(Rejected::Full));
+        gate.wait();
+        while pool.queued() > 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(pool.queued_bytes(), 0);
+        pool.try_execute(1500, || {}).unwrap();
+        pool.shutdown();
+        assert_eq!(pool.queued_bytes(), 0);
     }
 }

@@ -2,8 +2,9 @@
 //! that maps each request code to a processor and the bounded pool it runs on.
 //!
 //! Request path: frame -> registry lookup by code -> unknown code: REQUEST_CODE_NOT_SUPPORTED;
-//! processor rejects or pool full: SYSTEM_BUSY -> otherwise run on the pool -> response with the
-//! request's opaque and serialize type, unless the request was oneway.
+//! processor rejects or pool full (by jobs or bytes): SYSTEM_BUSY -> otherwise run on the pool ->
+//! response through [`Reply`] (the request's opaque and serialize type), unless it was oneway.
+//! A processor that answers later keeps a [`Reply`] made from the request.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -12,14 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::code::{RequestCode, ResponseCode};
 use crate::command::{RemotingCommand, SerializeType, CURRENT_VERSION, FLAG_RESPONSE};
-use crate::connection::{self, ConnectionConfig, InboundHandler};
+use crate::connection::{self, ConnectionConfig, InFlight, InboundHandler, Side};
 use crate::header::HeaderError;
 use crate::pool::BusinessPool;
 
@@ -48,8 +49,9 @@ impl From<HeaderError> for ProcessError {
     }
 }
 
-/// `Ok(Some(response))` answers now; `Ok(None)` answers later (or never, for oneway requests)
-/// through the channel; `Err` becomes an error response.
+/// `Ok(Some(response))` answers now; `Ok(None)` means answered later (or never, for oneway
+/// requests), through a [`Reply`] the processor made from the request; `Err` becomes an error
+/// response.
 pub type ProcessResult = Result<Option<RemotingCommand>, ProcessError>;
 
 pub trait RequestProcessor: Send + Sync + 'static {
@@ -129,69 +131,90 @@ struct Dispatcher {
     draining: CancellationToken,
 }
 
-/// What a response needs from its request, captured before the request moves into a job.
-#[derive(Clone, Copy)]
-struct ReplyTo {
+/// The answer to one request, to be given now or later: the channel plus what a response takes
+/// from its request (opaque, serialize type, oneway). Create it before the request moves, e.g.
+/// into a long-poll table or a flush callback; [`Reply::send`] consumes it, so a request is
+/// answered at most once. Every response the server sends goes through here.
+#[derive(Debug)]
+pub struct Reply {
+    channel: Channel,
     opaque: i32,
     serialize_type: SerializeType,
     oneway: bool,
 }
 
-impl ReplyTo {
-    fn of(request: &RemotingCommand) -> Self {
-        ReplyTo { opaque: request.opaque, serialize_type: request.serialize_type, oneway: request.is_oneway() }
+impl Reply {
+    pub fn to(channel: &Channel, request: &RemotingCommand) -> Reply {
+        Reply { channel: channel.clone(), opaque: request.opaque, serialize_type: request.serialize_type, oneway: request.is_oneway() }
     }
 
-    /// Sends the response unless the request was oneway; fills in what every response carries.
-    fn send(self, channel: &Channel, mut response: RemotingCommand) {
+    pub fn channel(&self) -> &Channel {
+        &self.channel
+    }
+
+    pub fn opaque(&self) -> i32 {
+        self.opaque
+    }
+
+    pub fn is_oneway(&self) -> bool {
+        self.oneway
+    }
+
+    /// Sends `response` with the request's opaque and serialize type and the RESPONSE flag;
+    /// nothing for a oneway request. A closed connection drops it (the requester has gone).
+    pub fn send(self, mut response: RemotingCommand) {
         if self.oneway {
             return;
         }
         response.opaque = self.opaque;
         response.flag |= FLAG_RESPONSE;
         response.serialize_type = self.serialize_type;
-        if let Err(e) = channel.send(response) {
+        if let Err(e) = self.channel.send(response) {
             debug!(error = %e, "response not sent");
         }
     }
 
-    fn error(self, channel: &Channel, code: ResponseCode, remark: impl Into<String>) {
+    /// Answers with `code` and `remark`.
+    pub fn error(self, code: ResponseCode, remark: impl Into<String>) {
         let response = RemotingCommand { code: code.0, version: CURRENT_VERSION, remark: Some(remark.into()), ..Default::default() };
-        self.send(channel, response);
+        self.send(response);
     }
 }
 
 impl InboundHandler for Dispatcher {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, in_flight: InFlight) {
         if self.draining.is_cancelled() {
             return;
         }
-        let reply = ReplyTo::of(&request);
+        let reply = Reply::to(channel, &request);
         let code = request.code;
         let Some(route) = self.registry.routes.get(&code).or(self.registry.default.as_ref()).cloned() else {
             warn!(code, "request code not supported");
-            return reply.send(channel, not_supported(&request));
+            return reply.send(not_supported(&request));
         };
         if route.processor.reject() {
-            return reply.error(channel, ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
+            return reply.error(ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
         }
-        let ch = channel.clone();
         let processor = route.processor.clone();
+        let job_bytes = in_flight.bytes();
+        let busy = Reply::to(channel, &request);
         let job = move || {
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(&ch, request)));
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| processor.process(reply.channel(), request)));
             match outcome {
-                Ok(Ok(Some(response))) => reply.send(&ch, response),
+                Ok(Ok(Some(response))) => reply.send(response),
                 Ok(Ok(None)) => {}
-                Ok(Err(e)) => reply.error(&ch, e.code, e.remark),
+                Ok(Err(e)) => reply.error(e.code, e.remark),
                 Err(_) => {
                     error!(code, "processor panicked");
-                    reply.error(&ch, ResponseCode::SYSTEM_ERROR, "internal error while processing the request");
+                    reply.error(ResponseCode::SYSTEM_ERROR, "internal error while processing the request");
                 }
             }
+            // The request is finished: its bytes no longer hold the reader back.
+            drop(in_flight);
         };
-        if let Err(rejected) = route.pool.try_execute(job) {
+        if let Err(rejected) = route.pool.try_execute(job_bytes, job) {
             warn!(code, pool = route.pool.name(), ?rejected, "pool cannot take the request; answering SYSTEM_BUSY");
-            reply.error(channel, ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
+            busy.error(ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
         }
     }
 
@@ -203,6 +226,13 @@ impl InboundHandler for Dispatcher {
     }
 }
 
+/// Connections a server serves at once by default. Java has no cap and accepts until it runs out
+/// of file descriptors, which then also locks out the admin tools and the name server's brokers.
+/// 10,000 is far above what one broker or name server serves (each client process holds one
+/// connection to it) and below the usual 65,536-descriptor limit, so a connection flood meets
+/// this cap first and accept keeps working.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
 /// Server settings: where to listen and the per-connection limits.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -210,11 +240,18 @@ pub struct ServerConfig {
     pub connection: ConnectionConfig,
     /// How long a graceful shutdown waits for queued requests to finish.
     pub drain_timeout: Duration,
+    /// Past this many open connections a new one is closed as soon as it is accepted.
+    pub max_connections: usize,
 }
 
 impl ServerConfig {
     pub fn new(listen_addr: SocketAddr) -> Self {
-        ServerConfig { listen_addr, connection: ConnectionConfig::default(), drain_timeout: Duration::from_secs(10) }
+        ServerConfig {
+            listen_addr,
+            connection: ConnectionConfig::default(),
+            drain_timeout: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
     }
 }
 
@@ -235,7 +272,7 @@ impl RemotingServer {
         let dispatcher =
             Arc::new(Dispatcher { registry, connections: Mutex::new(HashMap::new()), draining: CancellationToken::new() });
         let stop_accepting = CancellationToken::new();
-        let accept_task = tokio::spawn(accept_loop(listener, config.connection, dispatcher.clone(), stop_accepting.clone()));
+        let accept_task = tokio::spawn(accept_loop(listener, config.connection, config.max_connections, dispatcher.clone(), stop_accepting.clone()));
         info!(%local_addr, "remoting server listening");
         Ok(RemotingServer { local_addr, dispatcher, stop_accepting, accept_task, drain_timeout: config.drain_timeout })
     }
@@ -247,6 +284,20 @@ impl RemotingServer {
     /// Open connections right now.
     pub fn channels(&self) -> Vec<Channel> {
         self.dispatcher.connections.lock().values().cloned().collect()
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.dispatcher.connections.lock().len()
+    }
+
+    /// Bytes queued for writing, over every open connection.
+    pub fn queued_outbound_bytes(&self) -> usize {
+        self.dispatcher.connections.lock().values().map(Channel::queued_outbound_bytes).sum()
+    }
+
+    /// Bytes of requests read and not yet finished, over every open connection.
+    pub fn in_flight_bytes(&self) -> usize {
+        self.dispatcher.connections.lock().values().map(Channel::in_flight_bytes).sum()
     }
 
     /// Graceful shutdown: stop accepting and reading new requests, let the pools finish what they
@@ -268,20 +319,19 @@ impl RemotingServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, config: ConnectionConfig, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+async fn accept_loop(listener: TcpListener, config: ConnectionConfig, max_connections: usize, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+    let mut refused = RefusalLog::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stop.cancelled() => return,
         };
         match accepted {
-            Ok((stream, peer)) => match connection::spawn(stream, &config, dispatcher.clone()) {
-                Ok(channel) => {
-                    debug!(%peer, "connection accepted");
-                    dispatcher.connections.lock().insert(channel.id(), channel);
-                }
-                Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
-            },
+            Ok((stream, peer)) if dispatcher.connections.lock().len() >= max_connections => {
+                drop(stream);
+                refused.note(peer, max_connections);
+            }
+            Ok((stream, peer)) => serve(stream, peer, &config, &dispatcher),
             Err(e) => {
                 // Typically EMFILE; back off instead of spinning.
                 warn!(error = %e, "accept failed");
@@ -291,3 +341,40 @@ async fn accept_loop(listener: TcpListener, config: ConnectionConfig, dispatcher
     }
 }
 
+fn serve(stream: TcpStream, peer: SocketAddr, config: &ConnectionConfig, dispatcher: &Arc<Dispatcher>) {
+    match connection::spawn(stream, config, Side::Server, dispatcher.clone()) {
+        Ok(channel) => {
+            debug!(%peer, "connection accepted");
+            let mut connections = dispatcher.connections.lock();
+            connections.insert(channel.id(), channel.clone());
+            // It may have closed before it was listed, when `on_close` found nothing to remove;
+            // `closed` is set before `on_close` runs, so this catches it.
+            if channel.is_closed() {
+                connections.remove(&channel.id());
+            }
+        }
+        Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
+    }
+}
+
+/// Warns about refused connections at most once per interval, with how many there were, so a
+/// connection flood cannot flood the log too.
+#[derive(Default)]
+struct RefusalLog {
+    last_warning: Option<std::time::Instant>,
+    unreported: u64,
+}
+
+impl RefusalLog {
+    const INTERVAL: Duration = Duration::from_secs(10);
+
+    fn note(&mut self, peer: SocketAddr, max_connections: usize) {
+        self.unreported += 1;
+        if self.last_warning.is_some_and(|at| at.elapsed() < Self::INTERVAL) {
+            return;
+        }
+        warn!(%peer, max_connections, refused = self.unreported, "too many connections; closing new ones at once");
+        self.last_warning = Some(std::time::Instant::now());
+        self.unreported = 0;
+    }
+}

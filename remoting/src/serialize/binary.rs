@@ -68,9 +68,10 @@ impl<'a> Reader<'a> {
         usize::try_from(len).map_err(|_| HeaderDecodeError::NegativeLength { what, len })
     }
 
+    /// Text as Java reads it (`new String(bytes, UTF_8)`): invalid sequences become U+FFFD, so a
+    /// bad byte in a header value gets an answer instead of closing the connection.
     fn text(&mut self, n: usize, what: &'static str) -> Result<String, HeaderDecodeError> {
-        let bytes = self.take(n, what)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| HeaderDecodeError::NotUtf8 { what })
+        Ok(String::from_utf8_lossy(self.take(n, what)?).into_owned())
     }
 }
 
@@ -102,4 +103,23 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
     };
 
     Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: None, serialize_type: Default::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_utf8_in_a_value_reads_as_replacement_characters() {
+        let cmd = RemotingCommand::request(crate::RequestCode(9001)).with_ext("k", "aXb").with_remark("rYr");
+        let mut out = BytesMut::new();
+        encode(&cmd, &mut out);
+        let mut bytes = out.to_vec();
+        for b in bytes.iter_mut().filter(|b| **b == b'X' || **b == b'Y') {
+            *b = 0xff;
+        }
+        let decoded = decode(&bytes).unwrap();
+        assert_eq!(decoded.ext("k"), Some("a\u{FFFD}b"));
+        assert_eq!(decoded.remark.as_deref(), Some("r\u{FFFD}r"));
+    }
 }

@@ -101,8 +101,10 @@ fn lenient_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i32, D::Error> 
     n.and_then(|n| i32::try_from(n).ok()).ok_or_else(|| D::Error::custom(format!("not an int: {v}")))
 }
 
+/// Java decodes the header bytes with `new String(bytes, UTF_8)` before parsing, so invalid UTF-8
+/// becomes U+FFFD and the request is still answered. Valid input is borrowed, not copied.
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
-    let h: JsonHeader = serde_json::from_slice(header)?;
+    let h: JsonHeader = serde_json::from_str(&String::from_utf8_lossy(header))?;
     Ok(RemotingCommand {
         code: h.code,
         language: h.language.as_ref().map(language_of).unwrap_or_default(),
@@ -155,6 +157,13 @@ mod tests {
         let cmd = decode(br#"{"code":1.0,"opaque":null,"flag":"1","version":"409","language":200}"#).unwrap();
         assert_eq!((cmd.code, cmd.opaque, cmd.flag, cmd.version, cmd.language), (1, 0, 1, 409, LanguageCode::OTHER));
         assert!(decode(br#"{"code":[1]}"#).is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_string_value_reads_as_a_replacement_character() {
+        let cmd = decode(b"{\"code\":34,\"opaque\":5,\"remark\":\"r\xc3\",\"extFields\":{\"k\":\"a\xffb\"}}").unwrap();
+        assert_eq!(cmd.ext("k"), Some("a\u{FFFD}b"));
+        assert_eq!(cmd.remark.as_deref(), Some("r\u{FFFD}"));
     }
 
     #[test]

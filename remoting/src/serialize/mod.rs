@@ -18,8 +18,6 @@ pub enum HeaderDecodeError {
     Truncated { what: &'static str, need: usize, left: usize },
     #[error("binary header field {what} has a negative length {len}")]
     NegativeLength { what: &'static str, len: i64 },
-    #[error("header text is not UTF-8 in {what}")]
-    NotUtf8 { what: &'static str },
 }
 
 /// Decodes a header region into a command without body.
