@@ -44,6 +44,17 @@ pub enum PutStatus {
     UnknownError,
 }
 
+/// Why a slave's append of its master's bytes was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicatedAppendError {
+    #[error("the bytes start at {offset}, but the commit log ends at {end}")]
+    NotAtEnd { offset: i64, end: i64 },
+    #[error("{len} bytes at {offset} do not fit the {room} bytes left in its commit-log file")]
+    DoesNotFit { offset: i64, len: usize, room: usize },
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// Where an append landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppendResult {
@@ -404,6 +415,45 @@ impl CommitLog {
         }));
         self.wake_flusher();
         answered.recv().unwrap_or_else(|_| PutMessageResult::failed(PutStatus::FlushDiskTimeout, "the flush service dropped the put unanswered"))
+    }
+
+    /// A slave appends its master's bytes, as they came, at its own end (Java's `appendData`):
+    /// no parsing, no CRC; the dispatcher reads the records from them. `offset` must be the end of
+    /// the log, or any offset while the log is empty (the first file then starts at the segment
+    /// holding it). The bytes must fit the segment they start in: a master never sends a chunk
+    /// across a segment boundary. Returns the new end.
+    pub fn append_replicated(&self, offset: i64, bytes: &[u8]) -> Result<i64, ReplicatedAppendError> {
+        if let Some(refused) = self.refuse_put() {
+            return Err(ReplicatedAppendError::Refused(refused.remark.unwrap_or_default()));
+        }
+        let start = u64::try_from(offset).map_err(|_| ReplicatedAppendError::NotAtEnd { offset, end: self.max_offset() })?;
+        let _writer = self.writer.lock();
+        let end = self.files.max_offset();
+        if !self.files.is_empty() && start != end {
+            return Err(ReplicatedAppendError::NotAtEnd { offset, end: end as i64 });
+        }
+        let file = self.files.last_or_create(start).map_err(|e| ReplicatedAppendError::Refused(format!("cannot create a commit-log file: {e}")))?;
+        if file.from_offset() + file.wrote_position() as u64 != start {
+            return Err(ReplicatedAppendError::NotAtEnd { offset, end: (file.from_offset() + file.wrote_position() as u64) as i64 });
+        }
+        if bytes.len() > file.remaining() {
+            return Err(ReplicatedAppendError::DoesNotFit { offset, len: bytes.len(), room: file.remaining() });
+        }
+        if !file.append(bytes) {
+            return Err(ReplicatedAppendError::Refused("commit-log file lost its room".into()));
+        }
+        if file.remaining() == 0 {
+            file.mark_full();
+        }
+        drop(_writer);
+        self.wake_flusher();
+        Ok(self.max_offset())
+    }
+
+    /// A slave learns its records' store times from the dispatcher (it appends raw bytes); the
+    /// flusher stamps the checkpoint with the newest one it covered, as for a master's puts.
+    pub fn note_store_timestamp(&self, store_timestamp: i64) {
+        self.last_store_timestamp.fetch_max(store_timestamp, Ordering::AcqRel);
     }
 
     /// Puts are refused after a flush failure (the store stays readable) and while the services

@@ -45,6 +45,9 @@ pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> 
     move |source| StoreError::Io { what, source }
 }
 
+/// Told after every append to the commit log (replication wakes on it).
+pub type AppendListener = Arc<dyn Fn() + Send + Sync>;
+
 /// Told about every message dispatched into a consume queue (long polling wakes on it).
 pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64, i64) + Send + Sync>;
 
@@ -114,6 +117,7 @@ pub struct MessageStore {
     running: AtomicBool,
     /// Wakes the dispatcher (set at start).
     reput_waker: OnceLock<Waker>,
+    append_listener: OnceLock<AppendListener>,
     /// Set while the dispatcher waits, so puts only pay for a wake-up when one is needed.
     reput_sleeping: AtomicBool,
     services: Mutex<StoreServices>,
@@ -165,6 +169,7 @@ impl MessageStore {
             arrival: RwLock::new(None),
             running: AtomicBool::new(false),
             reput_waker: OnceLock::new(),
+            append_listener: OnceLock::new(),
             reput_sleeping: AtomicBool::new(false),
             services: Mutex::new(StoreServices::default()),
             recovery: Mutex::new(RecoveryReport::default()),
@@ -230,6 +235,7 @@ impl MessageStore {
         }
         let result = self.appender().append(msgs);
         self.wake_dispatch();
+        self.appended();
         result
     }
 
@@ -241,6 +247,7 @@ impl MessageStore {
         }
         self.appender().append_then(msgs, done);
         self.wake_dispatch();
+        self.appended();
     }
 
     fn refuse_put(&self) -> Option<PutMessageResult> {
@@ -332,10 +339,13 @@ impl MessageStore {
 
     /// Puts one record into its consume queue and the index.
     pub(crate) fn dispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
+        if self.config.broker_role == BrokerRole::Slave {
+            self.commit_log.note_store_timestamp(record.store_timestamp);
+        }
         let tx = record.transaction_type();
-        if tx == TRANSACTION_NOT_TYPE || tx == TRANSACTION_COMMIT_TYPE {
+        let queued = tx == TRANSACTION_NOT_TYPE || tx == TRANSACTION_COMMIT_TYPE;
+        if let Some(cq) = queued.then(|| self.queue_for_record(record, phy_offset)).flatten() {
             let code = self.tags_code_of(record);
-            let Some(cq) = self.queue_for_record(record, phy_offset) else { return };
             let unit = CqUnit { phy_offset, size: record.store_size, tags_code: code };
             if let Err(e) = cq.put(record.queue_offset, unit) {
                 error!(topic = record.topic, queue = record.queue_id, error = %e, "consume queue put failed");
@@ -684,11 +694,33 @@ impl MessageStore {
         self.commit_log.as_ref()
     }
 
-    /// Raw commit-log bytes from `offset` to the end of what is readable in its file (what HA
-    /// replication ships to slaves; Java `getCommitLogData`).
-    pub fn commit_log_data(&self, offset: i64) -> Option<Vec<u8>> {
+    /// Up to `max` raw commit-log bytes from `offset`, never past what is readable in its file
+    /// (what HA replication ships to slaves; Java `getCommitLogData`, cut to the batch size).
+    pub fn commit_log_data(&self, offset: i64, max: usize) -> Option<Vec<u8>> {
         let (file, pos) = self.commit_log.locate(offset)?;
-        file.read_from(pos).filter(|b| !b.is_empty()).map(<[u8]>::to_vec)
+        file.read_from(pos).filter(|b| !b.is_empty()).map(|b| b[..b.len().min(max)].to_vec())
+    }
+
+    /// A slave appends its master's bytes at its end (see [`CommitLog::append_replicated`]) and
+    /// wakes the dispatcher, which builds the consume queues and index from them.
+    pub fn append_replicated(&self, offset: i64, bytes: &[u8]) -> Result<i64, crate::commit_log::ReplicatedAppendError> {
+        if !self.running.load(Ordering::Acquire) {
+            return Err(crate::commit_log::ReplicatedAppendError::Refused("message store is not running".into()));
+        }
+        let end = self.commit_log.append_replicated(offset, bytes)?;
+        self.wake_dispatch();
+        Ok(end)
+    }
+
+    /// Told after every append (HA writers wake on it).
+    pub fn set_append_listener(&self, listener: AppendListener) {
+        let _ = self.append_listener.set(listener);
+    }
+
+    fn appended(&self) {
+        if let Some(listener) = self.append_listener.get() {
+            listener();
+        }
     }
 
     pub fn checkpoint(&self) -> &Checkpoint {

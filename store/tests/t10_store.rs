@@ -316,11 +316,12 @@ fn raw_commit_log_ranges_are_served_for_replication() {
     let store = open(config(dir.path()));
     let a = store.put_message(&message(1)).append.unwrap();
     let b = store.put_message(&message(2)).append.unwrap();
-    let data = store.commit_log_data(a.wrote_offset).unwrap();
+    let data = store.commit_log_data(a.wrote_offset, usize::MAX).unwrap();
     assert_eq!(data.len(), a.wrote_bytes + b.wrote_bytes);
     let Ok(RecordAt::Record(first)) = decode_record(&data, true) else { panic!() };
     assert_eq!(first.flag, 1);
-    assert!(store.commit_log_data(b.wrote_offset + b.wrote_bytes as i64).is_none());
+    assert_eq!(store.commit_log_data(a.wrote_offset, 10).map(|d| d.len()), Some(10), "cut to the batch size");
+    assert!(store.commit_log_data(b.wrote_offset + b.wrote_bytes as i64, usize::MAX).is_none());
     store.shutdown();
 }
 
