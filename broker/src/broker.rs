@@ -41,8 +41,11 @@ pub struct Broker {
     pub namesrv: Arc<RemotingClient>,
     pub runtime: tokio::runtime::Handle,
     pub boot_timestamp: i64,
-    /// SYNC_MASTER waits here for slaves (see [`crate::replication`]).
-    pub replicas: Box<dyn crate::replication::ReplicaWaiter>,
+    /// Master/slave replication (see [`crate::replication`]).
+    pub ha: crate::replication::Ha,
+    /// A slave's master (`brokerIP1:listenPort`), learnt from the name server: where it copies
+    /// the metadata from.
+    pub master_addr: parking_lot::RwLock<Option<String>>,
     /// Messages stored and handed out, and their rates (GET_BROKER_RUNTIME_INFO).
     pub stats: crate::stats::StoreStats,
     /// Asks the registration task for a registration with every name server (coalesced).
@@ -108,7 +111,31 @@ impl Broker {
         }
         let addrs = self.config.namesrv_addrs();
         let timeout = Duration::from_millis(self.config.register_broker_timeout_ms);
-        namesrv_client::register_all(&self.namesrv, &addrs, &self.identity, &wrapper, timeout, oneway).await;
+        let result = namesrv_client::register_all(&self.namesrv, &addrs, &self.identity, &wrapper, timeout, oneway).await;
+        if let Some(result) = result.filter(|_| self.is_slave()) {
+            self.learn_master(result);
+        }
+    }
+
+    pub fn is_slave(&self) -> bool {
+        self.store_config.broker_role == store::config::BrokerRole::Slave
+    }
+
+    /// A slave's registration answer names its master (Java: unless `haMasterAddress` is set,
+    /// the HA address comes from here too).
+    fn learn_master(&self, result: namesrv_client::RegisterResult) {
+        if let Some(ha_addr) = result.ha_server_addr.as_deref().filter(|a| !a.is_empty()) {
+            if self.store_config.ha_master_address.trim().len() < 6 {
+                self.ha.follow(ha_addr);
+            }
+        }
+        if let Some(master) = result.master_addr.filter(|a| !a.is_empty()) {
+            let mut current = self.master_addr.write();
+            if current.as_deref() != Some(master.as_str()) {
+                info!(master, "master address");
+                *current = Some(master);
+            }
+        }
     }
 
     pub async fn unregister(&self) {

@@ -235,8 +235,12 @@ pub fn apply_properties(
     }
     let ha_port_set = properties.get("haListenPort").is_some_and(|v| v.trim() != "0");
     if !ha_port_set {
-        store.ha_listen_port =
-            broker.listen_port.checked_add(1).ok_or(ConfigError::NoHaPort { listen_port: broker.listen_port })?;
+        // listenPort + 1 (Java 4.9 always, 5.x unless haListenPort is set); any free port when
+        // the broker itself takes any free port (tests).
+        store.ha_listen_port = match broker.listen_port {
+            0 => 0,
+            port => port.checked_add(1).ok_or(ConfigError::NoHaPort { listen_port: port })?,
+        };
     }
     apply_startup_rules(&mut broker, &store)?;
     Ok((broker, store, unknown))

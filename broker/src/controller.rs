@@ -34,6 +34,7 @@ use crate::processor::lock::LockProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
 use crate::processor::send::SendProcessor;
+use crate::replication::Ha;
 use crate::schedule::ScheduleService;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
@@ -85,15 +86,15 @@ impl BrokerController {
     /// Starts a broker. Call inside a tokio runtime.
     pub async fn start(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<BrokerController, StartError> {
         refuse_what_is_not_built(&config, &store_config)?;
-        let broker = open(config, store_config)?;
+        let broker = open(config, store_config).await?;
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
         let (registry, hold) = processors(&broker, &delay_offsets)?;
         let server = RemotingServer::start(server_config(&broker.config)?, registry).await?;
-        services.extend(background_services(&broker, hold, delay_offsets)?);
+        services.extend(background_services(&broker, hold, delay_offsets.clone())?);
         // As Java: register once at start, then periodically and when asked.
         broker.register(false).await;
-        let tasks = async_tasks(&broker);
+        let tasks = async_tasks(&broker, delay_offsets);
         info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
         Ok(BrokerController { broker, server, tasks, services })
     }
@@ -110,6 +111,7 @@ impl BrokerController {
         }
         self.broker.unregister().await;
         self.server.shutdown().await;
+        self.broker.ha.shutdown().await;
         let services = std::mem::take(&mut self.services);
         let _ = tokio::task::spawn_blocking(move || services.iter().rev().for_each(Service::stop)).await;
         let store = self.broker.store.clone();
@@ -128,19 +130,22 @@ fn refuse_what_is_not_built(config: &BrokerConfig, store_config: &MessageStoreCo
     Ok(())
 }
 
-/// Opens and starts the store, loads the metadata, and builds the shared state.
-fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<Arc<Broker>, StartError> {
+/// Opens and starts the store and replication, loads the metadata, and builds the shared state.
+async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<Arc<Broker>, StartError> {
     let root = store_config.root_dir();
     let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
+    let bind: IpAddr = config.bind_address.parse().map_err(|_| StartError::BadAddress(config.bind_address.clone()))?;
     let store_host = SocketAddr::new(ip1, config.listen_port);
     let store = tokio::task::block_in_place(|| MessageStore::open(store_config.clone()))?;
     store.start()?;
+    let ha = Ha::start(&store, &store_config, bind).await?;
+    let ha_port = ha.listen_addr().map_or(store_config.ha_listen_port, |a| a.port());
     let identity = BrokerIdentity {
         cluster: config.broker_cluster_name.clone(),
         broker_name: config.broker_name.clone(),
         broker_id: config.broker_id,
         broker_addr: store_host.to_string(),
-        ha_server_addr: format!("{}:{}", config.broker_ip2, store_config.ha_listen_port),
+        ha_server_addr: format!("{}:{ha_port}", config.broker_ip2),
     };
     Ok(Arc::new(Broker {
         topics: TopicConfigManager::open(&config, &root)?,
@@ -158,7 +163,8 @@ fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<Arc<Br
         namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
         runtime: tokio::runtime::Handle::current(),
         boot_timestamp: store::commit_log::now_ms(),
-        replicas: Box::new(crate::replication::NoReplicas),
+        ha,
+        master_addr: Default::default(),
         stats: Default::default(),
         registration: Default::default(),
     }))
@@ -275,7 +281,8 @@ fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
 }
 
 /// The threads that run on their own: the long-polling check (Java: every 5 s, or every
-/// `shortPollingTimeMills` without long polling), delayed delivery, the transaction check.
+/// `shortPollingTimeMills` without long polling), and on a master delayed delivery and the
+/// transaction check (a slave runs neither: it writes nothing).
 fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, delay_offsets: Arc<DelayOffsets>) -> Result<Vec<Service>, StartError> {
     let c = &broker.config;
     let check_every = if c.long_polling_enable { Duration::from_secs(5) } else { Duration::from_millis(c.short_polling_time_ms.max(1)) };
@@ -283,6 +290,9 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     let hold_check = Service::every("PullRequestHoldService", check_every, false, move || {
         hold.check(Instant::now(), |t, q| store.max_offset_in_queue(t, q));
     })?;
+    if broker.is_slave() {
+        return Ok(vec![hold_check]);
+    }
     let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config.delay_levels_ms().len() };
     let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || schedule.deliver_all_due())?;
     let checker = TransactionChecker::new(broker.clone());
@@ -293,9 +303,23 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
 }
 
 /// Name-server registration (every `registerNameServerPeriod`, and when a processor asks), the
-/// stats sampler, and the expiry of silent clients.
-fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
+/// stats sampler, the expiry of silent clients, and on a slave the metadata copy.
+fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
+    if broker.is_slave() {
+        let me = broker.clone();
+        tasks.push(tokio::spawn(async move {
+            let start = tokio::time::Instant::now() + crate::slave_sync::FIRST_SYNC_AFTER;
+            let mut ticker = tokio::time::interval_at(start, crate::slave_sync::SYNC_EVERY);
+            loop {
+                ticker.tick().await;
+                let master = me.master_addr.read().clone();
+                if let Some(master) = master {
+                    crate::slave_sync::sync_all(&me, &delay_offsets, &master).await;
+                }
+            }
+        }));
+    }
     let me = broker.clone();
     let period = Duration::from_millis(broker.config.register_name_server_period_ms.clamp(10_000, 60_000));
     tasks.push(tokio::spawn(async move {

@@ -162,7 +162,7 @@ pub struct HaMaster {
     replication: Arc<Replication>,
     local_addr: SocketAddr,
     stop: CancellationToken,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl HaMaster {
@@ -176,7 +176,7 @@ impl HaMaster {
         let timer = tokio::spawn(run_timer(replication.clone(), stop.clone()));
         let accept = tokio::spawn(accept_loop(listener, replication.clone(), Arc::new(config), stop.clone()));
         info!(%local_addr, "HA service listening for slaves");
-        Ok(HaMaster { replication, local_addr, stop, tasks: vec![timer, accept] })
+        Ok(HaMaster { replication, local_addr, stop, tasks: Mutex::new(vec![timer, accept]) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -187,10 +187,11 @@ impl HaMaster {
         self.replication.clone()
     }
 
-    /// Closes every connection and answers every waiting put as timed out.
-    pub async fn shutdown(self) {
+    /// Closes every connection and answers every waiting put as timed out; idempotent.
+    pub async fn shutdown(&self) {
         self.stop.cancel();
-        for task in self.tasks {
+        let tasks = std::mem::take(&mut *self.tasks.lock());
+        for task in tasks {
             let _ = task.await;
         }
         let left = self.replication.tracker.lock().drain();

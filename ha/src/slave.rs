@@ -74,7 +74,7 @@ pub struct HaSlave {
     master: watch::Sender<Option<String>>,
     status: Arc<Mutex<ClientStatus>>,
     stop: CancellationToken,
-    task: JoinHandle<()>,
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl HaSlave {
@@ -84,7 +84,7 @@ impl HaSlave {
         let status = Arc::new(Mutex::new(ClientStatus::default()));
         let stop = CancellationToken::new();
         let task = tokio::spawn(run(log, config, addr, status.clone(), stop.clone()).instrument(tracing::info_span!("ha-client")));
-        HaSlave { master, status, stop, task }
+        HaSlave { master, status, stop, task: Mutex::new(Some(task)) }
     }
 
     /// The master's HA address (`host:port`); a change drops the current connection.
@@ -103,9 +103,13 @@ impl HaSlave {
         self.status.lock().clone()
     }
 
-    pub async fn shutdown(self) {
+    /// Stops following; idempotent.
+    pub async fn shutdown(&self) {
         self.stop.cancel();
-        let _ = self.task.await;
+        let task = self.task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 }
 

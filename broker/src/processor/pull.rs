@@ -21,6 +21,9 @@ const FLAG_COMMIT_OFFSET: i32 = 0x1;
 const FLAG_SUSPEND: i32 = 0x2;
 const FLAG_SUBSCRIPTION: i32 = 0x4;
 
+/// Java's `MixAll.MASTER_ID`.
+const MASTER_ID: i64 = 0;
+
 /// The longest a pull is held, whatever it asks (Java clients ask 15-30 s).
 const MAX_SUSPEND: Duration = Duration::from_secs(120);
 
@@ -96,6 +99,24 @@ impl PullProcessor {
             GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => ResponseCode::PULL_NOT_FOUND,
             GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
         };
+        // Java 4.9: with slave reads on, a consumer that falls behind (its messages no longer in
+        // memory) is sent to the group's slow-consumer broker, else to the group's broker; off,
+        // always to the master.
+        let mut suggest = if !b.config.slave_read_enable {
+            MASTER_ID
+        } else if result.suggest_pulling_from_slave {
+            group.which_broker_when_consume_slowly
+        } else {
+            group.broker_id
+        };
+        // A slave does not correct offsets (it may only lag its master): "offset moved" becomes
+        // "try again", pointed at the group's broker (Java without `offsetCheckInSlave`).
+        let code = if code == ResponseCode::PULL_OFFSET_MOVED && b.is_slave() {
+            suggest = group.broker_id;
+            ResponseCode::PULL_RETRY_IMMEDIATELY
+        } else {
+            code
+        };
 
         if first_time && h.sys_flag & FLAG_COMMIT_OFFSET != 0 && b.store_config.broker_role != store::config::BrokerRole::Slave {
             b.offsets.commit_offset(&channel.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
@@ -130,7 +151,7 @@ impl PullProcessor {
         let mut response = RemotingCommand::response_to(&request, code)
             .with_remark(result.status.name())
             .with_header(&PullMessageResponseHeader {
-                suggest_which_broker_id: 0,
+                suggest_which_broker_id: suggest,
                 next_begin_offset: result.next_begin_offset,
                 min_offset: result.min_offset,
                 max_offset: result.max_offset,

@@ -7,16 +7,16 @@ use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRe
 use remoting::protocol::name::GroupName;
 use remoting::protocol::perm;
 use remoting::header::HeaderError;
-use remoting::server::{Channel, ProcessResult, RequestProcessor};
+use remoting::server::{Channel, ProcessResult, Reply, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::commit_log::{PutMessageResult, PutStatus};
-use store::config::FlushDiskType;
+use store::config::{BrokerRole, FlushDiskType};
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 
 
 use crate::broker::{Broker, FAQ_SUFFIX};
-use crate::replication::ReplicaAck;
+use crate::replication::Outcome;
 use crate::schedule::apply_delay;
 use crate::timer;
 use crate::transaction;
@@ -55,21 +55,31 @@ struct SendReply {
 }
 
 impl SendReply {
-    fn response(self, result: PutMessageResult) -> RemotingCommand {
+    /// The answer, from the store's result and, on a SYNC_MASTER, what the slaves did. As Java
+    /// combines them, a replica failure wins over the flush result.
+    fn response(self, result: PutMessageResult, replica: Option<Outcome>) -> RemotingCommand {
         let b = &self.broker;
         let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
         if result.is_ok() {
             b.stats.on_put(self.messages);
         }
         let code = match result.status {
-            PutStatus::PutOk => replicate(b, &result),
+            PutStatus::PutOk => ResponseCode::SUCCESS,
             PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
             PutStatus::MessageIllegal | PutStatus::PropertiesSizeExceeded => ResponseCode::MESSAGE_ILLEGAL,
-            PutStatus::ServiceNotAvailable => ResponseCode::SERVICE_NOT_AVAILABLE,
+            PutStatus::ServiceNotAvailable => {
+                let reason = result.remark.unwrap_or_default();
+                return err(ResponseCode::SERVICE_NOT_AVAILABLE, format!("{SERVICE_NOT_AVAILABLE_REMARK}: {reason}"));
+            }
             PutStatus::CreateMappedFileFailed => {
                 return err(ResponseCode::SYSTEM_ERROR, "create mapped file failed, server is busy or broken.".into());
             }
             PutStatus::UnknownError => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())),
+        };
+        let code = match replica {
+            None | Some(Outcome::Replicated) => code,
+            Some(Outcome::SlaveNotAvailable) => ResponseCode::SLAVE_NOT_AVAILABLE,
+            Some(Outcome::TimedOut) => ResponseCode::FLUSH_SLAVE_TIMEOUT,
         };
         match result.append {
             Some(a) => RemotingCommand::response_to(&self.request, code).with_header(&SendMessageResponseHeader {
@@ -83,19 +93,14 @@ impl SendReply {
     }
 }
 
-/// SYNC_MASTER: the answer waits for a slave, as Java's `handleHA` (messages with WAIT=false
-/// do not wait).
-fn replicate(b: &Broker, result: &PutMessageResult) -> ResponseCode {
-    if b.store_config.broker_role != store::config::BrokerRole::SyncMaster {
-        return ResponseCode::SUCCESS;
-    }
-    let Some(a) = &result.append else { return ResponseCode::SUCCESS };
-    let timeout = std::time::Duration::from_millis(b.store_config.sync_flush_timeout_ms);
-    match b.replicas.wait_for(a.wrote_offset + a.wrote_bytes as i64, timeout) {
-        ReplicaAck::Acked => ResponseCode::SUCCESS,
-        ReplicaAck::SlaveNotAvailable => ResponseCode::SLAVE_NOT_AVAILABLE,
-        ReplicaAck::Timeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
-    }
+/// Java's words for SERVICE_NOT_AVAILABLE; the store's own reason follows.
+const SERVICE_NOT_AVAILABLE_REMARK: &str =
+    "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc.";
+
+/// Whether a put waits for the flush and the slaves (Java's `isWaitStoreMsgOK`: unless the first
+/// message says WAIT=false).
+fn waits_for_store(msgs: &[MessageToStore]) -> bool {
+    msgs.first().is_none_or(|m| properties::get(&m.properties, properties::WAIT) != Some("false"))
 }
 
 impl SendProcessor {
@@ -173,31 +178,37 @@ impl SendProcessor {
             messages: msgs.len(),
         };
         let broker = b.clone();
-        self.store_and_answer(channel, request, &msgs, move |result| decorate(&broker, reply.response(result)))
+        self.store_and_answer(channel, request, &msgs, move |result, replica| decorate(&broker, reply.response(result, replica)))
     }
 
-    /// Stores `msgs` and answers with `respond(result)`: at once, or under SYNC_FLUSH from the
-    /// flush service once a flush covers them, so this pool thread is free for the next send and
-    /// one flush covers many. A SYNC_MASTER still waits here for its slave.
+    /// Stores `msgs` and answers with `respond(result, replica outcome)`: at once, or from the
+    /// service that learns the answer (the flush service under SYNC_FLUSH, the HA service on a
+    /// SYNC_MASTER) through the request's [`Reply`], so this pool thread is free for the next send,
+    /// one flush covers many, and 64 producers in flight need no 64 threads.
     fn store_and_answer(
         &self,
         channel: &Channel,
         request: &RemotingCommand,
-        msgs: &[store::message::MessageToStore],
-        respond: impl FnOnce(PutMessageResult) -> RemotingCommand + Send + 'static,
+        msgs: &[MessageToStore],
+        respond: impl FnOnce(PutMessageResult, Option<Outcome>) -> RemotingCommand + Send + 'static,
     ) -> Option<RemotingCommand> {
         let b = &self.broker;
-        let defer = b.store_config.flush_disk_type == FlushDiskType::SyncFlush
-            && b.store_config.broker_role != store::config::BrokerRole::SyncMaster;
-        if !defer {
-            return Some(respond(b.store.put_messages(msgs)));
+        let waits = waits_for_store(msgs);
+        let replicated = b.store_config.broker_role == BrokerRole::SyncMaster && waits;
+        let flushed = b.store_config.flush_disk_type == FlushDiskType::SyncFlush && waits;
+        if !replicated && !flushed {
+            return Some(respond(b.store.put_messages(msgs), None));
         }
-        let channel = channel.clone();
-        let oneway = request.is_oneway();
+        let reply = Reply::to(channel, request);
+        let replication = b.ha.replication();
         b.store.put_messages_then(msgs, Box::new(move |result| {
-            let response = respond(result);
-            if !oneway {
-                let _ = channel.send(response);
+            let end = result.append.as_ref().map(|a| a.wrote_offset + a.wrote_bytes as i64);
+            match (replicated, end, replication) {
+                (true, Some(end), Some(replication)) if result.is_ok() => {
+                    replication.wait(end, Box::new(move |outcome| reply.send(respond(result, Some(outcome)))));
+                }
+                (true, Some(_), None) if result.is_ok() => reply.send(respond(result, Some(Outcome::SlaveNotAvailable))),
+                _ => reply.send(respond(result, None)),
             }
         }));
         None
@@ -294,7 +305,8 @@ impl SendProcessor {
         msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
         let answer_to = skeleton(request);
-        self.store_and_answer(channel, request, std::slice::from_ref(&msg), move |r| match r.status {
+        // As Java's send-back: the store's result decides; the slaves' is not asked for.
+        self.store_and_answer(channel, request, std::slice::from_ref(&msg), move |r, _| match r.status {
             PutStatus::PutOk => RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS),
             status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
         })

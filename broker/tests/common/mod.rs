@@ -19,7 +19,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// A broker on 127.0.0.1 with a free port, its store in `dir`, no name server; `extra` keys of
 /// broker.conf override the defaults.
 pub async fn start(dir: &Path, extra: &[(&str, &str)]) -> BrokerController {
-    let mut props: indexmap::IndexMap<String, String> = [
+    let props: indexmap::IndexMap<String, String> = [
         ("brokerIP1", "127.0.0.1"),
         ("brokerIP2", "127.0.0.1"),
         ("bindAddress", "127.0.0.1"),
@@ -32,7 +32,6 @@ pub async fn start(dir: &Path, extra: &[(&str, &str)]) -> BrokerController {
     .chain(extra)
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    props.insert("haListenPort".into(), "1".into());
     let (mut broker, store, _) = apply_properties(&props).unwrap();
     apply_startup_rules(&mut broker, &store).unwrap();
     BrokerController::start(broker, store).await.unwrap()
@@ -131,4 +130,21 @@ pub fn bodies(response: &RemotingCommand) -> Vec<(String, String, i32)> {
         rest = &rest[r.store_size as usize..];
     }
     out
+}
+
+/// A port free right now on 127.0.0.1 (for a server that must register its real address).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A name server on 127.0.0.1 with a free port and its files in `dir`.
+pub async fn start_namesrv(dir: &Path) -> namesrv::NamesrvController {
+    let config = namesrv::config::NamesrvConfig {
+        bind_address: "127.0.0.1".into(),
+        listen_port: 0,
+        kv_config_path: dir.join("kvConfig.json").to_string_lossy().into(),
+        config_store_path: dir.join("namesrv.properties").to_string_lossy().into(),
+        ..Default::default()
+    };
+    namesrv::NamesrvController::start(config).await.unwrap()
 }

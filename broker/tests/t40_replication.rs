@@ -1,0 +1,161 @@
+//! A master and a slave broker of ours behind one name server, through their sockets: SYNC_MASTER
+//! sends answered once the slave holds them (without a thread each), the slave's commit log the
+//! master's byte for byte, the slave refusing sends and copying the master's metadata, and a stray
+//! client on the HA port unable to acknowledge anything.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use remoting::client::{ClientConfig, RemotingClient};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use tokio::io::AsyncWriteExt;
+
+mod common;
+
+use common::*;
+
+struct Pair {
+    _dirs: Vec<tempfile::TempDir>,
+    namesrv: namesrv::NamesrvController,
+    master: broker::controller::BrokerController,
+    slave: broker::controller::BrokerController,
+}
+
+async fn pair(extra_master: &[(&str, &str)]) -> Pair {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let namesrv = start_namesrv(dirs[0].path()).await;
+    let ns = namesrv.local_addr().to_string();
+    let (master_port, master_ha_port, slave_port, slave_ha_port) = (free_port(), free_port(), free_port(), free_port());
+    let (mp, mh, sp, sh) = (master_port.to_string(), master_ha_port.to_string(), slave_port.to_string(), slave_ha_port.to_string());
+    let mut master_conf = vec![
+        ("namesrvAddr", ns.as_str()),
+        ("brokerName", "pair"),
+        ("brokerRole", "SYNC_MASTER"),
+        ("listenPort", mp.as_str()),
+        ("haListenPort", mh.as_str()),
+        ("sendMessageThreadPoolNums", "1"),
+    ];
+    master_conf.extend_from_slice(extra_master);
+    let master = start(dirs[1].path(), &master_conf).await;
+    let slave = start(
+        dirs[2].path(),
+        &[("namesrvAddr", ns.as_str()), ("brokerName", "pair"), ("brokerRole", "SLAVE"), ("brokerId", "1"), ("listenPort", sp.as_str()), ("haListenPort", sh.as_str())],
+    )
+    .await;
+    Pair { _dirs: dirs, namesrv, master, slave }
+}
+
+impl Pair {
+    async fn stop(self) {
+        self.slave.shutdown().await;
+        self.master.shutdown().await;
+        self.namesrv.shutdown().await;
+    }
+}
+
+/// Every readable commit-log byte of a store, from its first file.
+fn commit_log(store: &store::store::MessageStore) -> (i64, Vec<u8>) {
+    let (min, max) = (store.commit_log().min_offset(), store.commit_log().max_offset());
+    let mut out = Vec::new();
+    let mut at = min;
+    while at < max {
+        let chunk = store.commit_log_data(at, 1 << 20).unwrap();
+        at += chunk.len() as i64;
+        out.extend(chunk);
+    }
+    (min, out)
+}
+
+async fn until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_master_sends_are_answered_once_the_slave_holds_them_and_the_logs_are_identical() {
+    let p = pair(&[]).await;
+    let (master_store, slave_store) = (p.master.broker.store.clone(), p.slave.broker.store.clone());
+    until("the slave connects to the master's HA port", Duration::from_secs(15), || {
+        p.master.broker.ha.replication().is_some_and(|r| !r.slaves().is_empty())
+    })
+    .await;
+    let addr = p.master.local_addr().to_string();
+    let c = Arc::new(RemotingClient::new(ClientConfig::default()));
+    // 64 in flight on one send thread: the HA service answers them, no thread waits for each.
+    let sends: Vec<_> = (0..64)
+        .map(|i| {
+            let (c, addr) = (c.clone(), addr.clone());
+            tokio::spawn(async move { c.invoke(&addr, send("Replicated", i % 4, &format!("m{i}"), ""), TIMEOUT).await })
+        })
+        .collect();
+    for s in sends {
+        let r = s.await.unwrap().unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        let offset = store::message::decode_offset_message_id(r.ext("msgId").unwrap()).unwrap().1;
+        assert!(slave_store.commit_log().max_offset() > offset, "answered before the slave held it");
+    }
+    let (master_min, master_bytes) = commit_log(&master_store);
+    let (slave_min, slave_bytes) = commit_log(&slave_store);
+    assert_eq!(slave_min, master_min);
+    assert_eq!(slave_bytes, master_bytes, "the slave's commit log is the master's, byte for byte");
+    until("the slave dispatches", Duration::from_secs(10), || slave_store.dispatch_behind_bytes() == 0).await;
+    for q in 0..4 {
+        assert_eq!(slave_store.max_offset_in_queue("Replicated", q), master_store.max_offset_in_queue("Replicated", q));
+    }
+    // The slave serves the messages and refuses sends, as Java 4.9 does.
+    let slave_addr = p.slave.local_addr().to_string();
+    let r = c.invoke(&slave_addr, send("Replicated", 0, "to the slave", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SERVICE_NOT_AVAILABLE, "{:?}", r.remark);
+    p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slave_copies_its_masters_topics_groups_and_offsets() {
+    let p = pair(&[]).await;
+    let c = RemotingClient::new(ClientConfig::default());
+    let (master, slave) = (p.master.local_addr().to_string(), p.slave.local_addr().to_string());
+    let create = raw(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "Copied"), ("defaultTopic", "TBW102"), ("readQueueNums", "3"), ("writeQueueNums", "3"), ("perm", "6"), ("topicFilterType", "SINGLE_TAG"), ("order", "false")]);
+    assert_eq!(c.invoke(&master, create, TIMEOUT).await.unwrap().code, 0);
+    let create_group = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(br#"{"groupName":"copied-group","retryMaxTimes":3}"#.to_vec());
+    assert_eq!(c.invoke(&master, create_group, TIMEOUT).await.unwrap().code, 0);
+    let offset = raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "copied-group"), ("topic", "Copied"), ("queueId", "1"), ("commitOffset", "7")]);
+    assert_eq!(c.invoke(&master, offset, TIMEOUT).await.unwrap().code, 0);
+    let slave_broker = p.slave.broker.clone();
+    until("the slave's metadata sync (every 10 s)", Duration::from_secs(30), || {
+        slave_broker.topics.select("Copied").is_some_and(|t| t.read_queue_nums == 3)
+            && slave_broker.groups.select("copied-group").is_some_and(|g| g.retry_max_times == 3)
+            && slave_broker.offsets.query_offset(&group("copied-group"), &topic("Copied"), 1) == Some(7)
+    })
+    .await;
+    assert_eq!(slave_broker.topics.data_version(), p.master.broker.topics.data_version());
+    let r = c.invoke(&slave, raw(RequestCode::GET_TOPIC_CONFIG, &[("topic", "Copied")]), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0);
+    p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stray_client_on_the_ha_port_does_not_make_a_sync_master_send_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, ha_port) = (free_port(), free_port());
+    let (port, ha) = (port.to_string(), ha_port.to_string());
+    let master = start(dir.path(), &[("brokerRole", "SYNC_MASTER"), ("listenPort", port.as_str()), ("haListenPort", ha.as_str()), ("slaveTimeout", "500")]).await;
+    let mut stray = tokio::net::TcpStream::connect(("127.0.0.1", ha_port)).await.unwrap();
+    stray.write_all(&0i64.to_be_bytes()).await.unwrap();
+    let replication = master.broker.ha.replication().unwrap();
+    until("the stray client is taken for a slave", Duration::from_secs(10), || !replication.slaves().is_empty()).await;
+    let addr = master.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let pending = c.invoke(&addr, send("Guarded", 0, "m", ""), TIMEOUT);
+    let claim = async {
+        // It never reads, and claims to hold everything.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stray.write_all(&(i64::MAX / 4).to_be_bytes()).await.unwrap();
+    };
+    let (r, ()) = tokio::join!(pending, claim);
+    let r = r.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::FLUSH_SLAVE_TIMEOUT, "{:?}", r.remark);
+    master.shutdown().await;
+}
