@@ -173,6 +173,9 @@ java_config! {
         /// retries it 3 s later.
         pub max_parked_pulls_per_connection: usize = "maxParkedPullsPerConnection" => 16_384,
         pub max_parked_pulls: usize = "maxParkedPulls" => 100_000,
+        /// Client connections served at once; past it a new one is closed at once. Java has no
+        /// cap (it accepts until file descriptors run out, locking admin tools out too).
+        pub server_max_connections: usize = "serverMaxConnections" => remoting::server::DEFAULT_MAX_CONNECTIONS,
 
         // NettyServerConfig (mqbroker sets listenPort to 10911 before reading the file).
         pub listen_port: u16 = "listenPort" => 10911,

@@ -229,6 +229,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
             R::GET_BROKER_CONFIG,
             R::GET_ALL_CONSUMER_OFFSET,
             R::GET_ALL_DELAY_OFFSET,
+            R::GET_BROKER_HA_STATUS,
         ],
         admin,
         &admin_pool,
@@ -272,11 +273,19 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
 
 fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
     let bind: IpAddr = c.bind_address.parse().map_err(|_| StartError::BadAddress(c.bind_address.clone()))?;
+    let defaults = ConnectionConfig::default();
+    // Java's 0 for the water marks means "Netty's default"; ours then keeps its own.
+    let or_default = |value: usize, default: usize| if value == 0 { default } else { value };
     Ok(ServerConfig {
         listen_addr: SocketAddr::new(bind, c.listen_port),
-        connection: ConnectionConfig { idle_timeout: Duration::from_secs(c.server_channel_max_idle_time_seconds.max(1)), ..ConnectionConfig::default() },
+        connection: ConnectionConfig {
+            idle_timeout: Duration::from_secs(c.server_channel_max_idle_time_seconds.max(1)),
+            write_buffer_high_water_mark_bytes: or_default(c.write_buffer_high_water_mark, defaults.write_buffer_high_water_mark_bytes),
+            write_buffer_low_water_mark_bytes: or_default(c.write_buffer_low_water_mark, defaults.write_buffer_low_water_mark_bytes),
+            ..defaults
+        },
         drain_timeout: Duration::from_secs(10),
-        max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
+        max_connections: c.server_max_connections.max(1),
     })
 }
 

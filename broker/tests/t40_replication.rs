@@ -101,12 +101,19 @@ async fn sync_master_sends_are_answered_once_the_slave_holds_them_and_the_logs_a
     let (slave_min, slave_bytes) = commit_log(&slave_store);
     assert_eq!(slave_min, master_min);
     assert_eq!(slave_bytes, master_bytes, "the slave's commit log is the master's, byte for byte");
-    until("the slave dispatches", Duration::from_secs(10), || slave_store.dispatch_behind_bytes() == 0).await;
+    until("both dispatch", Duration::from_secs(10), || slave_store.dispatch_behind_bytes() == 0 && master_store.dispatch_behind_bytes() == 0).await;
     for q in 0..4 {
         assert_eq!(slave_store.max_offset_in_queue("Replicated", q), master_store.max_offset_in_queue("Replicated", q));
     }
-    // The slave serves the messages and refuses sends, as Java 4.9 does.
+    // mqadmin haStatus (5.x): the master lists its slave, the slave its master.
     let slave_addr = p.slave.local_addr().to_string();
+    let status = |r: RemotingCommand| serde_json::from_slice::<serde_json::Value>(r.body_bytes()).unwrap();
+    let m = status(c.invoke(&addr, RemotingCommand::request(RequestCode::GET_BROKER_HA_STATUS), TIMEOUT).await.unwrap());
+    assert_eq!((m["master"].as_bool(), m["inSyncSlaveNums"].as_i64()), (Some(true), Some(1)), "{m}");
+    assert_eq!(m["haConnectionInfo"][0]["slaveAckOffset"], m["masterCommitLogMaxOffset"]);
+    let s = status(c.invoke(&slave_addr, RemotingCommand::request(RequestCode::GET_BROKER_HA_STATUS), TIMEOUT).await.unwrap());
+    assert_eq!((s["master"].as_bool(), s["haClientRuntimeInfo"]["activated"].as_bool()), (Some(false), Some(true)), "{s}");
+    // The slave serves the messages and refuses sends, as Java 4.9 does.
     let r = c.invoke(&slave_addr, send("Replicated", 0, "to the slave", ""), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SERVICE_NOT_AVAILABLE, "{:?}", r.remark);
     p.stop().await;

@@ -51,7 +51,14 @@ pub struct ClientStatus {
     pub connected: bool,
     /// The last offset reported to the master.
     pub reported: i64,
+    /// When a frame was last read and a report last written (ms since the epoch; 0: never).
+    pub last_read_ms: i64,
+    pub last_write_ms: i64,
     pub last_error: Option<String>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +165,7 @@ async fn session(addr: &str, log: &dyn ReplicatedLog, config: &SlaveConfig, stat
     let mut frames = FramedRead::new(read_half, FrameDecoder);
     let mut reported = log.max_offset();
     write_half.write_all(&encode_report(reported)).await?;
-    status.lock().reported = reported;
+    note_report(status, reported);
     let mut last_report = Instant::now();
     loop {
         let until_report = config.report_interval.saturating_sub(last_report.elapsed());
@@ -167,7 +174,7 @@ async fn session(addr: &str, log: &dyn ReplicatedLog, config: &SlaveConfig, stat
             _ = tokio::time::sleep(until_report) => {
                 reported = log.max_offset();
                 write_half.write_all(&encode_report(reported)).await?;
-                status.lock().reported = reported;
+                note_report(status, reported);
                 last_report = Instant::now();
                 continue;
             }
@@ -177,6 +184,7 @@ async fn session(addr: &str, log: &dyn ReplicatedLog, config: &SlaveConfig, stat
             Ok(None) => return Err(SessionError::Closed),
             Ok(Some(frame)) => frame?,
         };
+        status.lock().last_read_ms = now_ms();
         let local = log.max_offset();
         if local != 0 && local != frame.offset {
             return Err(SessionError::OffsetMismatch { frame: frame.offset, local });
@@ -188,8 +196,14 @@ async fn session(addr: &str, log: &dyn ReplicatedLog, config: &SlaveConfig, stat
         if end > reported {
             reported = end;
             write_half.write_all(&encode_report(reported)).await?;
-            status.lock().reported = reported;
+            note_report(status, reported);
             last_report = Instant::now();
         }
     }
+}
+
+fn note_report(status: &Mutex<ClientStatus>, reported: i64) {
+    let mut s = status.lock();
+    s.reported = reported;
+    s.last_write_ms = now_ms();
 }

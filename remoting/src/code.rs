@@ -107,6 +107,7 @@ codes!(RequestCode {
     GET_TOPIC_CONFIG = 351,
     LITE_PULL_MESSAGE = 361,
     BROKER_HEARTBEAT = 904,
+    GET_BROKER_HA_STATUS = 907,
 });
 
 codes!(ResponseCode {

@@ -200,6 +200,7 @@ impl RequestProcessor for AdminProcessor {
                 }
                 Ok(Some(ok(&request)))
             }
+            RequestCode::GET_BROKER_HA_STATUS => Ok(Some(ok(&request).with_body(self.ha_status()))),
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.topics.data_version(), JsonStyle::Fastjson);
                 let text = without_unset_paths(&crate::config::print_all(&b.config, &b.store_config));
@@ -271,6 +272,58 @@ impl AdminProcessor {
         t.insert("bootTimestamp", b.boot_timestamp.to_string());
         t.insert("runtime", java_runtime(store::commit_log::now_ms() - b.boot_timestamp));
         fastjson::to_vec(&serde_json::json!({ "table": t }), JsonStyle::Fastjson)
+    }
+
+    /// 5.x's `HARuntimeInfo` (mqadmin haStatus): a master lists its slave connections, a slave
+    /// its client side.
+    fn ha_status(&self) -> Vec<u8> {
+        let b = &self.broker;
+        let max = b.store.commit_log().max_offset();
+        let gap = b.store_config.ha_fallbehind_max();
+        let (connections, client) = match (b.ha.replication(), b.ha.slave_client()) {
+            (Some(replication), _) => {
+                let connections: Vec<serde_json::Value> = replication
+                    .slaves()
+                    .into_iter()
+                    .map(|s| {
+                        serde_json::json!({
+                            "addr": s.addr.to_string(),
+                            "diff": max - s.acked,
+                            "inSync": max - s.acked < gap,
+                            "slaveAckOffset": s.acked,
+                            "transferFromWhere": s.transfer_from,
+                            "transferredByteInSecond": 0,
+                        })
+                    })
+                    .collect();
+                (connections, serde_json::json!({"activated": false, "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0, "maxOffset": 0, "transferredByteInSecond": 0}))
+            }
+            (None, Some(slave)) => {
+                let s = slave.status();
+                let mut client = serde_json::json!({
+                    "activated": s.connected,
+                    "lastReadTimestamp": s.last_read_ms,
+                    "lastWriteTimestamp": s.last_write_ms,
+                    "masterFlushOffset": 0,
+                    "maxOffset": max,
+                    "transferredByteInSecond": 0,
+                });
+                if let Some(addr) = s.master_addr {
+                    client["masterAddr"] = serde_json::Value::String(addr);
+                }
+                (Vec::new(), client)
+            }
+            (None, None) => (Vec::new(), serde_json::json!({})),
+        };
+        let in_sync = connections.iter().filter(|c| c["inSync"] == true).count();
+        let body = serde_json::json!({
+            "haClientRuntimeInfo": client,
+            "haConnectionInfo": connections,
+            "inSyncSlaveNums": in_sync,
+            "master": !b.is_slave(),
+            "masterCommitLogMaxOffset": if b.is_slave() { 0 } else { max },
+        });
+        fastjson::to_vec(&body, JsonStyle::Fastjson)
     }
 
     fn create_topic(&self, request: &RemotingCommand) -> ProcessResult {
