@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Builds and starts our name server (mqnamesrv) and broker (mqbroker) with a working default
+# Builds and starts our name server (mqnamesrv) and broker(s) (mqbroker) with a working default
 # config, on 127.0.0.1.
-#   scripts/start.sh            start (name server on 9876, broker on 10911)
-#   scripts/stop.sh             stop them
-# State lives in $RMQ_RUN_DIR (default ./run): configs, store, logs, pids.
+#   scripts/start.sh                  a name server (9876) and a broker (10911)
+#   scripts/start.sh --master-slave   a name server, a SYNC_MASTER (10911, HA port 10912) and its
+#                                     slave (10921, brokerId 1) in one broker group
+#   scripts/stop.sh                   stop what was started
+# State lives in $RMQ_RUN_DIR (default ./run): configs, stores, logs, pids.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 run="${RMQ_RUN_DIR:-$root/run}"
 ns_port="${NAMESRV_PORT:-9876}"
 broker_port="${BROKER_PORT:-10911}"
-mkdir -p "$run/logs" "$run/store"
+slave_port="${SLAVE_PORT:-10921}"
+mode=single
+case "${1:-}" in
+  "") ;;
+  --master-slave) mode=master-slave ;;
+  -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+  *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+mkdir -p "$run/logs"
 
 cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv --bin mqbroker
 
@@ -19,18 +29,22 @@ bindAddress=127.0.0.1
 kvConfigPath=$run/namesrv/kvConfig.json
 CONF
 
-cat > "$run/broker.conf" <<CONF
+# broker_conf NAME PORT ID ROLE STORE: a broker of group broker-a.
+broker_conf() {
+  cat > "$run/$1.conf" <<CONF
 brokerClusterName=DefaultCluster
 brokerName=broker-a
-brokerId=0
+brokerId=$3
+brokerRole=$4
 brokerIP1=127.0.0.1
 brokerIP2=127.0.0.1
-listenPort=$broker_port
+listenPort=$2
 bindAddress=127.0.0.1
 namesrvAddr=127.0.0.1:$ns_port
-storePathRootDir=$run/store
+storePathRootDir=$5
 autoCreateTopicEnable=true
 CONF
+}
 
 wait_for_port() {
   for _ in $(seq 1 600); do
@@ -41,13 +55,22 @@ wait_for_port() {
   return 1
 }
 
-HOME="$run" nohup "$root/target/release/mqnamesrv" -c "$run/namesrv.conf" > "$run/logs/namesrv.log" 2>&1 &
-echo $! > "$run/namesrv.pid"
-wait_for_port "$ns_port"
-echo "name server listening on 127.0.0.1:$ns_port (log: $run/logs/namesrv.log)"
+# launch NAME BINARY CONF PORT
+launch() {
+  HOME="$run" nohup "$root/target/release/$2" -c "$3" > "$run/logs/$1.log" 2>&1 &
+  echo $! > "$run/$1.pid"
+  wait_for_port "$4"
+  echo "$1 listening on 127.0.0.1:$4 (log: $run/logs/$1.log)"
+}
 
-HOME="$run" nohup "$root/target/release/mqbroker" -c "$run/broker.conf" > "$run/logs/broker.log" 2>&1 &
-echo $! > "$run/broker.pid"
-wait_for_port "$broker_port"
-echo "broker listening on 127.0.0.1:$broker_port (log: $run/logs/broker.log)"
-echo "stop both with: scripts/stop.sh"
+launch namesrv mqnamesrv "$run/namesrv.conf" "$ns_port"
+if [ "$mode" = single ]; then
+  broker_conf broker "$broker_port" 0 ASYNC_MASTER "$run/store"
+  launch broker mqbroker "$run/broker.conf" "$broker_port"
+else
+  broker_conf master "$broker_port" 0 SYNC_MASTER "$run/store-master"
+  broker_conf slave "$slave_port" 1 SLAVE "$run/store-slave"
+  launch master mqbroker "$run/master.conf" "$broker_port"
+  launch slave mqbroker "$run/slave.conf" "$slave_port"
+fi
+echo "stop with: scripts/stop.sh"
