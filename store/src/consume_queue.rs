@@ -122,7 +122,7 @@ impl ConsumeQueue {
             end = file.from_offset() + pos as u64;
             index += 1;
         }
-        self.files.truncate_to(end);
+        self.files.truncate_to(end, true);
     }
 
     /// Appends the unit for queue offset `cq_offset`. Duplicates (re-dispatch after recovery) are
@@ -239,7 +239,7 @@ impl ConsumeQueue {
             end = file.from_offset() + pos as u64;
             break;
         }
-        self.files.truncate_to(end);
+        self.files.truncate_to(end, true);
         self.max_physic_offset.store(max_physic, Ordering::Release);
     }
 

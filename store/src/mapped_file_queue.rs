@@ -189,9 +189,11 @@ impl MappedFileQueue {
         Ok(self.flushed_offset())
     }
 
-    /// Sets the end of the queue to `offset`: the file holding it gets its positions there and its
-    /// stale tail erased, later files are deleted (Java `truncateDirtyFiles`, plus the erasing).
-    pub fn truncate_to(&self, offset: u64) {
+    /// Sets the end of the queue to `offset`: the file holding it gets its positions there (and,
+    /// with `erase_tail`, its stale tail erased), later files are deleted (Java
+    /// `truncateDirtyFiles`, plus the erasing). Erasing reads the whole rest of the file, so a
+    /// caller asks for it only where a torn write may have left records behind the end.
+    pub fn truncate_to(&self, offset: u64, erase_tail: bool) {
         let mut files = self.files.write();
         files.retain(|f| {
             let end = f.from_offset() + f.size() as u64;
@@ -201,6 +203,9 @@ impl MappedFileQueue {
             if f.from_offset() <= offset {
                 let pos = (offset - f.from_offset()) as usize;
                 f.set_positions(pos);
+                if !erase_tail {
+                    return true;
+                }
                 if let Err(e) = f.zero_tail(pos) {
                     warn!(path = %f.path().display(), error = %e, "cannot erase the stale tail");
                 }
@@ -286,7 +291,7 @@ mod tests {
         for _ in 0..3 {
             q.last_or_create(0).unwrap().append(&[1u8; 100]);
         }
-        q.truncate_to(150);
+        q.truncate_to(150, true);
         assert_eq!(q.files().len(), 2);
         assert_eq!(q.max_offset(), 150);
         assert!(!dir.path().join("00000000000000000200").exists());

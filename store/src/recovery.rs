@@ -63,7 +63,10 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> RecoveryRepor
             cq.truncate_to_phy(process_offset);
         }
     }
-    store.commit_log.files().truncate_to(process_offset as u64);
+    // After a crash, pages may have reached the disk out of order, so whole records can sit
+    // behind a torn one: erase the tail so a later crash cannot find them again. After a clean
+    // stop nothing is torn, and erasing would read the whole last (1 GiB) file on every start.
+    store.commit_log.files().truncate_to(process_offset as u64, !last_exit_ok);
     store.commit_log.set_flushed(process_offset as u64);
 
     // Next queue offsets and corrected min offsets, as Java's recoverTopicQueueTable.
