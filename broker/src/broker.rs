@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use remoting::client::RemotingClient;
+use remoting::RemotingCommand;
 use remoting::protocol::perm;
 use store::config::MessageStoreConfig;
 use store::store::MessageStore;
@@ -113,7 +114,7 @@ impl Broker {
         let timeout = Duration::from_millis(self.config.register_broker_timeout_ms);
         let result = namesrv_client::register_all(&self.namesrv, &addrs, &self.identity, &wrapper, timeout, oneway).await;
         if let Some(result) = result.filter(|_| self.is_slave()) {
-            self.learn_master(result);
+            self.learn_master(result).await;
         }
     }
 
@@ -122,20 +123,47 @@ impl Broker {
     }
 
     /// A slave's registration answer names its master (Java: unless `haMasterAddress` is set,
-    /// the HA address comes from here too).
-    fn learn_master(&self, result: namesrv_client::RegisterResult) {
-        if let Some(ha_addr) = result.ha_server_addr.as_deref().filter(|a| !a.is_empty()) {
-            if self.store_config.ha_master_address.trim().len() < 6 {
-                self.ha.follow(ha_addr);
-            }
-        }
-        if let Some(master) = result.master_addr.filter(|a| !a.is_empty()) {
-            let mut current = self.master_addr.write();
-            if current.as_deref() != Some(master.as_str()) {
+    /// the HA address comes from here too). A slave follows a master only while the master's log
+    /// is at least as long as its own.
+    async fn learn_master(&self, result: namesrv_client::RegisterResult) {
+        if let Some(master) = result.master_addr.clone().filter(|a| !a.is_empty()) {
+            let changed = self.master_addr.read().as_deref() != Some(master.as_str());
+            if changed {
                 info!(master, "master address");
-                *current = Some(master);
+                *self.master_addr.write() = Some(master);
             }
         }
+        let Some(ha_addr) = result.ha_server_addr.filter(|a| !a.is_empty()) else { return };
+        if self.store_config.ha_master_address.trim().len() >= 6 {
+            return;
+        }
+        let master = self.master_addr.read().clone();
+        if let Some(master) = master {
+            if !self.log_not_ahead_of(&master).await {
+                self.ha.stop_following();
+                return;
+            }
+        }
+        self.ha.follow(&ha_addr);
+    }
+
+    /// Whether this slave's commit log is no longer than its master's. A slave holding more than
+    /// its master means the master lost a tail this slave received: following it, a Java master
+    /// would send its new bytes at offsets where this slave holds other ones, and two logs would
+    /// differ at the same offsets. That is refused, loudly, until an operator decides (truncate the
+    /// slave's commit log to the master's end, or restore the master). Unknown is taken as fine:
+    /// the master side refuses a slave ahead of it too (ours does).
+    async fn log_not_ahead_of(&self, master: &str) -> bool {
+        let request = RemotingCommand::request(remoting::RequestCode::GET_BROKER_RUNTIME_INFO);
+        let Ok(response) = self.namesrv.invoke(master, request, Duration::from_secs(3)).await else { return true };
+        let Ok(info) = remoting::fastjson::from_slice::<serde_json::Value>(response.body_bytes()) else { return true };
+        let Some(master_end) = info["table"]["commitLogMaxOffset"].as_str().and_then(|v| v.parse::<i64>().ok()) else { return true };
+        let local_end = self.store.commit_log().max_offset();
+        if local_end > master_end {
+            tracing::error!(master, master_end, local_end, "this slave holds {} bytes its master does not: the logs have diverged; not replicating (truncate this slave's commit log to the master's end, or restore the master)", local_end - master_end);
+            return false;
+        }
+        true
     }
 
     pub async fn unregister(&self) {

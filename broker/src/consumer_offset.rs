@@ -149,10 +149,12 @@ impl ConsumerOffsetManager {
     }
 
     /// A slave takes its master's offsets (Java's `syncConsumerOffset`: `putAll`, so a key the
-    /// master has replaces ours, and keys only we have stay).
+    /// master has replaces ours, and keys only we have stay) and, as 5.x, its data version.
     pub fn merge_from_master(&self, master: ConsumerOffsetFile) {
         let mut table = self.table.write();
         table.offset_table.extend(master.offset_table);
+        // 5.x takes the master's version too.
+        table.data_version = master.data_version;
     }
 
     /// Everything, as the file holds it (the GET_ALL_CONSUMER_OFFSET body).

@@ -230,6 +230,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
             R::GET_ALL_CONSUMER_OFFSET,
             R::GET_ALL_DELAY_OFFSET,
             R::GET_BROKER_HA_STATUS,
+            R::GET_ALL_MESSAGE_REQUEST_MODE,
         ],
         admin,
         &admin_pool,

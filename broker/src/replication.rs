@@ -86,6 +86,13 @@ impl Ha {
         }
     }
 
+    /// A slave stops following (its master's log is shorter than its own).
+    pub fn stop_following(&self) {
+        if let Ha::Slave(slave) = self {
+            slave.set_master(None);
+        }
+    }
+
     pub fn slave_client(&self) -> Option<&HaSlave> {
         match self {
             Ha::Slave(slave) => Some(slave),

@@ -201,6 +201,9 @@ impl RequestProcessor for AdminProcessor {
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_BROKER_HA_STATUS => Ok(Some(ok(&request).with_body(self.ha_status()))),
+            // What a 5.x slave copies besides the four files: pop consumption modes, of which this
+            // broker (no pop yet) has none.
+            RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(&br#"{"messageRequestModeMap":{}}"#[..]))),
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.topics.data_version(), JsonStyle::Fastjson);
                 let text = without_unset_paths(&crate::config::print_all(&b.config, &b.store_config));
