@@ -282,3 +282,58 @@ async fn a_transaction_whose_producer_was_offline_at_check_time_is_resolved_once
     assert!(*handler.checks.lock().unwrap() >= 1);
     broker.shutdown().await;
 }
+
+/// A disk whose msync hangs until released, or fails.
+struct Disk {
+    state: std::sync::Mutex<&'static str>,
+    changed: std::sync::Condvar,
+}
+
+impl Disk {
+    fn set(&self, state: &'static str) {
+        *self.state.lock().unwrap() = state;
+        self.changed.notify_all();
+    }
+}
+
+impl store::mapped_file::FileSync for Disk {
+    fn sync_range(&self, file: &store::mapped_file::MappedFile, start: usize, len: usize) -> std::io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        while *state == "hangs" {
+            state = self.changed.wait(state).unwrap();
+        }
+        match *state {
+            "fails" => Err(std::io::Error::from_raw_os_error(5)),
+            _ => file.msync_range(start, len),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_flush_answers_on_time_when_the_disk_hangs_and_refuses_writes_once_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("flushDiskType", "SYNC_FLUSH"), ("syncFlushTimeout", "500")]).await;
+    let disk = Arc::new(Disk { state: std::sync::Mutex::new("works"), changed: std::sync::Condvar::new() });
+    broker.broker.store.commit_log().set_file_sync(disk.clone());
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    assert_eq!(c.invoke(&addr, send("Durable", 0, "first", ""), TIMEOUT).await.unwrap().code, 0);
+
+    disk.set("hangs");
+    let started = Instant::now();
+    let r = c.invoke(&addr, send("Durable", 0, "stuck", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::FLUSH_DISK_TIMEOUT, "{:?}", r.remark);
+    assert!(started.elapsed() >= Duration::from_millis(500), "not before the timeout");
+    assert!(started.elapsed() < Duration::from_secs(5), "answered on time although the disk never returned");
+
+    disk.set("fails");
+    let r = c.invoke(&addr, send("Durable", 0, "lost?", ""), TIMEOUT).await.unwrap();
+    assert_ne!(r.response_code(), ResponseCode::SUCCESS, "a send whose flush failed is never acknowledged");
+    let r = c.invoke(&addr, send("Durable", 0, "after", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SERVICE_NOT_AVAILABLE, "writes are refused once a flush failed");
+    assert!(r.remark.unwrap().contains("flush failed"));
+    // What was stored stays readable.
+    assert_eq!(bodies(&pull_found(&c, &addr, "Durable", 0, 0).await)[0].1, "first");
+    disk.set("works");
+    broker.shutdown().await;
+}
