@@ -298,3 +298,78 @@ mod tests {
         assert_eq!(t.wait(80, Instant::now(), 5), Some((5, Outcome::Replicated)));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Connect(u8),
+        Disconnect(u8),
+        Start(u8, u16),
+        Send(u8, u16),
+        Report(u8, u16),
+        Wait(u16),
+        Tick(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..3).prop_map(Op::Connect),
+            (0u8..3).prop_map(Op::Disconnect),
+            (0u8..3, any::<u16>()).prop_map(|(s, o)| Op::Start(s, o)),
+            (0u8..3, any::<u16>()).prop_map(|(s, o)| Op::Send(s, o)),
+            (0u8..3, any::<u16>()).prop_map(|(s, o)| Op::Report(s, o)),
+            any::<u16>().prop_map(Op::Wait),
+            (0u16..5000).prop_map(Op::Tick),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the slaves claim, a put is released as replicated only if, at that moment,
+        /// enough connections were sent the bytes up to its end (from where their transfer
+        /// started) and reported holding them; and every put is answered exactly once.
+        #[test]
+        fn only_sent_and_reported_bytes_release_a_put(ops in proptest::collection::vec(op(), 1..200), needed in 1usize..3) {
+            let policy = SyncPolicy { slaves_needed: needed, fallbehind_max_bytes: i64::MAX, timeout: Duration::from_millis(1000) };
+            let mut t: Tracker<(u64, i64)> = Tracker::new(policy);
+            // The oracle: per slave, (start, sent, vouched), where vouched only grows by a report
+            // of bytes already sent at the time of the report.
+            let mut model: HashMap<SlaveId, (Option<i64>, i64, i64)> = HashMap::new();
+            let (mut now, mut next_id, mut answered) = (Instant::now(), 0u64, std::collections::HashSet::new());
+            let mut check = |released: Vec<((u64, i64), Outcome)>, model: &HashMap<SlaveId, (Option<i64>, i64, i64)>| {
+                for ((id, end), outcome) in released {
+                    prop_assert!(answered.insert(id), "put {} answered twice", id);
+                    if outcome == Outcome::Replicated {
+                        let holders = model.values().filter(|(start, _, vouched)| start.is_some_and(|s| s < end) && end <= *vouched).count();
+                        prop_assert!(holders >= needed, "put ending at {} released with {} holders", end, holders);
+                    }
+                }
+                Ok(())
+            };
+            for op in ops {
+                match op {
+                    Op::Connect(s) => { t.connected(s as u64); model.insert(s as u64, (None, 0, 0)); }
+                    Op::Disconnect(s) => { t.disconnected(s as u64); model.remove(&(s as u64)); }
+                    Op::Start(s, o) => if let Some(m) = model.get_mut(&(s as u64)) { t.transfer_starts(s as u64, o as i64); *m = (Some(o as i64), o as i64, o as i64); },
+                    Op::Send(s, o) => if let Some(m) = model.get_mut(&(s as u64)) { t.sent(s as u64, o as i64); m.1 = m.1.max(o as i64); },
+                    Op::Report(s, o) => {
+                        if let Some(m) = model.get_mut(&(s as u64)) { m.2 = m.2.max((o as i64).min(m.1)); }
+                        let r = t.reported(s as u64, o as i64);
+                        check(r.released, &model)?;
+                    }
+                    Op::Wait(end) => {
+                        next_id += 1;
+                        if let Some(done) = t.wait(end as i64, now, (next_id, end as i64)) { check(vec![done], &model)?; }
+                    }
+                    Op::Tick(ms) => { now += Duration::from_millis(ms as u64); check(t.tick(now), &model)?; }
+                }
+            }
+            check(t.drain(), &model)?;
+            prop_assert_eq!(answered.len() as u64, next_id, "every put is answered");
+        }
+    }
+}
