@@ -278,6 +278,9 @@ broker_workload() {  # system workload
       loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}"
       if ! kill -0 "$master_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
       if [ -n "$slave_pid" ] && ! kill -0 "$slave_pid" 2>/dev/null; then echo "  the $sys slave DIED during the run; see $dir/slave/broker.log" >&2; fi
+      if [ "$role" = SYNC_MASTER ] && [ ! -s "$dir/result.json" ]; then
+        printf '{"valid": false, "invalid_because": ["the load generator wrote no result (see %s)"]}\n' "$dir/loadgen.log" > "$dir/result.json"
+      fi
     fi
   fi
   stop_pid "$slave_pid" "$(stop_grace "$sys")"; stop_pid "$master_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2

@@ -76,6 +76,10 @@ def not_ok_whole_run(r):
     return str(r["send_not_ok_whole_run"]) + ("" if not by else " (" + ", ".join(f"{k} {v}" for k, v in by.items()) + ")")
 
 
+def lag_kib(v):
+    return None if v is None or v < 0 else v / 1024.0  # -1: a broker did not answer
+
+
 def slave_check(r):
     rep = get(r, "replication")
     if rep is None:
@@ -114,7 +118,7 @@ REPLICATED_ROWS = [
     ("slave peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "slave_peak_anon_kb")), None),
     ("send failed / not OK", lambda r: None if r is None or "send_failed" not in r else f"{r['send_failed']}/{r['send_not_ok']}", None),
     ("not SEND_OK, whole run", not_ok_whole_run, None),
-    ("slave behind at window end (KiB, <=)", lambda r: None if get(r, "replication.slave_lag_bytes_at_window_end") is None else get(r, "replication.slave_lag_bytes_at_window_end") / 1024.0, None),
+    ("slave behind at window end (KiB, <=)", lambda r: lag_kib(get(r, "replication.slave_lag_bytes_at_window_end")), None),
     ("slave commit log at the end", slave_check, None),
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
@@ -284,6 +288,7 @@ print(f"\nresults: {results_path}\nlogs:    {run_dir}")
 if invalid:
     print()
     for wl, s_name, why in invalid:
+        why = [why] if isinstance(why, str) else why
         print(f"!!! {wl} {s_name}: INVALID master/slave result: {'; '.join(why) or 'see its result.json'}")
     print("!!! the figures of these results are not comparable (see above); exiting with status 1")
     sys.exit(1)

@@ -183,13 +183,13 @@ final class BrokerLoad {
         endToEnd.reset();
         long ok0 = ok.sum(), notOk0 = notOk.sum(), failed0 = failed.sum(), recv0 = received.sum();
         double bcpu0 = broker.cpuSeconds(), scpu0 = self.cpuSeconds();
-        double slcpu0 = slave == null ? 0 : slave.cpuSeconds();
+        double slcpu0 = slaveCpu(slave);
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
         Thread.sleep(duration * 1000L);
         long ok1 = ok.sum(), notOk1 = notOk.sum(), failed1 = failed.sum(), recv1 = received.sum();
         double bcpu1 = broker.cpuSeconds(), scpu1 = self.cpuSeconds();
-        double slcpu1 = slave == null ? 0 : slave.cpuSeconds();
+        double slcpu1 = slaveCpu(slave);
         long[] sc1 = Proc.coreJiffies(serverCpu), cc1 = Proc.coreJiffies(clientCpu);
         // how far the slave was behind when the window closed (read after the CPU times: not measured)
         long[] lagAtEnd = replica == null ? null : replica.offsets();
@@ -286,6 +286,9 @@ final class BrokerLoad {
             rep.putAll(replica.verify());
             out.put("replication", rep);
             List<String> problems = new ArrayList<>();
+            if (!slave.alive()) {
+                problems.add("the slave process " + slavePid + " ended during the run");
+            }
             if (!Boolean.TRUE.equals(rep.get("ready"))) {
                 problems.add("the slave never acknowledged a probe send before the run");
             }
@@ -312,6 +315,18 @@ final class BrokerLoad {
             failed1 - failed0);
 
         Main.shutdownQuietly(consumer == null ? null : consumer::shutdown, producer::shutdown);
+    }
+
+    /** The slave's CPU seconds, NaN without a slave or once it is gone (the result is then invalid, not lost). */
+    private static double slaveCpu(Proc slave) {
+        if (slave == null) {
+            return 0;
+        }
+        try {
+            return slave.cpuSeconds();
+        } catch (IllegalStateException gone) {
+            return Double.NaN;
+        }
     }
 
     private List<Thread> startSenders(DefaultMQProducer producer) {
