@@ -2,23 +2,26 @@
 # Side-by-side benchmark of our mqnamesrv/mqbroker against Java RocketMQ's, driven by the official
 # Java client (our generator in scripts/bench/loadgen: Maven Central does not serve rocketmq-example).
 #
-#   scripts/bench.sh --quick          each workload ~20 s measured (~10 minutes in all on a fresh clone)
+#   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e    a subset (default all; e also runs e', the lean route client)
+#            --workloads a,b,c,d,e,f  a subset (default all; e also runs e', the lean route client;
+#                                     f runs f0, its ASYNC_MASTER baseline, next to it)
 #            --systems ours,java      a subset, in this order (java = Java 5.x)
 #            --warmup S --duration S  override the phase lengths
 #
 # Every workload gets a fresh name server, a fresh broker and a fresh store, so the broker's CPU time
 # and VmHWM (peak resident set) belong to that workload alone. The server under test is pinned to one
-# core and the load generator (and the idle other server) to the other. Results: a table on stdout
-# and target/bench/results-<timestamp>.json; logs and stores under target/bench/run-<timestamp>/.
+# core and the load generator (and the idle other server) to the other; in f (SYNC_MASTER) the master
+# and its slave share the server's core, since the slave's work is part of what SYNC_MASTER costs.
+# Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
+# target/bench/run-<timestamp>/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e" systems="ours,java"
+workloads="a,b,c,d,e,f" systems="ours,java"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) warmup=5 duration=20 drain=30 label=quick ;;
@@ -27,7 +30,7 @@ while [ $# -gt 0 ]; do
     --systems) systems="$2"; shift ;;
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -167,17 +170,21 @@ start_namesrv() {
   wait_port "$port" "$ns_pid" "$dir/namesrv.log"
 }
 
-# start_broker system cpu dir flushDiskType namesrv_addr: sets broker_pid. The same broker.conf for all
-# (the 4.9 broker lacks bindAddress and listens on every interface; the clients only use 127.0.0.1).
+# start_broker system cpu dir flushDiskType namesrv_addr [brokerRole]: sets broker_pid and broker_addr.
+# The same broker.conf for all (the 4.9 broker lacks bindAddress and listens on every interface; the
+# clients only use 127.0.0.1). brokerRole defaults to ASYNC_MASTER; SLAVE makes brokerId 1 of the same
+# brokerName, which finds its master (and the master's HA address brokerIP2:listenPort+1) through the
+# name server. A SYNC_MASTER gets inSyncReplicas=2: Java 5.x waits for a slave only then (its default 1
+# answers at once), Java 4.9 has no such key and waits for one slave, ours waits for one either way.
 start_broker() {
-  local sys="$1" cpu="$2" dir="$3" flush="$4" ns="$5" base port
+  local sys="$1" cpu="$2" dir="$3" flush="$4" ns="$5" role="${6:-ASYNC_MASTER}" base port
   mkdir -p "$dir/store"
   base="$(free_ports 4)"
-  port=$((base + 2))  # Java also opens listenPort-2 (fast channel) and listenPort+1 (HA)
+  port=$((base + 2))  # Java also opens listenPort-2 (fast channel) and listenPort+1 (HA; ours too)
   {
     echo "brokerClusterName=DefaultCluster"
     echo "brokerName=broker-a"
-    echo "brokerId=0"
+    if [ "$role" = SLAVE ]; then echo "brokerId=1"; else echo "brokerId=0"; fi
     echo "brokerIP1=127.0.0.1"
     echo "brokerIP2=127.0.0.1"
     echo "listenPort=$port"
@@ -186,7 +193,8 @@ start_broker() {
     echo "storePathRootDir=$dir/store"
     echo "storePathCommitLog=$dir/store/commitlog"
     echo "autoCreateTopicEnable=true"
-    echo "brokerRole=ASYNC_MASTER"
+    echo "brokerRole=$role"
+    if [ "$role" = SYNC_MASTER ]; then echo "inSyncReplicas=2"; fi
     echo "flushDiskType=$flush"
     # 5.x's timer wheel (timer messages) pre-allocates its own log; we have no timer messages, so Java runs without it too
     echo "timerWheelEnable=false"
@@ -204,6 +212,7 @@ start_broker() {
   fi
   broker_pid=$!
   started+=("$broker_pid")
+  broker_addr="127.0.0.1:$port"
   wait_port "$port" "$broker_pid" "$dir/broker.log"
 }
 
@@ -227,7 +236,9 @@ loadgen() {  # dir kind args...: runs the generator on the client core; its outp
 # ---- the workloads --------------------------------------------------------------------------------
 
 # id | flushDiskType | loadgen arguments
-declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH )
+declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH )
+# the brokerRole of the master; f runs a slave next to it, f0 is the same load on a lone ASYNC_MASTER
+declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER )
 # a uses BenchmarkTest as RocketMQ's benchmark tools do: a system topic both brokers create with 1024
 # queues (so the consumer keeps 1024 pulls going). b-d use an ordinary auto-created topic of 8 queues.
 declare -A wl_args=(
@@ -235,6 +246,8 @@ declare -A wl_args=(
   [b]="--mode async --threads 1 --size 1024 --inflight 1024 --topic bench_async"
   [c]="--mode batch --threads 64 --size 1024 --batch 16 --topic bench_batch"
   [d]="--mode sync --threads 64 --size 1024 --topic bench_syncflush"
+  [f]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
+  [f0]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
 )
 
 # A Java broker takes ~13 s to stop cleanly and ours ~1 s; nothing after the run is measured and the
@@ -242,18 +255,36 @@ declare -A wl_args=(
 stop_grace() { [ "$1" = ours ] && echo 5 || echo 2; }
 
 broker_workload() {  # system workload
-  local sys="$1" wl="$2" dir="$run/$1/$2"
+  local sys="$1" wl="$2" dir="$run/$1/$2" role="${wl_role[$2]}" master_pid="" master_addr slave_pid="" replica=()
   ns_pid="" broker_pid=""
-  echo "== [$wl] ${wl_flush[$wl]} $sys: ${wl_args[$wl]} + push consumer" >&2
-  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv" || ! start_broker "$sys" "$server_cpu" "$dir/broker" "${wl_flush[$wl]}" "$ns_addr"; then
+  local with_slave=""; [ "$role" != SYNC_MASTER ] || with_slave=" + a SLAVE on cpu $server_cpu"
+  echo "== [$wl] $role ${wl_flush[$wl]} $sys: ${wl_args[$wl]} + push consumer$with_slave" >&2
+  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv" || ! start_broker "$sys" "$server_cpu" "$dir/broker" "${wl_flush[$wl]}" "$ns_addr" "$role"; then
     echo "  $sys failed to start; skipping $wl" >&2
+    stop_pid "$broker_pid" 1
   else
-    # shellcheck disable=SC2086
-    loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$broker_pid"
-    if ! kill -0 "$broker_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
+    master_pid="$broker_pid" master_addr="$broker_addr"
+    # the slave shares the server's core with its master: its work is part of the cost of SYNC_MASTER
+    if [ "$role" = SYNC_MASTER ] && ! start_broker "$sys" "$server_cpu" "$dir/slave" "${wl_flush[$wl]}" "$ns_addr" SLAVE; then
+      echo "  the $sys SLAVE FAILED TO START; no $wl result for $sys" >&2
+      stop_pid "$broker_pid" 1
+      printf '{"valid": false, "invalid_because": ["the slave failed to start (see %s)"]}\n' "$dir/slave/broker.log" > "$dir/result.json"
+    else
+      if [ "$role" = SYNC_MASTER ]; then
+        slave_pid="$broker_pid"
+        replica=(--slave-pid "$slave_pid" --master-addr "$master_addr" --slave-addr "$broker_addr")
+      fi
+      # shellcheck disable=SC2086
+      loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}"
+      if ! kill -0 "$master_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
+      if [ -n "$slave_pid" ] && ! kill -0 "$slave_pid" 2>/dev/null; then echo "  the $sys slave DIED during the run; see $dir/slave/broker.log" >&2; fi
+      if [ "$role" = SYNC_MASTER ] && [ ! -s "$dir/result.json" ]; then
+        printf '{"valid": false, "invalid_because": ["the load generator wrote no result (see %s)"]}\n' "$dir/loadgen.log" > "$dir/result.json"
+      fi
+    fi
   fi
-  stop_pid "$broker_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2
-  rm -rf "$dir/broker/store"  # commit logs are large; logs stay
+  stop_pid "$slave_pid" "$(stop_grace "$sys")"; stop_pid "$master_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2
+  rm -rf "$dir/broker/store" "$dir/slave/store"  # commit logs are large; logs stay
 }
 
 # The name server on the server core, a broker (idle but registered) and the load on the other core.
@@ -299,6 +330,8 @@ for wl in "${wl_list[@]}"; do
     case "$wl" in
       a|b|c|d) broker_workload "$sys" "$wl" ;;
       e) namesrv_workload "$sys" ;;
+      # the ASYNC_MASTER baseline right before SYNC_MASTER, so the two see the same machine
+      f) broker_workload "$sys" f0; broker_workload "$sys" f ;;
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -319,11 +352,13 @@ meta = {
   "jvm": {"java_broker": "$java_broker_flags -Xlog:gc*:file=<run>/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
           "java_namesrv": "$java_namesrv_flags -Xlog:gc*:file=<run>/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
           "loadgen": "$loadgen_flags"},
-  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
+  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
                 "d": "SYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
+                "f0": "ASYNC_MASTER, no slave (f's baseline): sync send 1 KiB, 64 threads, push consumer, 8 queues",
+                "f": "SYNC_MASTER + a slave of the same system, both on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "e": "name server GET_ROUTEINFO_BY_TOPIC, official Java client, 128 in flight on one connection",
                 "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight"},
 }

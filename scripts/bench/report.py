@@ -2,6 +2,10 @@
 """Collects the per-workload results of one scripts/bench.sh run into one JSON file and prints the
 side-by-side table with the ratio ours/Java and the issue's goals.
 
+A master/slave result (f) that the load generator found invalid (the slave does not hold the
+master's data, a send answered other than SEND_OK, a failed send) is marked INVALID in the table, gets
+no ratios, and makes this script exit with status 1 after everything is written.
+
 usage: report.py RUN_DIR RESULTS_JSON SYSTEMS   (SYSTEMS: comma list, the first is ours)
 """
 import json
@@ -16,6 +20,8 @@ WORKLOADS = {
     "b": "b  async 1 KiB max rate",
     "c": "c  batch 16x1 KiB x64 thr",
     "d": "d  SYNC_FLUSH 1 KiB x64",
+    "f0": "f0 ASYNC_MASTER 1 KiB x64",
+    "f": "f  SYNC_MASTER+slave 1 KiB x64",
     "e": "e  name server, Java client",
     "e-lean": "e' name server, routeload",
 }
@@ -58,7 +64,78 @@ BROKER_ROWS = [
     ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
-SATURATION = {"b", "c"}  # the workloads where "throughput at least 3x" applies
+SATURATION = {"b", "c", "f"}  # the workloads where "throughput at least 3x" applies
+REPLICATED = {"f": "f0"}  # master/slave workloads and their ASYNC_MASTER baseline (same load, no slave)
+SYNC_VS_ASYNC_GOAL = 0.8  # our SYNC_MASTER throughput within 20 % of our ASYNC_MASTER
+
+
+def not_ok_whole_run(r):
+    if r is None or "send_not_ok_whole_run" not in r:
+        return None
+    by = r.get("send_not_ok_by_status_whole_run") or {}
+    return str(r["send_not_ok_whole_run"]) + ("" if not by else " (" + ", ".join(f"{k} {v}" for k, v in by.items()) + ")")
+
+
+def lag_kib(v):
+    return None if v is None or v < 0 else v / 1024.0  # -1: a broker did not answer
+
+
+def slave_check(r):
+    rep = get(r, "replication")
+    if rep is None:
+        return None
+    m, s = rep.get("master_commitlog_max_offset"), rep.get("slave_commitlog_max_offset")
+    return f"= master ({m:,} B)" if rep.get("slave_holds_master_data") else f"MISMATCH {s} vs {m}"
+
+
+def validity(r):
+    if r is None:
+        return None
+    if r.get("valid", True):
+        return "yes"
+    return "INVALID"
+
+
+# the master/slave workload: the slave's costs next to the master's; CPU and RSS goals on the pair
+REPLICATED_ROWS = [
+    ("valid (slave verified, all SEND_OK)", validity, None),
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), (">=", 3)),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
+    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
+    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
+    ("master CPU s / 1M msg", lambda r: get(r, "broker_cpu_s_per_million"), None),
+    ("slave CPU s / 1M msg", lambda r: get(r, "slave_cpu_s_per_million"), None),
+    ("master+slave CPU s / 1M msg", lambda r: get(r, "pair_cpu_s_per_million"), ("<=", 1 / 3)),
+    ("master+slave CPU (cores)", lambda r: get(r, "pair_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "pair_cpu_util"), None),
+    ("master peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
+    ("slave peak RSS (MiB)", lambda r: kb_to_mib(get(r, "slave_vmhwm_kb")), ("<=", 0.1)),
+    ("master peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
+    ("slave peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "slave_peak_anon_kb")), None),
+    ("send failed / not OK", lambda r: None if r is None or "send_failed" not in r else f"{r['send_failed']}/{r['send_not_ok']}", None),
+    ("not SEND_OK, whole run", not_ok_whole_run, None),
+    ("slave behind at window end (KiB, <=)", lambda r: lag_kib(get(r, "replication.slave_lag_bytes_at_window_end")), None),
+    ("slave commit log at the end", slave_check, None),
+    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
+]
+# rows whose ratio ours/Java means nothing
+NO_RATIO = {"slave behind at window end (KiB, <=)"}
+# what SYNC_MASTER adds over the same load on an ASYNC_MASTER without a slave, per system
+SYNC_VS_ASYNC_ROWS = [
+    ("TPS SYNC/ASYNC_MASTER", lambda f, b: ratio(get(f, "send_tps"), get(b, "send_tps"))),
+    ("send p50 added (ms)", lambda f, b: diff(get(f, "send_latency_ms.p50"), get(b, "send_latency_ms.p50"))),
+    ("send p99 added (ms)", lambda f, b: diff(get(f, "send_latency_ms.p99"), get(b, "send_latency_ms.p99"))),
+    ("send p99.9 added (ms)", lambda f, b: diff(get(f, "send_latency_ms.p999"), get(b, "send_latency_ms.p999"))),
+    ("CPU s / 1M added (pair - lone)", lambda f, b: diff(get(f, "pair_cpu_s_per_million"), get(b, "broker_cpu_s_per_million"))),
+]
+
+
+def diff(a, b):
+    return a - b if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
 NAMESRV_ROWS = [
     ("queries/s", lambda r: get(r, "qps"), None),
     ("query p50 (ms)", lambda r: get(r, "latency_ms.p50"), None),
@@ -94,6 +171,10 @@ def fmt(v):
     return f"{v:.3f}" if abs(v) < 1 else f"{v:.2f}"
 
 
+def is_valid(r):
+    return r is not None and r.get("valid", True)
+
+
 def ratio(a, b):
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or b == 0:
         return None
@@ -119,12 +200,19 @@ if os.path.exists(os.path.join(run_dir, "meta.json")):
 out = {"meta": meta, "systems": systems, "workloads": {}}
 header = ["workload", "metric"] + systems + [f"{ours}/{o}" for o in others] + ["goal (vs " + (others[0] if others else "-") + ")"]
 rows = []
+invalid = []  # (workload, system, reasons)
 for wl, title in WORKLOADS.items():
     results = {s: load(s, wl) for s in systems}
     if all(r is None for r in results.values()):
         continue
-    table_rows = NAMESRV_ROWS if wl.startswith("e") else BROKER_ROWS
+    table_rows = NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED else BROKER_ROWS
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
+    valid = {s: is_valid(results[s]) for s in systems}
+    if wl in REPLICATED:
+        entry["valid"] = valid
+        for s in systems:
+            if results[s] is not None and not valid[s]:
+                invalid.append((wl, s, results[s].get("invalid_because") or []))
     first = True
     for label, extract, goal in table_rows:
         if label.startswith("send TPS") and wl in SATURATION:
@@ -134,13 +222,37 @@ for wl, title in WORKLOADS.items():
         if not wl.startswith("e") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
             continue
         vals = [extract(results[s]) if results[s] is not None else None for s in systems]
-        ratios = [ratio(vals[0], v) for v in vals[1:]]
+        ratios = [None if label in NO_RATIO else ratio(vals[0], v) for v in vals[1:]]
+        # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
+        spoilt = [wl in REPLICATED and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
+        ratios = [None if bad else r for r, bad in zip(ratios, spoilt)]
         for o, r in zip(others, ratios):
             entry["ratios"].setdefault(o, {})[label] = r
-        rows.append([title if first else "", label] + [fmt(v) for v in vals]
-                    + [("-" if r is None else f"{r:.2f}") for r in ratios]
-                    + [verdict(goal, ratios[0] if ratios else None)])
+        cells = [fmt(v) for v in vals]
+        if wl in REPLICATED and label.startswith("send TPS"):
+            cells = [c if results[s] is None or valid[s] else "INVALID " + c for s, c in zip(systems, cells)]
+        rows.append([title if first else "", label] + cells
+                    + [("INVALID" if bad else "-" if r is None else f"{r:.2f}") for r, bad in zip(ratios, spoilt)]
+                    + [("INVALID" if goal and spoilt and spoilt[0] else verdict(goal, ratios[0] if ratios else None))])
         first = False
+    base = REPLICATED.get(wl)
+    if base is not None:
+        # what SYNC_MASTER adds, per system, over the same load on a lone ASYNC_MASTER (workload f0)
+        baseline = {s: load(s, base) for s in systems}
+        entry["vs_" + base] = {}
+        for label, extract in SYNC_VS_ASYNC_ROWS:
+            vals = [extract(results[s], baseline[s]) if results[s] is not None and baseline[s] is not None and valid[s] else None
+                    for s in systems]
+            for s, v in zip(systems, vals):
+                entry["vs_" + base].setdefault(s, {})[label] = v
+            goal = ""
+            if label.startswith("TPS"):
+                v = vals[0]
+                want = f"{ours} >={SYNC_VS_ASYNC_GOAL:.2g}"
+                goal = (f"{want} INVALID" if results[ours] is not None and not valid[ours]
+                        else f"{want} ?" if v is None else f"{want} {'met' if v >= SYNC_VS_ASYNC_GOAL else 'NOT met'}")
+            rows.append(["  vs f0 (ASYNC_MASTER)" if label.startswith("TPS") else "", label] + [fmt(v) for v in vals]
+                        + ["" for _ in others] + [goal])
     rows.append(None)
     out["workloads"][wl] = entry
 
@@ -168,6 +280,15 @@ if meta:
           f" server on cpu {meta.get('server_cpu')}, load generator on cpu {meta.get('client_cpu')};"
           f" load average at start {meta.get('load_average_at_start')}")
     print("Each workload ran on a fresh name server, broker and store (e and e' share one name server): CPU and peak RSS (VmHWM) are per workload.")
+    if any(w in out["workloads"] for w in REPLICATED):
+        print("f: the master and its slave (same system, same brokerName, brokerId 1) both ran on the server core; f0 is the same load on a lone ASYNC_MASTER.")
     for k, v in meta.get("jvm", {}).items():
         print(f"JVM {k}: {v}")
 print(f"\nresults: {results_path}\nlogs:    {run_dir}")
+if invalid:
+    print()
+    for wl, s_name, why in invalid:
+        why = [why] if isinstance(why, str) else why
+        print(f"!!! {wl} {s_name}: INVALID master/slave result: {'; '.join(why) or 'see its result.json'}")
+    print("!!! the figures of these results are not comparable (see above); exiting with status 1")
+    sys.exit(1)

@@ -46,6 +46,8 @@ final class BrokerLoad {
     private final LongAdder failed = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final Map<String, LongAdder> errors = new ConcurrentHashMap<>();
+    /** sends answered with a status other than SEND_OK, by status, over the whole run (warm-up included) */
+    private final Map<String, LongAdder> notOkByStatus = new ConcurrentHashMap<>();
     /** send latency in microseconds, from the call to its result (per send call: a batch is one call) */
     private final Recorder sendLatency = new Recorder(3);
     /** end to end in milliseconds: consume time minus the born timestamp the client stamped (ms resolution) */
@@ -89,6 +91,14 @@ final class BrokerLoad {
         Proc broker = new Proc(a.lng("broker-pid", -1), clk);
         Proc self = new Proc(Proc.self(), clk);
         broker.startSampler();
+        // a master/slave pair: the slave's costs are measured like the master's, and the slave is
+        // checked to hold what the master has (a broken slave must not make SYNC_MASTER look fast)
+        long slavePid = a.lng("slave-pid", -1);
+        Proc slave = slavePid > 0 ? new Proc(slavePid, clk) : null;
+        if (slave != null) {
+            slave.startSampler();
+        }
+        Replica replica = slave == null ? null : new Replica(a.str("master-addr"), a.str("slave-addr"));
 
         DefaultMQProducer producer = new DefaultMQProducer("benchmark_producer");
         producer.setNamesrvAddr(namesrv);
@@ -100,6 +110,12 @@ final class BrokerLoad {
         producer.start();
         Prime.topic(producer, topic);
         long primed = 1;
+        Map<String, Object> ready = null;
+        if (replica != null) {
+            replica.attach(producer);
+            ready = replica.awaitReady(producer, topic, body);
+            primed += (Long) ready.get("probes_stored");
+        }
 
         DefaultMQPushConsumer consumer = null;
         if (consume) {
@@ -167,12 +183,16 @@ final class BrokerLoad {
         endToEnd.reset();
         long ok0 = ok.sum(), notOk0 = notOk.sum(), failed0 = failed.sum(), recv0 = received.sum();
         double bcpu0 = broker.cpuSeconds(), scpu0 = self.cpuSeconds();
+        double slcpu0 = slaveCpu(slave);
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
         Thread.sleep(duration * 1000L);
         long ok1 = ok.sum(), notOk1 = notOk.sum(), failed1 = failed.sum(), recv1 = received.sum();
         double bcpu1 = broker.cpuSeconds(), scpu1 = self.cpuSeconds();
+        double slcpu1 = slaveCpu(slave);
         long[] sc1 = Proc.coreJiffies(serverCpu), cc1 = Proc.coreJiffies(clientCpu);
+        // how far the slave was behind when the window closed (read after the CPU times: not measured)
+        long[] lagAtEnd = replica == null ? null : replica.offsets();
         double secs = (System.nanoTime() - t0) / 1e9;
         Histogram send = sendLatency.getIntervalHistogram();
         Histogram e2e = endToEnd.getIntervalHistogram();
@@ -202,6 +222,9 @@ final class BrokerLoad {
         }
         double drainSecs = (System.nanoTime() - drainStart) / 1e9;
         broker.sample();
+        if (slave != null) {
+            slave.sample();
+        }
 
         long msgs = ok1 - ok0;
         Map<String, Object> out = new LinkedHashMap<>();
@@ -239,6 +262,52 @@ final class BrokerLoad {
         out.put("broker_peak_rss_sampled_kb", broker.peakRssKb());
         out.put("broker_peak_anon_kb", broker.peakAnonKb());
         out.put("send_errors_whole_run", topErrors());
+        Map<String, Object> statuses = new LinkedHashMap<>();
+        notOkByStatus.forEach((k, v) -> statuses.put(k, v.sum()));
+        out.put("send_not_ok_by_status_whole_run", statuses);
+        out.put("send_not_ok_whole_run", notOk.sum());
+        out.put("send_failed_whole_run", failed.sum());
+        if (slave != null) {
+            double slcpu = slcpu1 - slcpu0;
+            out.put("slave_cpu_s", slcpu);
+            out.put("slave_cpu_util", slcpu / secs);
+            out.put("slave_cpu_s_per_million", msgs > 0 ? slcpu / msgs * 1e6 : Double.NaN);
+            out.put("pair_cpu_s_per_million", msgs > 0 ? (bcpu + slcpu) / msgs * 1e6 : Double.NaN);
+            out.put("pair_cpu_util", (bcpu + slcpu) / secs);
+            out.put("slave_vmhwm_kb", slave.statusKb("VmHWM"));
+            out.put("slave_peak_rss_sampled_kb", slave.peakRssKb());
+            out.put("slave_peak_anon_kb", slave.peakAnonKb());
+            Map<String, Object> rep = new LinkedHashMap<>(ready);
+            if (lagAtEnd != null) {
+                rep.put("master_offset_at_window_end", lagAtEnd[0]);
+                rep.put("slave_offset_at_window_end", lagAtEnd[1]);
+                rep.put("slave_lag_bytes_at_window_end", lagAtEnd[0] >= 0 && lagAtEnd[1] >= 0 ? lagAtEnd[0] - lagAtEnd[1] : -1);
+            }
+            rep.putAll(replica.verify());
+            out.put("replication", rep);
+            List<String> problems = new ArrayList<>();
+            if (!slave.alive()) {
+                problems.add("the slave process " + slavePid + " ended during the run");
+            }
+            if (!Boolean.TRUE.equals(rep.get("ready"))) {
+                problems.add("the slave never acknowledged a probe send before the run");
+            }
+            if (!Boolean.TRUE.equals(rep.get("slave_holds_master_data"))) {
+                problems.add("slave commit log max offset " + rep.get("slave_commitlog_max_offset")
+                    + " != master's " + rep.get("master_commitlog_max_offset"));
+            }
+            if (notOk.sum() > 0) {
+                problems.add(notOk.sum() + " sends answered other than SEND_OK " + statuses);
+            }
+            if (failed.sum() > 0) {
+                problems.add(failed.sum() + " sends failed (exceptions)");
+            }
+            out.put("valid", problems.isEmpty());
+            out.put("invalid_because", problems);
+            if (!problems.isEmpty()) {
+                log("INVALID master/slave result: %s", String.join("; ", problems));
+            }
+        }
         Files.writeString(Path.of(a.str("out")), Json.write(out) + "\n", StandardCharsets.UTF_8);
         log("%.0f msg/s sent, p99.9 %.2f ms, %s consumed/s, broker %.2f core, loadgen %.2f core, %d failed",
             msgs / secs, send.getTotalCount() == 0 ? 0 : send.getValueAtPercentile(99.9) / 1000.0,
@@ -246,6 +315,18 @@ final class BrokerLoad {
             failed1 - failed0);
 
         Main.shutdownQuietly(consumer == null ? null : consumer::shutdown, producer::shutdown);
+    }
+
+    /** The slave's CPU seconds, NaN without a slave or once it is gone (the result is then invalid, not lost). */
+    private static double slaveCpu(Proc slave) {
+        if (slave == null) {
+            return 0;
+        }
+        try {
+            return slave.cpuSeconds();
+        } catch (IllegalStateException gone) {
+            return Double.NaN;
+        }
     }
 
     private List<Thread> startSenders(DefaultMQProducer producer) {
@@ -343,6 +424,7 @@ final class BrokerLoad {
             // stored, but e.g. FLUSH_DISK_TIMEOUT under SYNC_FLUSH: the consumer still gets these
             notOk.add(n);
             errors.computeIfAbsent("status " + r.getSendStatus(), k -> new LongAdder()).add(n);
+            notOkByStatus.computeIfAbsent(r.getSendStatus().name(), k -> new LongAdder()).add(n);
         }
     }
 

@@ -4,7 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.HdrHistogram.Histogram;
 
-/** Just enough JSON writing for the result objects: nested maps of numbers, strings and booleans. */
+/** Just enough JSON writing for the result objects: nested maps and lists of numbers, strings and booleans. */
 final class Json {
     private Json() {
     }
@@ -31,6 +31,17 @@ final class Json {
                 append(sb, e.getValue());
             }
             sb.append('}');
+        } else if (v instanceof Iterable<?> list) {
+            sb.append('[');
+            boolean first = true;
+            for (Object e : list) {
+                if (!first) {
+                    sb.append(", ");
+                }
+                first = false;
+                append(sb, e);
+            }
+            sb.append(']');
         } else if (v instanceof Double d) {
             sb.append(d.isNaN() || d.isInfinite() ? "null" : String.format("%.4f", d));
         } else if (v instanceof Number || v instanceof Boolean) {

@@ -34,6 +34,10 @@ final class Proc {
         }
     }
 
+    boolean alive() {
+        return Files.exists(Path.of("/proc/" + pid + "/stat"));
+    }
+
     /** A field of /proc/PID/status in kB, or -1 when absent. */
     long statusKb(String field) {
         try {
