@@ -247,19 +247,16 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
     let wake = move |held: HeldPull| {
         let processor = processor.clone();
         let (channel, request) = (held.channel, held.request);
-        let reply = Arc::new(parking_lot::Mutex::new(Some(Reply::to(&channel, &request))));
-        let answer = reply.clone();
+        // Exactly one of the two answers: the job's, or SYSTEM_BUSY when the pool refuses it.
+        let (reply, busy) = (Reply::to(&channel, &request), Reply::to(&channel, &request));
         let job = move || {
-            let response = processor.pull(&channel, request, false);
-            if let (Some(response), Some(reply)) = (response, answer.lock().take()) {
+            if let Some(response) = processor.pull(&channel, request, false) {
                 reply.send(response);
             }
         };
         if pool.try_execute(0, job).is_err() {
             warn!("pull pool full; a woken pull is answered SYSTEM_BUSY");
-            if let Some(reply) = reply.lock().take() {
-                reply.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
-            }
+            busy.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
         }
     };
     let c = &broker.config;
