@@ -1,1 +1,13 @@
-//! The `dledger` crate: not built yet (see ARCHITECTURE.md). It holds nothing but its name.
+//! DLedger 0.3.1.2, the Raft log RocketMQ's DLedger mode runs on, byte for byte on disk and on the
+//! wire as Java's `io.openmessaging.storage:dledger:0.3.1.2`.
+//!
+//! Layers:
+//! - [`entry`]: the 48-byte entry header and body;
+//! - [`protocol`]: the RPCs as plain types (codes, requests, responses);
+//! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
+//! - [`log`]: what the engine needs of a store (the log, the persisted term and vote).
+
+pub mod config;
+pub mod entry;
+pub mod log;
+pub mod protocol;
