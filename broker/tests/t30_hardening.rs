@@ -319,12 +319,19 @@ async fn sync_flush_answers_on_time_when_the_disk_hangs_and_refuses_writes_once_
     let c = RemotingClient::new(ClientConfig::default());
     assert_eq!(c.invoke(&addr, send("Durable", 0, "first", ""), TIMEOUT).await.unwrap().code, 0);
 
+    let first = c.invoke(&addr, send("Durable", 0, "retry me", ""), TIMEOUT).await.unwrap();
+    let offset = store::message::decode_offset_message_id(first.ext("msgId").unwrap()).unwrap().1.to_string();
+
     disk.set("hangs");
     let started = Instant::now();
     let r = c.invoke(&addr, send("Durable", 0, "stuck", ""), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::FLUSH_DISK_TIMEOUT, "{:?}", r.remark);
     assert!(started.elapsed() >= Duration::from_millis(500), "not before the timeout");
     assert!(started.elapsed() < Duration::from_secs(5), "answered on time although the disk never returned");
+    // A consumer's retry message is not called stored before it is flushed (Java answers at once).
+    let back = raw(RequestCode::CONSUMER_SEND_MSG_BACK, &[("offset", &offset), ("group", "retrying"), ("delayLevel", "-1")]);
+    let r = c.invoke(&addr, back, TIMEOUT).await.unwrap();
+    assert_ne!(r.response_code(), ResponseCode::SUCCESS, "a send-back waits for its flush like any send");
 
     disk.set("fails");
     let r = c.invoke(&addr, send("Durable", 0, "lost?", ""), TIMEOUT).await.unwrap();
