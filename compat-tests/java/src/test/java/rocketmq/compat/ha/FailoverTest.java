@@ -161,7 +161,7 @@ class FailoverTest {
             Files.createFile(stopProducer);
             DriverRun produced = producer.await(FOLLOW);
             produced.assertOk("warm");
-            produced.assertOk("produce");
+            Ha.assertProduced(produced);
             Set<String> ok = keys(produced.lines("OK "));
             Await.until("the consumer getting all " + ok.size() + " SEND_OK messages", FOLLOW,
                 () -> missing(ok, keys(consumer.lines("GOT "))).isEmpty(), all);

@@ -54,6 +54,18 @@ final class Ha {
         return "produce:" + topic + ":" + prefix + ":" + count + ":" + threads + ":0:-:true";
     }
 
+    /** Fails unless the {@code produce} step reported OK, naming the sends that were not SEND_OK and why. */
+    static void assertProduced(DriverRun run) {
+        List<String> bad = new ArrayList<>();
+        for (String prefix : List.of("FAIL ", "NOTOK ")) {
+            run.lines(prefix).stream().limit(10).forEach(w -> bad.add(prefix + String.join(" ", w)));
+        }
+        if (!"OK".equals(run.result("produce").get("status"))) {
+            System.out.println("sends that were not SEND_OK:\n  " + String.join("\n  ", bad));
+        }
+        run.assertOk("produce");
+    }
+
     /** The keys of the {@code OK} lines of a produce step. */
     static Set<String> sentOk(List<String[]> okLines) {
         Set<String> keys = new HashSet<>();

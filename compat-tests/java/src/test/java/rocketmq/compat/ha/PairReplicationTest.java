@@ -85,7 +85,7 @@ class PairReplicationTest {
         Ha.awaitGroupRegistered(probe, master, slave, this::diagnostics);
         DriverRun run = drive("produce-10000", "warm:" + TOPIC + "Warm:60", Ha.produceAll(TOPIC, "m", MESSAGES, THREADS));
         run.assertOk("warm");
-        run.assertOk("produce");
+        Ha.assertProduced(run);
         long end = Ha.awaitCaughtUp(master, slave, this::diagnostics);
         Map<Integer, Long> ends = assertSameQueueEnds();
         assertEquals(MESSAGES, ends.values().stream().mapToLong(Long::longValue).sum(), "messages in " + TOPIC + ": " + ends);
@@ -106,7 +106,7 @@ class PairReplicationTest {
         // Restarted on its store, the slave reports its end and goes on from there: SYNC_MASTER sends are OK again.
         DriverRun resumed = drive("produce-after-restart", "warm:" + TOPIC + "Warm:60", Ha.produceAll(TOPIC, "n", 2000, THREADS));
         resumed.assertOk("warm");
-        resumed.assertOk("produce");
+        Ha.assertProduced(resumed);
         long slaveEnd = Ha.awaitCaughtUp(master, slave, this::diagnostics);
 
         // With the slave away, a SYNC_MASTER stores each message and answers SLAVE_NOT_AVAILABLE at once (4.9;
@@ -115,7 +115,7 @@ class PairReplicationTest {
         String expected = java5 ? "FLUSH_SLAVE_TIMEOUT" : "SLAVE_NOT_AVAILABLE";
         slave.stop();
         DriverRun away = drive("produce-slave-away", "produce:" + TOPIC + ":o:6000:" + (java5 ? 100 : THREADS) + ":0:-:false");
-        away.assertOk("produce");
+        Ha.assertProduced(away);
         List<String[]> notOk = away.lines("NOTOK ");
         assertTrue(away.lines("FAIL ").isEmpty(), "sends failed with the slave away: "
             + away.lines("FAIL ").stream().limit(5).map(w -> String.join(" ", w)).toList());
@@ -131,7 +131,7 @@ class PairReplicationTest {
         long caughtUp = Ha.awaitCaughtUp(master, slave, this::diagnostics);
         assertTrue(caughtUp >= masterEnd, "caught up to " + caughtUp + " < " + masterEnd);
         DriverRun after = drive("produce-caught-up", Ha.produceAll(TOPIC, "p", 1000, THREADS));
-        after.assertOk("produce");
+        Ha.assertProduced(after);
         long end = Ha.awaitCaughtUp(master, slave, this::diagnostics);
         Map<Integer, Long> ends = assertSameQueueEnds();
         assertEquals(MESSAGES + 2000 + 6000 + 1000, ends.values().stream().mapToLong(Long::longValue).sum(),

@@ -124,7 +124,7 @@ class TwoGroupsClusterTest {
                 DriverRun run = p.await(Duration.ofSeconds(180));
                 System.out.println("two groups: " + run.summary());
                 run.assertOk("warm");
-                run.assertOk("produce");
+                Ha.assertProduced(run);
                 Map<String, Integer> perGroup = new TreeMap<>();
                 run.lines("OK ").forEach(w -> perGroup.merge(w[3], 1, Integer::sum));
                 assertEquals(Set.of(OURS, JAVA), perGroup.keySet(), "the groups one producer sent to: " + perGroup);
