@@ -71,6 +71,33 @@ public final class BrokerProbe implements AutoCloseable {
         api.createTopic(brokerAddress, "TBW102", config, 15_000);
     }
 
+    /** UPDATE_CONSUMER_OFFSET: the group's committed offset of one queue. */
+    public void commitOffset(String group, String topic, int queueId, long offset) throws Exception {
+        org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader header =
+            new org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader();
+        header.setConsumerGroup(group);
+        header.setTopic(topic);
+        header.setQueueId(queueId);
+        header.setCommitOffset(offset);
+        api.updateConsumerOffset(brokerAddress, header, TIMEOUT_MILLIS);
+    }
+
+    /** UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with {@code retryMaxTimes}. */
+    public void createGroup(String group, int retryMaxTimes) throws Exception {
+        org.apache.rocketmq.common.subscription.SubscriptionGroupConfig config =
+            new org.apache.rocketmq.common.subscription.SubscriptionGroupConfig();
+        config.setGroupName(group);
+        config.setRetryMaxTimes(retryMaxTimes);
+        api.createSubscriptionGroup(brokerAddress, config, 15_000);
+    }
+
+    /** The group's retryMaxTimes in GET_ALL_SUBSCRIPTIONGROUP_CONFIG, or -1 if it is not there. */
+    public int groupRetryMaxTimes(String group) throws Exception {
+        org.apache.rocketmq.common.subscription.SubscriptionGroupConfig config =
+            api.getAllSubscriptionGroup(brokerAddress, TIMEOUT_MILLIS).getSubscriptionGroupTable().get(group);
+        return config == null ? -1 : config.getRetryMaxTimes();
+    }
+
     /** Whether GET_ALL_TOPIC_CONFIG lists {@code topic}. */
     public boolean hasTopic(String topic) throws Exception {
         return api.getAllTopicConfig(brokerAddress, TIMEOUT_MILLIS).getTopicConfigTable().containsKey(topic);
