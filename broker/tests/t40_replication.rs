@@ -101,6 +101,7 @@ async fn sync_master_sends_are_answered_once_the_slave_holds_them_and_the_logs_a
     let (slave_min, slave_bytes) = commit_log(&slave_store);
     assert_eq!(slave_min, master_min);
     assert_eq!(slave_bytes, master_bytes, "the slave's commit log is the master's, byte for byte");
+    // Both dispatchers, before the queues are compared (the master's can lag on a busy machine too).
     until("both dispatch", Duration::from_secs(10), || slave_store.dispatch_behind_bytes() == 0 && master_store.dispatch_behind_bytes() == 0).await;
     for q in 0..4 {
         assert_eq!(slave_store.max_offset_in_queue("Replicated", q), master_store.max_offset_in_queue("Replicated", q));
@@ -192,4 +193,43 @@ async fn a_slave_holding_more_than_its_master_refuses_to_follow_it() {
     slave.shutdown().await;
     master.shutdown().await;
     namesrv.shutdown().await;
+}
+
+/// A slave may lag its master, so a consumer can ask it for an offset past its queue end (it read
+/// that far from the master) or of a queue it does not hold yet. Java's slave answers "try again"
+/// and leaves the offset as asked (`nextOffsetCorrection` without `offsetCheckInSlave`); a
+/// corrected offset would send the Java client back to it, here to 0: every message again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slave_answers_an_offset_it_cannot_serve_with_retry_at_the_same_offset() {
+    let p = pair(&[]).await;
+    let (master_store, slave_store) = (p.master.broker.store.clone(), p.slave.broker.store.clone());
+    until("the slave connects to the master's HA port", Duration::from_secs(15), || {
+        p.master.broker.ha.replication().is_some_and(|r| !r.slaves().is_empty())
+    })
+    .await;
+    let c = RemotingClient::new(ClientConfig::default());
+    let (master, slave) = (p.master.local_addr().to_string(), p.slave.local_addr().to_string());
+    for i in 0..3 {
+        let r = c.invoke(&master, send("Lagging", 0, &format!("m{i}"), ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    until("both dispatch", Duration::from_secs(10), || {
+        slave_store.max_offset_in_queue("Lagging", 0) == 3 && master_store.max_offset_in_queue("Lagging", 0) == 3
+    })
+    .await;
+    let slave_broker = p.slave.broker.clone();
+    until("the slave copies the topic", Duration::from_secs(30), || slave_broker.topics.select("Lagging").is_some()).await;
+    // (queue, offset asked, code the slave answers): past the end, one past the end, a queue with
+    // nothing in it yet.
+    let ask = |queue: i32, offset: i64| c.invoke(&slave, pull("Lagging", queue, offset, 0), TIMEOUT);
+    for (queue, offset, code) in [(0, 7, ResponseCode::PULL_RETRY_IMMEDIATELY), (0, 3, ResponseCode::PULL_NOT_FOUND), (1, 5, ResponseCode::PULL_RETRY_IMMEDIATELY)] {
+        let r = ask(queue, offset).await.unwrap();
+        assert_eq!(r.response_code(), code, "queue {queue} offset {offset}: {:?}", r.remark);
+        assert_eq!(r.ext("nextBeginOffset"), Some(offset.to_string().as_str()), "queue {queue} offset {offset}: the slave keeps the offset");
+        assert_eq!(r.ext("suggestWhichBrokerId"), Some("0"));
+    }
+    // The master corrects an offset past its end to its end (Java 4.9.4+ and 5.x).
+    let r = c.invoke(&master, pull("Lagging", 0, 7, 0), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::PULL_OFFSET_MOVED);
+    p.stop().await;
 }

@@ -333,12 +333,15 @@ async fn write_loop(
         appended.borrow_and_update();
         if let Some(bytes) = replication.log.read_at(next, config.transfer_batch_bytes).filter(|b| !b.is_empty()) {
             let header = encode_frame_header(next, bytes.len());
+            next += bytes.len() as i64;
+            // Counted as sent before the write: the slave may apply the frame and report it
+            // before this task runs again, and a report beyond what was sent acknowledges
+            // nothing. If the write fails, the connection goes, and what it was credited with.
+            replication.sent(id, next);
             if socket.write_all(&header).await.is_err() || socket.write_all(&bytes).await.is_err() {
                 break;
             }
-            next += bytes.len() as i64;
             last_write = Instant::now();
-            replication.sent(id, next);
             continue;
         }
         if last_write.elapsed() >= config.heartbeat_interval {

@@ -209,3 +209,41 @@ async fn a_slave_ahead_of_its_master_is_refused_and_a_wrong_offset_closes_the_co
     assert_eq!(slave_log.max_offset(), 10);
     slave.shutdown().await;
 }
+
+/// A slave reports what it received the moment it has it; the master must already count those
+/// bytes as sent, or the report is clamped, acknowledges nothing, and a put whose record was the
+/// last one sent waits for the slave's next report (5 s later in Java) and times out. A raw slave
+/// that reports each frame's end once, and nothing else, shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_that_arrives_before_the_writer_noted_the_frame_still_acknowledges_it() {
+    let master_log = MemLog::new(1 << 20);
+    let mut config = master_config();
+    config.policy.timeout = Duration::from_millis(1000);
+    config.heartbeat_interval = Duration::from_secs(60);
+    let master = HaMaster::start(config, master_log.clone()).await.unwrap();
+    let stream = tokio::net::TcpStream::connect(master.local_addr()).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (read_half, mut write_half) = stream.into_split();
+    write_half.write_all(&encode_report(0)).await.unwrap();
+    let echo = tokio::spawn(async move {
+        use futures::StreamExt;
+        let mut frames = tokio_util::codec::FramedRead::new(read_half, FrameDecoder);
+        while let Some(Ok(frame)) = frames.next().await {
+            let end = frame.offset + frame.body.len() as i64;
+            if write_half.write_all(&encode_report(end)).await.is_err() {
+                return;
+            }
+        }
+    });
+    until("the raw slave is taken for a slave", || master.replication().slaves().first().is_some_and(|s| s.transfer_from == 0)).await;
+    let mut timed_out = 0;
+    for i in 0..400u32 {
+        let outcome = put_and_wait(&master, &master_log, &i.to_be_bytes().repeat(25)).await.unwrap();
+        if outcome != Outcome::Replicated {
+            timed_out += 1;
+        }
+    }
+    assert_eq!(timed_out, 0, "puts not acknowledged although the slave reported their bytes");
+    echo.abort();
+    master.shutdown().await;
+}

@@ -276,13 +276,16 @@ impl MessageStore {
     /// sleeping (a put while it works costs nothing).
     fn run_reput(&self, cx: &ServiceContext) {
         loop {
+            let seen = self.commit_log.max_offset();
             if self.dispatch_available() {
                 continue;
             }
             self.reput_sleeping.store(true, Ordering::Release);
             // Re-check after raising the flag: a put that saw the flag clear has already appended.
-            // A wake-up between here and the wait is not lost (the service keeps it).
-            let idle = self.commit_log.max_offset() <= self.reput_from.load(Ordering::Acquire);
+            // A wake-up between here and the wait is not lost (the service keeps it). Bytes that
+            // could not be dispatched (a slave's partial record, waiting for its next frame) are
+            // not new: sleep rather than spin on them.
+            let idle = self.commit_log.max_offset() <= self.reput_from.load(Ordering::Acquire).max(seen);
             let running = if idle { cx.wait(Duration::from_millis(1)) } else { !cx.is_stopped() };
             self.reput_sleeping.store(false, Ordering::Release);
             if !running {
@@ -306,6 +309,11 @@ impl MessageStore {
             }
             let Some((file, pos)) = self.commit_log.locate(from) else { return did };
             let Some(bytes) = file.read_from(pos) else { return did };
+            // Only bytes read up to the file's end make a blank or an undecodable record final. A
+            // slave appends its master's frames, which end anywhere inside a record, and may fill
+            // the file between this read and a later look at it: a partial record seen then is
+            // not corruption, and the blank's tail may still be coming.
+            let to_file_end = pos + bytes.len() == file.size();
             let mut at = 0;
             while at < bytes.len() {
                 match decode_record(&bytes[at..], false) {
@@ -314,14 +322,13 @@ impl MessageStore {
                         at += record.store_size as usize;
                     }
                     Ok(RecordAt::Blank) => {
-                        at = bytes.len();
-                        if file.is_full() {
+                        if to_file_end {
                             at = file.size() - pos;
                         }
                         break;
                     }
                     Err(e) => {
-                        if file.is_full() {
+                        if to_file_end {
                             error!(offset = file.from_offset() as i64 + (pos + at) as i64, error = %e, "undecodable record; skipping the rest of the file");
                             at = file.size() - pos;
                         }
@@ -557,7 +564,9 @@ impl MessageStore {
         }
         if offset > r.max_offset {
             r.status = GetMessageStatus::OffsetOverflowBadly;
-            r.next_begin_offset = if r.min_offset == 0 { r.min_offset } else { r.max_offset };
+            // Java 4.9.7 and 5.x: back to the queue's end (before 4.9.4 an empty-minimum queue sent
+            // the consumer to 0, so it consumed everything again).
+            r.next_begin_offset = r.max_offset;
             return r;
         }
         let max_filter_count = 16_000.max(max_msg_nums * 20);

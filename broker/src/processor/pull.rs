@@ -90,7 +90,23 @@ impl PullProcessor {
         };
 
         let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
-        let result = b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max, |code| subscription.matches_tags_code(code));
+        let mut result = b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max, |code| subscription.matches_tags_code(code));
+        // A slave may lag its master: it never corrects the consumer's offset (Java's
+        // `nextOffsetCorrection` without `offsetCheckInSlave`). Corrected, an offset past the
+        // slave's end would send the client back to 0, or forward past messages still coming.
+        if b.is_slave()
+            && matches!(
+                result.status,
+                GetMessageStatus::NoMessageInQueue
+                    | GetMessageStatus::OffsetTooSmall
+                    | GetMessageStatus::OffsetOverflowOne
+                    | GetMessageStatus::OffsetOverflowBadly
+                    | GetMessageStatus::OffsetFoundNull
+                    | GetMessageStatus::NoMatchedLogicQueue
+            )
+        {
+            result.next_begin_offset = h.queue_offset;
+        }
         let code = match result.status {
             GetMessageStatus::Found => ResponseCode::SUCCESS,
             GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => ResponseCode::PULL_RETRY_IMMEDIATELY,

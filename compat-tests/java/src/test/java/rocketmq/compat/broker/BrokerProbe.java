@@ -49,12 +49,61 @@ public final class BrokerProbe implements AutoCloseable {
         }
     }
 
-    /** The offset after the last message of one queue. */
     /** GET_BROKER_RUNTIME_INFO, the table the broker answers. */
     public java.util.Map<String, String> runtimeInfo() throws Exception {
         return api.getBrokerRuntimeInfo(brokerAddress, TIMEOUT_MILLIS).getTable();
     }
 
+    /** The runtime info's {@code commitLogMaxOffset}: the end of the readable commit log. */
+    public long commitLogMaxOffset() throws Exception {
+        return Long.parseLong(runtimeInfo().get("commitLogMaxOffset"));
+    }
+
+    /** The runtime info's {@code dispatchBehindBytes}: commit-log bytes not yet in the consume queues. */
+    public long dispatchBehindBytes() throws Exception {
+        return Long.parseLong(runtimeInfo().get("dispatchBehindBytes"));
+    }
+
+    /** UPDATE_AND_CREATE_TOPIC on this broker: {@code queues} read and write queues, read and write permission. */
+    public void createTopic(String topic, int queues) throws Exception {
+        org.apache.rocketmq.common.TopicConfig config = new org.apache.rocketmq.common.TopicConfig(topic, queues, queues, 6);
+        // a 5.x broker that just started can take a few seconds to answer this on a busy machine
+        api.createTopic(brokerAddress, "TBW102", config, 15_000);
+    }
+
+    /** UPDATE_CONSUMER_OFFSET: the group's committed offset of one queue. */
+    public void commitOffset(String group, String topic, int queueId, long offset) throws Exception {
+        org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader header =
+            new org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader();
+        header.setConsumerGroup(group);
+        header.setTopic(topic);
+        header.setQueueId(queueId);
+        header.setCommitOffset(offset);
+        api.updateConsumerOffset(brokerAddress, header, TIMEOUT_MILLIS);
+    }
+
+    /** UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with {@code retryMaxTimes}. */
+    public void createGroup(String group, int retryMaxTimes) throws Exception {
+        org.apache.rocketmq.common.subscription.SubscriptionGroupConfig config =
+            new org.apache.rocketmq.common.subscription.SubscriptionGroupConfig();
+        config.setGroupName(group);
+        config.setRetryMaxTimes(retryMaxTimes);
+        api.createSubscriptionGroup(brokerAddress, config, 15_000);
+    }
+
+    /** The group's retryMaxTimes in GET_ALL_SUBSCRIPTIONGROUP_CONFIG, or -1 if it is not there. */
+    public int groupRetryMaxTimes(String group) throws Exception {
+        org.apache.rocketmq.common.subscription.SubscriptionGroupConfig config =
+            api.getAllSubscriptionGroup(brokerAddress, TIMEOUT_MILLIS).getSubscriptionGroupTable().get(group);
+        return config == null ? -1 : config.getRetryMaxTimes();
+    }
+
+    /** Whether GET_ALL_TOPIC_CONFIG lists {@code topic}. */
+    public boolean hasTopic(String topic) throws Exception {
+        return api.getAllTopicConfig(brokerAddress, TIMEOUT_MILLIS).getTopicConfigTable().containsKey(topic);
+    }
+
+    /** The offset after the last message of one queue. */
     public long maxOffset(String topic, int queueId) throws Exception {
         return api.getMaxOffset(brokerAddress, new MessageQueue(topic, brokerName, queueId), TIMEOUT_MILLIS);
     }

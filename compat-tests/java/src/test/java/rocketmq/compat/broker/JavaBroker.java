@@ -14,9 +14,11 @@ import rocketmq.compat.runtime.RocketmqHome;
 import rocketmq.compat.runtime.RuntimeClasspath;
 
 /**
- * A Java broker (master, brokerId 0) of a given version, from Maven Central, on 127.0.0.1 with a small
- * store in a temp folder. Besides listenPort it opens listenPort-2 (fast/VIP channel) and listenPort+1
- * (HA), so it is given four consecutive free ports.
+ * A Java broker (by default a master, brokerId 0; {@code brokerId}/{@code brokerRole} in the extra keys
+ * make a slave) of a given version, from Maven Central, on 127.0.0.1 with a small store in a temp folder.
+ * Besides listenPort it opens listenPort-2 (fast/VIP channel) and listenPort+1 (HA: always in 4.9, by
+ * default in 5.x), so it is given four consecutive free ports. {@code brokerIP2}, the HA address a master
+ * announces to its slaves, is 127.0.0.1.
  */
 public final class JavaBroker implements AutoCloseable {
     private static final Duration LISTEN_TIMEOUT = Duration.ofSeconds(60);
@@ -24,17 +26,26 @@ public final class JavaBroker implements AutoCloseable {
     private static final Duration STOP_GRACE = Duration.ofSeconds(4);
 
     private final String version;
+    private final Path dir;
     private final String clusterName;
     private final String brokerName;
     private final int port;
-    private final ChildProcess process;
+    private final RocketmqHome home;
+    private final Path confFile;
+    private final String namesrvAddress;
+    private int starts;
+    private ChildProcess process;
 
-    private JavaBroker(String version, String clusterName, String brokerName, int port, ChildProcess process) {
+    private JavaBroker(String version, Path dir, String clusterName, String brokerName, int port, RocketmqHome home,
+                       Path confFile, String namesrvAddress) {
         this.version = version;
+        this.dir = dir;
         this.clusterName = clusterName;
         this.brokerName = brokerName;
         this.port = port;
-        this.process = process;
+        this.home = home;
+        this.confFile = confFile;
+        this.namesrvAddress = namesrvAddress;
     }
 
     /** Starts the broker and waits until it accepts connections (not until it registered). */
@@ -53,6 +64,7 @@ public final class JavaBroker implements AutoCloseable {
         conf.put("brokerName", brokerName);
         conf.put("brokerId", "0");
         conf.put("brokerIP1", "127.0.0.1");
+        conf.put("brokerIP2", "127.0.0.1");
         conf.put("listenPort", Integer.toString(port));
         conf.put("namesrvAddr", namesrvAddress);
         conf.put("storePathRootDir", dir.resolve("store").toString());
@@ -67,29 +79,43 @@ public final class JavaBroker implements AutoCloseable {
         }
         conf.putAll(extra);
         Path confFile = PropertiesFile.write(dir.resolve("broker.conf"), conf);
+        JavaBroker broker = new JavaBroker(version, dir, clusterName, brokerName, port, home, confFile, namesrvAddress);
+        broker.launch();
+        return broker;
+    }
 
+    /** Starts the process again (same conf, ports and store) after {@link #terminate} or {@link #kill()}. */
+    public void restart() {
+        if (process != null && process.isAlive()) {
+            throw new IllegalStateException("Java broker " + brokerName + " is still running");
+        }
+        launch();
+    }
+
+    private void launch() {
+        starts++;
         String cp = RuntimeClasspath.of("rocketmq-broker", version);
-        ChildProcess process = home.applyTo(ChildProcess.builder("Java broker " + version))
+        ChildProcess child = home.applyTo(ChildProcess.builder("Java broker " + version + " " + brokerName
+                + (starts > 1 ? " (start " + starts + ")" : "")))
             .command(home.applyTo(JavaCommand.main("org.apache.rocketmq.broker.BrokerStartup", cp))
                 .heapMb(256, 512)
                 .args("-c", confFile.toString(), "-n", namesrvAddress)
                 .toList())
-            .output(dir.resolve("broker.log"))
+            .output(dir.resolve(starts > 1 ? "broker-" + starts + ".log" : "broker.log"))
             .stopGrace(STOP_GRACE)
             .start();
-        JavaBroker broker = new JavaBroker(version, clusterName, brokerName, port, process);
+        process = child;
         try {
             Await.until("Java broker " + version + " listening on 127.0.0.1:" + port, LISTEN_TIMEOUT, () -> {
-                if (!process.isAlive()) {
-                    throw new AssertionError("Java broker " + version + " exited during start-up\n" + process.describe(80));
+                if (!child.isAlive()) {
+                    throw new AssertionError("Java broker " + version + " exited during start-up\n" + child.describe(80));
                 }
                 return TcpProbe.accepts(port);
-            }, () -> process.describe(80));
+            }, () -> child.describe(80));
         } catch (RuntimeException | Error e) {
-            broker.close();
+            child.close();
             throw e;
         }
-        return broker;
     }
 
     public String version() {
@@ -109,12 +135,38 @@ public final class JavaBroker implements AutoCloseable {
         return "127.0.0.1:" + port;
     }
 
+    /** listenPort + 1, where a master serves its slaves. */
+    public int haPort() {
+        return port + 1;
+    }
+
+    /** storePathRootDir. */
+    public Path storeDir() {
+        return dir.resolve("store");
+    }
+
+    public boolean isAlive() {
+        return process != null && process.isAlive();
+    }
+
+    /** SIGTERM; fails unless it exits by itself within {@code grace} (a 5.x broker needs about 13 s). */
+    public int terminate(Duration grace) {
+        return process.terminate(grace);
+    }
+
+    /** SIGKILL. What it wrote to its mapped files stays in the page cache, so the files can still be read. */
+    public void kill() {
+        process.kill();
+    }
+
     public String describe(int lines) {
         return process.describe(lines);
     }
 
     @Override
     public void close() {
-        process.close();
+        if (process != null) {
+            process.close();
+        }
     }
 }

@@ -18,7 +18,8 @@ import rocketmq.compat.runtime.RocketmqHome;
  * Our broker, {@code mqbroker -c broker.conf} from {@code rmq.bin.dir}: a master (brokerId 0) on
  * 127.0.0.1 and a free port, its store, config files and output in a temp folder that is also its HOME.
  * It can be stopped (SIGTERM), killed (SIGKILL) and started again on the same port and store.
- * Two consecutive ports are reserved: listenPort and listenPort+1 (the HA port Java derives from it).
+ * Four consecutive ports are reserved, as for a Java broker: listenPort-2 (Java's fast port), listenPort-1,
+ * listenPort and listenPort+1 (the HA port Java derives from it).
  */
 public final class RustBroker implements AutoCloseable {
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
@@ -56,7 +57,7 @@ public final class RustBroker implements AutoCloseable {
                                    Map<String, String> extra) {
         Path binary = binary();
         RocketmqHome home = RocketmqHome.create(dir);
-        int port = FreePorts.block(2);
+        int port = FreePorts.block(4) + 2;
         Map<String, String> conf = new LinkedHashMap<>();
         conf.put("brokerClusterName", clusterName);
         conf.put("brokerName", brokerName);
@@ -141,6 +142,11 @@ public final class RustBroker implements AutoCloseable {
     /** {@code 127.0.0.1:<listenPort>}, the address it registers. */
     public String address() {
         return "127.0.0.1:" + port;
+    }
+
+    /** listenPort. */
+    public int port() {
+        return port;
     }
 
     /** storePathRootDir. */

@@ -38,6 +38,12 @@ public final class DriverRun {
     /** Runs {@code rocketmq.compat.driver.<mainClass>} with {@code args}; returns when it exited. */
     public static DriverRun run(String mainClass, String artifact, String version, String serializeType, Path dir,
                                 String... args) {
+        return start(mainClass, artifact, version, serializeType, dir, args).await(TIMEOUT);
+    }
+
+    /** Starts the driver and returns at once; read its output while it runs, then {@link Running#await}. */
+    public static Running start(String mainClass, String artifact, String version, String serializeType, Path dir,
+                                String... args) {
         RocketmqHome home = RocketmqHome.create(dir);
         String cp = CompatDirs.driverClasses() + File.pathSeparator + RuntimeClasspath.of(artifact, version);
         String name = mainClass + " " + artifact + " " + version + " " + serializeType;
@@ -50,9 +56,45 @@ public final class DriverRun {
                 .toList())
             .output(dir.resolve("driver.log"))
             .start();
-        int exit = child.awaitExit(TIMEOUT);
-        String output = child.stdout();
-        return new DriverRun(name, exit, output, parse(output), child.describe(60));
+        return new Running(name, child);
+    }
+
+    /** A driver still running. */
+    public static final class Running implements AutoCloseable {
+        private final String name;
+        private final ChildProcess child;
+
+        private Running(String name, ChildProcess child) {
+            this.name = name;
+            this.child = child;
+        }
+
+        /** The words after {@code prefix} of every output line so far that starts with it (whole lines only). */
+        public List<String[]> lines(String prefix) {
+            String out = child.stdout();
+            int end = out.lastIndexOf('\n');
+            return DriverRun.lines(end < 0 ? "" : out.substring(0, end + 1), prefix);
+        }
+
+        public boolean isAlive() {
+            return child.isAlive();
+        }
+
+        public String describe(int lines) {
+            return child.describe(lines);
+        }
+
+        /** Waits until it exits (killed and failed after {@code timeout}). */
+        public DriverRun await(Duration timeout) {
+            int exit = child.awaitExit(timeout);
+            String output = child.stdout();
+            return new DriverRun(name, exit, output, parse(output), child.describe(60));
+        }
+
+        @Override
+        public void close() {
+            child.close();
+        }
     }
 
     static Map<String, Map<String, String>> parse(String output) {
@@ -105,6 +147,10 @@ public final class DriverRun {
 
     /** The words after {@code prefix} of every output line starting with it (e.g. "GOT ", "SENT "). */
     public List<String[]> lines(String prefix) {
+        return lines(output, prefix);
+    }
+
+    static List<String[]> lines(String output, String prefix) {
         List<String[]> out = new ArrayList<>();
         for (String line : output.split("\n")) {
             if (line.startsWith(prefix)) {

@@ -119,11 +119,16 @@ public final class ChildProcess implements AutoCloseable {
      * time; otherwise it is killed (SIGKILL) and this fails.
      */
     public int terminate() {
+        return terminate(stopGrace);
+    }
+
+    /** As {@link #terminate()}, waiting up to {@code grace} instead of the stop grace. */
+    public int terminate(Duration grace) {
         try {
             process.destroy();
-            if (!process.waitFor(stopGrace.toMillis(), TimeUnit.MILLISECONDS)) {
+            if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
                 close();
-                throw new AssertionError(name + " did not exit within " + stopGrace.toSeconds()
+                throw new AssertionError(name + " did not exit within " + grace.toSeconds()
                     + " s of SIGTERM (killed)\n" + describe(60));
             }
             LIVE.remove(this);
