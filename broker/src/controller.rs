@@ -71,6 +71,9 @@ impl ConnectionListener for OnClose {
 pub struct BrokerController {
     pub broker: Arc<Broker>,
     server: RemotingServer,
+    /// Java's fast (VIP) channel on `listenPort - 2`: every code but pulls. Java slaves fetch
+    /// their master's topics there; clients with `vipChannelEnabled` send there.
+    fast_server: Option<RemotingServer>,
     /// Async tasks (registration, stats, client expiry): aborted at shutdown.
     tasks: Vec<JoinHandle<()>>,
     /// Background threads, in start order; stopped in reverse, so the persister, started first,
@@ -90,13 +93,22 @@ impl BrokerController {
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
         let (registry, hold) = processors(&broker, &delay_offsets)?;
+        let fast_server = match fast_port(broker.config.listen_port) {
+            Some(port) => {
+                let fast = registry.clone_without(&[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE]);
+                let mut config = server_config(&broker.config)?;
+                config.listen_addr.set_port(port);
+                Some(RemotingServer::start(config, fast).await?)
+            }
+            None => None,
+        };
         let server = RemotingServer::start(server_config(&broker.config)?, registry).await?;
         services.extend(background_services(&broker, hold, delay_offsets.clone())?);
         // As Java: register once at start, then periodically and when asked.
         broker.register(false).await;
         let tasks = async_tasks(&broker, delay_offsets);
         info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
-        Ok(BrokerController { broker, server, tasks, services })
+        Ok(BrokerController { broker, server, fast_server, tasks, services })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -110,6 +122,9 @@ impl BrokerController {
             task.abort();
         }
         self.broker.unregister().await;
+        if let Some(fast) = self.fast_server.take() {
+            fast.shutdown().await;
+        }
         self.server.shutdown().await;
         self.broker.ha.shutdown().await;
         let services = std::mem::take(&mut self.services);
@@ -267,6 +282,12 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
         arrivals.notify_arriving(topic, queue_id, max_offset, Some(tags_code), Instant::now());
     }));
     hold
+}
+
+/// Java's fast port, `listenPort - 2`; none when the broker takes any free port (tests) or the
+/// port would not exist.
+fn fast_port(listen_port: u16) -> Option<u16> {
+    listen_port.checked_sub(2).filter(|p| listen_port != 0 && *p > 0)
 }
 
 fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {

@@ -101,6 +101,16 @@ impl ProcessorRegistry {
         self.listener = Some(listener);
     }
 
+    /// The same processors, pools and listener, without `codes`: Java's broker serves its fast
+    /// (VIP) port this way, everything but pulls.
+    pub fn clone_without(&self, codes: &[RequestCode]) -> ProcessorRegistry {
+        ProcessorRegistry {
+            routes: self.routes.iter().filter(|(code, _)| !codes.iter().any(|c| c.0 == **code)).map(|(code, route)| (*code, route.clone())).collect(),
+            default: self.default.clone(),
+            listener: self.listener.clone(),
+        }
+    }
+
     fn pools(&self) -> Vec<Arc<BusinessPool>> {
         let mut pools: Vec<Arc<BusinessPool>> = Vec::new();
         for route in self.routes.values().chain(self.default.iter()) {
