@@ -98,7 +98,14 @@ impl BrokerController {
                 let fast = registry.clone_without(&[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE]);
                 let mut config = server_config(&broker.config)?;
                 config.listen_addr.set_port(port);
-                Some(RemotingServer::start(config, fast).await?)
+                // Secondary: a broker whose fast port is taken still serves on its own port.
+                match RemotingServer::start(config, fast).await {
+                    Ok(server) => Some(server),
+                    Err(e) => {
+                        tracing::error!(port, error = %e, "cannot listen on the fast (VIP) port listenPort - 2; serving without it");
+                        None
+                    }
+                }
             }
             None => None,
         };
