@@ -265,7 +265,7 @@ impl Inner {
         let rolls_into_place = !existed && cut > end && self.data.landing(size, true) == cut;
         if cut >= self.data.min_offset() && cut <= end && !self.data.is_empty() {
             self.data.truncate(cut);
-        } else if !rolls_into_place && !(self.data.is_empty() && cut == 0) {
+        } else if !(rolls_into_place || self.data.is_empty() && cut == 0) {
             // Java's rebuildWithPos: the cut is outside what we hold (below it, beyond it, or an
             // empty store): one segment holding only `cut`.
             warn!(cut, "[TRUNCATE] rebuilding the data at the cut");
@@ -308,7 +308,7 @@ impl FileStore {
         if data_size <= BODY_OFFSET + MIN_BLANK_LEN || data_size > i32::MAX as usize {
             return Err(StoreError::Config(format!("mappedFileSizeForEntryData {data_size} must be within 57..=2147483647")));
         }
-        if index_size == 0 || index_size % INDEX_UNIT_SIZE != 0 || index_size > i32::MAX as usize {
+        if index_size == 0 || !index_size.is_multiple_of(INDEX_UNIT_SIZE) || index_size > i32::MAX as usize {
             return Err(StoreError::Config(format!("mappedFileSizeForEntryIndex {index_size} must be a positive multiple of 32 (an int)")));
         }
         if config.data_store_path.contains(',') {

@@ -12,8 +12,8 @@
 //!
 //! Where we do better than Java (each is a case where Java loses or resurrects entries):
 //! - bytes after the cut are zeroed (Java keeps them), so a later crash cannot revive them;
-//! - the last entry is dropped when it is the first one whose index unit is missing while the
-//!   entries before it matched theirs: the leader writes data, then index, and answers only after
+//! - the last entry is dropped when it is the first one whose index unit is missing (zeros, or
+//!   beyond the index files) while the entries before it matched theirs: the leader writes data, then index, and answers only after
 //!   both, so that entry was never acknowledged, and it may be torn (no CRC would tell);
 //! - a first segment rebuilt at an entry's offset (a follower truncated into an empty log) keeps
 //!   its entries: its first entry is found after the zeros (Java treats the segment as empty, or
@@ -152,6 +152,7 @@ pub fn recover(data: &mut SegmentList, index: &mut SegmentList) -> Result<Recove
     let mut need_write_index = false;
     let mut matched_in_walk = false;
     let mut rebuilt_from: Option<i64> = None;
+    let mut rebuilt_unit_missing = false;
     // Every step moves forward by at least 45 bytes or a segment, so this bounds the loop.
     let max_steps = (n as u64).saturating_mul(segment_size / (HEADER_SIZE as u64 + 1) + 2);
     for _ in 0..max_steps {
@@ -191,6 +192,7 @@ pub fn recover(data: &mut SegmentList, index: &mut SegmentList) -> Result<Recove
             } else {
                 warn!(index = h.index, offset = abs, "data and index differ; rebuilding the index from here");
                 let Some(off) = unit_offset(h.index) else { break };
+                rebuilt_unit_missing = index.read(off, INDEX_UNIT_SIZE).is_none_or(|unit| unit.iter().all(|b| *b == 0));
                 if !cut_index_at(index, off) {
                     break;
                 }
@@ -212,7 +214,7 @@ pub fn recover(data: &mut SegmentList, index: &mut SegmentList) -> Result<Recove
         process += size as u64;
     }
 
-    if rebuilt_from == Some(last_index) && matched_in_walk {
+    if rebuilt_from == Some(last_index) && rebuilt_unit_missing && matched_in_walk {
         info!(index = last_index, offset = last_pos, "dropping the last entry: written without its index unit");
         process = last_pos;
         last_index -= 1;

@@ -420,7 +420,7 @@ mod tests {
         assert_eq!(list.append(&[9u8; 33]).unwrap(), 100);
         let first = &list.segments()[0];
         assert!(first.is_full());
-        let mut blank = vec![0u8; 40];
+        let mut blank = [0u8; 40];
         blank[..4].copy_from_slice(&(-1i32).to_be_bytes());
         blank[4..8].copy_from_slice(&40i32.to_be_bytes());
         assert_eq!(first.raw(60, 40).unwrap(), &blank[..]);
