@@ -683,3 +683,11 @@ fn the_term_file_and_the_store_share_the_current_term() {
     assert_eq!(store.committed_index(), 0);
     assert_eq!(std::fs::read_to_string(dir.path().join("dledger-n0").join("currterm")).unwrap(), "voteLeader=n0\ncurrTerm=3\n");
 }
+
+#[test]
+fn the_store_and_the_term_file_can_move_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<FileStore>();
+    shareable::<TermFile>();
+    shareable::<CurrentTerm>();
+}

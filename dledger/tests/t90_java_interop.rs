@@ -368,3 +368,44 @@ fn torn_tails_recover_as_java_recovers_them_except_an_unindexed_last_entry() {
         assert_eq!(open_member(&case, "n0").store.end_index(), our_end, "us, case {k}: {written} bytes, unit {unit}");
     }
 }
+
+#[test]
+fn a_follower_truncated_into_an_empty_log_keeps_its_entries_with_us_and_not_with_java() {
+    let dir = tempfile::tempdir().unwrap();
+    let leader_base = small_store(dir.path(), 120);
+    let leader = open_member(&leader_base, "n0");
+    let entries: Vec<Entry> = (0..120).map(|i| leader.store.get(i).unwrap()).collect();
+    drop(leader);
+    // Followers that start at a mid-segment entry (the leader's log began there for them), and
+    // hold one segment or three.
+    let start = entries.iter().position(|e| e.pos as usize % DATA > 1000).unwrap();
+    for (k, take) in [(0, 5usize), (1, 90)] {
+        let base = dir.path().join(format!("follower{k}"));
+        let mut f = open_member(&base, "n1");
+        f.terms.persist(1, Some("n0")).unwrap();
+        f.store.truncate(&entries[start]).unwrap();
+        for e in &entries[start + 1..start + take] {
+            f.store.append_as_follower(e).unwrap();
+        }
+        f.store.update_committed(1, (start + take - 1) as i64);
+        let segments = std::fs::read_dir(base.join("dledger-n1").join("data")).unwrap().count();
+        assert_eq!(segments >= 3, k == 1, "case {k}: {segments} segments");
+        drop(f);
+        let java_copy = dir.path().join(format!("java{k}"));
+        copy_dir(&base, &java_copy);
+        let out = java_run(&["read", s(&java_copy), "n1", s(&dir.path().join(format!("f{k}.json")))]);
+        if segments < 3 {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let m = read_json(&dir.path().join(format!("f{k}.json")));
+            assert_eq!(m["recovered"]["endIndex"].as_i64(), Some(-1), "Java sees no entry at offset 0 and treats the log as empty");
+        } else {
+            assert_eq!(out.status.code(), Some(255), "Java exits: the walk stops at the start of the first of {segments} segments");
+        }
+        let ours = open_member(&base, "n1");
+        assert_eq!((ours.store.begin_index(), ours.store.end_index()), (start as i64, (start + take - 1) as i64), "case {k}");
+        assert_eq!(ours.store.committed_index(), (start + take - 1) as i64);
+        for e in &entries[start..start + take] {
+            assert_eq!(ours.store.get(e.index).as_ref(), Some(e));
+        }
+    }
+}

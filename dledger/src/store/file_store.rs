@@ -602,22 +602,21 @@ fn clean_pass(inner: &Mutex<Inner>, shared: &Shared, now: SystemTime, hour: u32)
     if !decision.delete {
         return 0;
     }
-    let removed: Vec<Segment> = {
-        let mut inner = inner.lock();
-        let segments = inner.data.segments();
-        let modified: Vec<Option<SystemTime>> = segments.iter().map(|s| s.modified().ok()).collect();
-        let committed_pos = inner.committed_pos;
-        // A segment may go once everything in it is committed: the next one starts at or below
-        // the committed position.
-        let committed = |i: usize| segments.get(i + 1).is_some_and(|next| committed_pos >= next.from() as i64);
-        let n = clean::expired_prefix(&modified, committed, now, shared.clean.reserved, decision.force);
-        if n == 0 {
-            return 0;
-        }
-        let removed = inner.data.take_first(n);
-        inner.revise_begin_index();
-        removed
-    };
+    let mut inner = inner.lock();
+    let segments = inner.data.segments();
+    let modified: Vec<Option<SystemTime>> = segments.iter().map(|s| s.modified().ok()).collect();
+    let committed_pos = inner.committed_pos;
+    // A segment may go once everything in it is committed: the next one starts at or below the
+    // committed position.
+    let committed = |i: usize| segments.get(i + 1).is_some_and(|next| committed_pos >= next.from() as i64);
+    let n = clean::expired_prefix(&modified, committed, now, shared.clean.reserved, decision.force);
+    if n == 0 {
+        return 0;
+    }
+    let removed: Vec<Segment> = inner.data.take_first(n);
+    inner.revise_begin_index();
+    // Deleted under the lock: a truncation rebuilding at one of these offsets must not see its new
+    // file unlinked.
     let count = removed.len();
     for segment in removed {
         let path = segment.path().to_owned();

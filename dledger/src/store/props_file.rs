@@ -11,7 +11,8 @@
 //! `.tmp` to `<f>`, without fsync. We write the same files, but fsync `.tmp` and rename it over
 //! `<f>` (atomic), so there is never a moment with no `<f>` (a crash there makes Java forget its
 //! term and vote). Reading: `<f>`; when it is missing (a Java node that crashed between delete and
-//! rename), the complete `.tmp`, else `.bak`, where Java would read nothing.
+//! rename) or empty (written without fsync before a crash), its `.tmp`, else its `.bak`, where
+//! Java reads nothing.
 
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -231,13 +231,10 @@ pub fn recover(data: &mut SegmentList, index: &mut SegmentList) -> Result<Recove
             return Err(StoreError::Corrupt { path: data.dir().to_owned(), detail: format!("cannot read back entry {last_index} after recovery") });
         }
         let first = &data.segments()[0];
-        let Some(first_pos) = first_entry_pos(first) else {
+        let Some(h) = first_start.and_then(|pos| header_at(first, pos)) else {
             return Err(StoreError::Corrupt { path: first.path().to_owned(), detail: "the first data segment holds no entry at its start".into() });
         };
-        let Some(h) = header_at(first, first_pos) else {
-            return Err(StoreError::Corrupt { path: first.path().to_owned(), detail: "the first data segment holds no entry at its start".into() });
-        };
-        data.set_first_start(first_pos);
+        data.set_first_start(first_start.unwrap_or(0));
         begin_index = h.index;
         if let Some(off) = unit_offset(begin_index) {
             index.reset_start(off);
