@@ -691,3 +691,64 @@ fn the_store_and_the_term_file_can_move_between_threads() {
     shareable::<TermFile>();
     shareable::<CurrentTerm>();
 }
+
+#[test]
+fn truncate_erases_our_entry_before_the_segment_boundary_the_leader_rolled_to() {
+    // Our log ends with our own entry 2 (or goes on past the boundary with 2..=6).
+    for extra in [0, 4] {
+        let leader_dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut leader = open(leader_dir.path());
+        let mut follower = open(dir.path());
+        // A common prefix that leaves 200 bytes in segment 0.
+        for (i, len) in [(0usize, 400usize), (1, 328)].into_iter() {
+            let e = leader.append_as_leader(1, body(i, len)).unwrap();
+            follower.append_as_follower(&e).unwrap();
+        }
+        assert_eq!(leader.write_pos(), 824);
+        // The old leader (our follower) wrote its own entry 2 in term 1, which fit segment 0; the
+        // new leader's entry 2 of term 2 does not fit and starts segment 1.
+        let ours = follower.append_as_leader(1, body(50, 10)).unwrap();
+        assert_eq!(ours.pos, 824);
+        for k in 0..extra {
+            follower.append_as_leader(1, body(60 + k, 300)).unwrap();
+        }
+        assert_eq!(follower.write_pos() > 1024, extra > 0);
+        let theirs = leader.append_as_leader(2, body(2, 300)).unwrap();
+        assert_eq!(theirs.pos, 1024);
+        follower.truncate(&theirs).unwrap();
+        assert_eq!(follower.get(2).as_ref(), Some(&theirs));
+        let seg0 = std::fs::read(data_dir(dir.path()).join(file_name(0))).unwrap();
+        assert_eq!(&seg0[824..832], &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 200], "our entry 2 became the blank");
+        assert!(seg0[832..].iter().all(|b| *b == 0));
+        drop(follower);
+        // Java rebuilds the whole log at 1024 when ours ended before it (dropping entries 0 and 1),
+        // and keeps segment 0 whole when ours went on past it: its next recovery then finds our old
+        // entry 2 again and stops at the leader's. Ours keeps the prefix and the leader's entry.
+        let follower = open(dir.path());
+        assert_eq!((follower.begin_index(), follower.end_index(), follower.end_term()), (0, 2, 2), "extra {extra}");
+        assert_eq!(follower.get(2).as_ref(), Some(&theirs));
+        assert_eq!(files(&data_dir(dir.path())), files(&data_dir(leader_dir.path())));
+        assert_eq!(files(&index_dir(dir.path())), files(&index_dir(leader_dir.path())));
+    }
+}
+
+#[test]
+fn truncate_to_an_entry_that_does_not_follow_ours_rebuilds_the_log_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    append_all(&mut store, 10, 1);
+    // A leader's entry 5 whose pos does not follow our entry 4: our prefix is not the leader's.
+    let stranger = Entry { magic: 1, index: 5, term: 2, pos: 2600, channel: 0, chain_crc: 0, body_crc: 0, body: body(5, 20) };
+    store.truncate(&stranger).unwrap();
+    assert_eq!((store.begin_index(), store.end_index()), (5, 5));
+    assert_eq!(store.get(4), None);
+    assert_eq!(store.get(5).as_ref(), Some(&stranger));
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!((store.begin_index(), store.end_index()), (5, 5));
+    let bad = Entry { pos: 1024 - 30, ..stranger };
+    let mut store = store;
+    assert!(matches!(store.truncate(&bad), Err(LogError::Inconsistent(_))), "an entry that cannot start there");
+    assert_eq!(store.end_index(), 5, "nothing was cut");
+}

@@ -224,21 +224,19 @@ impl Inner {
         check_size(entry.size(), self.data.segment_size())
     }
 
+    /// Java's `truncate`: keep the local entry at `entry.index` if equal and cut after it, else
+    /// cut where it goes and write it; then the index. Where Java cuts at `entry.pos` we cut
+    /// right after our entry `index - 1` when `entry` lands exactly there by the roll rule (so an
+    /// entry of ours that still sat before a segment boundary the leader rolled to is erased, not
+    /// revived by the next recovery); when it would not, or when we do not hold `index - 1`, the
+    /// data is rebuilt at `entry.pos` (Java's `rebuildWithPos`, also where Java would leave a
+    /// hole). Everything is checked before anything is cut.
     fn truncate(&mut self, entry: &Entry) -> Result<(), LogError> {
         self.check_writable()?;
         let existed = self.get(entry.index).is_some_and(|local| local == *entry);
-        let size = entry.size();
-        if !existed {
-            self.check_follower_entry(entry)?;
-            // Where it will land once the data ends at its pos: refuse before cutting anything.
-            let segment = self.data.segment_size() as u64;
-            let rel = entry.pos as u64 % segment;
-            if rel + (size + MIN_BLANK_LEN) as u64 > segment {
-                return Err(LogError::Inconsistent(format!("entry {} of {size} bytes cannot start at {}", entry.index, entry.pos)));
-            }
-        }
+        let plan = if existed { DataCut::At(entry.pos as u64 + entry.size() as u64) } else { self.plan_replacement(entry)? };
         let unit_at = unit_offset(entry.index).ok_or_else(|| LogError::Inconsistent(format!("index {}", entry.index)))?;
-        let result = self.truncate_files(entry, existed, unit_at);
+        let result = self.truncate_files(entry, plan, unit_at);
         if let Err(e) = &result {
             self.broken = Some(e.to_string());
             return result;
@@ -255,23 +253,62 @@ impl Inner {
         Ok(())
     }
 
-    fn truncate_files(&mut self, entry: &Entry, existed: bool, unit_at: u64) -> Result<(), LogError> {
+    /// Where the data must end for `entry` (not held as is) to be written next.
+    fn plan_replacement(&self, entry: &Entry) -> Result<DataCut, LogError> {
+        self.check_follower_entry(entry)?;
+        let size = entry.size() as u64;
+        let segment = self.data.segment_size() as u64;
+        let landing_after = |end: u64| {
+            let rel = end % segment;
+            if rel + size + MIN_BLANK_LEN as u64 <= segment {
+                end
+            } else {
+                end - rel + segment
+            }
+        };
+        let pos = entry.pos as u64;
+        if landing_after(pos) != pos {
+            return Err(LogError::Inconsistent(format!("entry {} of {size} bytes cannot start at {pos}", entry.index)));
+        }
+        let previous = entry.index - 1;
+        if previous >= self.begin_index && previous <= self.end_index && previous >= 0 {
+            if let Some(unit) = self.unit(previous) {
+                let end = (unit.pos + i64::from(unit.size)) as u64;
+                if end <= pos && landing_after(end) == pos {
+                    return Ok(DataCut::At(end));
+                }
+            }
+            warn!(index = entry.index, pos, "[TRUNCATE] the entry does not follow our entry before it: rebuilding the data");
+            return Ok(DataCut::Rebuild(pos));
+        }
+        if self.data.is_empty() && pos == 0 {
+            return Ok(DataCut::At(0));
+        }
+        if !self.data.is_empty() && pos == self.data.min_offset() {
+            return Ok(DataCut::At(pos));
+        }
+        Ok(DataCut::Rebuild(pos))
+    }
+
+    fn truncate_files(&mut self, entry: &Entry, plan: DataCut, unit_at: u64) -> Result<(), LogError> {
         let size = entry.size();
-        let cut = if existed { entry.pos as u64 + size as u64 } else { entry.pos as u64 };
         let end = self.data.max_wrote();
-        if cut != end {
-            warn!(index = entry.index, cut, end, "[TRUNCATE] cut is not at the end of the data (usual on an old leader)");
+        match plan {
+            DataCut::At(cut) => {
+                if cut != end {
+                    warn!(index = entry.index, cut, end, "[TRUNCATE] cut is not at the end of the data (usual on an old leader)");
+                }
+                if !self.data.is_empty() {
+                    self.data.truncate(cut);
+                }
+            }
+            DataCut::Rebuild(pos) => {
+                warn!(index = entry.index, pos, end, "[TRUNCATE] rebuilding the data at the entry");
+                self.data.rebuild_at(pos).map_err(io_err)?;
+            }
         }
-        let rolls_into_place = !existed && cut > end && self.data.landing(size, true) == cut;
-        if cut >= self.data.min_offset() && cut <= end && !self.data.is_empty() {
-            self.data.truncate(cut);
-        } else if !(rolls_into_place || self.data.is_empty() && cut == 0) {
-            // Java's rebuildWithPos: the cut is outside what we hold (below it, beyond it, or an
-            // empty store): one segment holding only `cut`.
-            warn!(cut, "[TRUNCATE] rebuilding the data at the cut");
-            self.data.rebuild_at(cut).map_err(io_err)?;
-        }
-        if !existed {
+        let held = self.data.max_wrote() == entry.pos as u64 + size as u64 && self.get_at_end(entry);
+        if !held {
             let at = self.data.pre_append(size, true).map_err(io_err)?;
             if at as i64 != entry.pos {
                 return Err(LogError::Io(format!("entry {} would land at {at}, not {}", entry.index, entry.pos)));
@@ -296,6 +333,21 @@ impl Inner {
         }
         Ok(())
     }
+
+    /// Whether the data now ends with `entry`'s exact bytes (the kept equal entry).
+    fn get_at_end(&self, entry: &Entry) -> bool {
+        let Ok(pos) = u64::try_from(entry.pos) else { return false };
+        self.data.read(pos, entry.size()).is_some_and(|bytes| Entry::decode(bytes).is_ok_and(|local| local == *entry))
+    }
+}
+
+/// How a truncation leaves the data before the entry is (re)written.
+#[derive(Clone, Copy, Debug)]
+enum DataCut {
+    /// The data ends here (inside what we hold, or 0 in an empty store).
+    At(u64),
+    /// One new segment starting at this offset (Java's `rebuildWithPos`).
+    Rebuild(u64),
 }
 
 impl FileStore {
