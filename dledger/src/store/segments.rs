@@ -297,7 +297,12 @@ impl SegmentList {
             }
             if offset >= s.from {
                 let pos = (offset - s.from) as usize;
-                s.map.zero_range(pos, s.size());
+                // Forced at once: the flush thread only forces what lies below the write position.
+                if s.map.zero_range(pos, s.size()) {
+                    if let Err(e) = s.map.syncer().sync(pos, s.size()) {
+                        warn!(path = %s.path().display(), error = %e, "cannot force the zeroed tail");
+                    }
+                }
                 s.set_wrote(pos);
             } else {
                 keep = keep.min(i);
