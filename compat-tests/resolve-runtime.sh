@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resolves the Java RocketMQ parts the compat tests and benchmarks run, from Maven Central, and writes
+# Resolves the Java RocketMQ parts (and DLedger) the compat tests and benchmarks run, from Maven Central, and writes
 # one classpath file per part to compat-tests/.runtime/cp/<artifact>-<version>.cp.
 # Usage: compat-tests/resolve-runtime.sh            (all parts)
 set -euo pipefail
@@ -26,3 +26,10 @@ for part in "${parts[@]}"; do
     -Drmq.artifact="$artifact" -Drmq.version="$version" -Dcp.out="$file.tmp"
   mv "$file.tmp" "$file"
 done
+# DLedger (io.openmessaging.storage:dledger), for compat-tests/dledger-interop.
+file="$out/dledger-$DLEDGER_JAVA.cp"
+if [ ! -s "$file" ]; then
+  echo "resolving dledger $DLEDGER_JAVA" >&2
+  mvn -B -q -f "$here/dledger-interop/pom.xml" validate -Ddledger.version="$DLEDGER_JAVA" -Dcp.out="$file.tmp"
+  mv "$file.tmp" "$file"
+fi

@@ -5,9 +5,12 @@
 //! - [`entry`]: the 48-byte entry header and body;
 //! - [`protocol`]: the RPCs as plain types (codes, requests, responses);
 //! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
-//! - [`log`]: what the engine needs of a store (the log, the persisted term and vote).
+//! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
+//! - [`store`]: the file store, Java's `DLedgerMmapFileStore` byte for byte (data and index
+//!   segments, recovery, `checkpoint`, `currterm`, flush and expiry services).
 
 pub mod config;
 pub mod entry;
 pub mod log;
 pub mod protocol;
+pub mod store;

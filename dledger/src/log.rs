@@ -14,7 +14,9 @@ pub enum LogError {
     DiskFull,
     #[error("disk error: {0}")]
     Io(String),
-    /// A follower's append or truncate that does not fit the log (wrong index, wrong pos).
+    /// A follower's append or truncate that does not fit the log (wrong index, wrong pos), or an
+    /// entry the log cannot take (larger than a segment or Java's 4 MiB encode buffer, or of a
+    /// term older than the last entry's).
     #[error("inconsistent: {0}")]
     Inconsistent(String),
 }
@@ -30,7 +32,8 @@ pub trait RaftLog {
     /// The entry at `index`, if held.
     fn get(&self, index: i64) -> Option<Entry>;
     /// Leader: a new entry at `end_index + 1` with `term`; the store decides its `pos` (rolling
-    /// to a new segment first if needed) and runs append hooks on its bytes. Returns it as stored.
+    /// to a new segment first if needed) and runs append hooks on its bytes. Returns it as stored
+    /// (the body as the hooks left it).
     fn append_as_leader(&mut self, term: i64, body: Bytes) -> Result<Entry, LogError>;
     /// Follower: the leader's entry, which must be at `end_index + 1` and land at its `pos`.
     fn append_as_follower(&mut self, entry: &Entry) -> Result<(), LogError>;
@@ -38,7 +41,11 @@ pub trait RaftLog {
     /// `pos` and writes it; everything after is cut. The end becomes `entry.index`.
     fn truncate(&mut self, entry: &Entry) -> Result<(), LogError>;
     /// The commit index known from the leader (`term` of the message that said so); ignored
-    /// when lower than the current one, clamped to the end (Java's `updateCommittedIndex`).
+    /// when lower than the current one, clamped to the end (Java's `updateCommittedIndex`). Also
+    /// ignored when `term` is older than the member's current term (Java asks
+    /// `memberState.currTerm()`; the file store reads the term its `CurrentTerm` handle shares
+    /// with the member's `TermFile`), when `index` is -1 or below the begin index, and while the
+    /// log is empty.
     fn update_committed(&mut self, term: i64, index: i64);
 }
 
