@@ -6,10 +6,15 @@
 //! - [`protocol`]: the RPCs as plain types (codes, requests, responses);
 //! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
 //! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
-//! - [`wire`]: the RPCs' JSON bodies, byte for byte as fastjson writes and reads them.
+//! - [`wire`]: the RPCs' JSON bodies, byte for byte as fastjson writes and reads them;
+//! - [`rpc`]: the RPCs over remoting: the serving side with its member checks and the
+//!   [`rpc::DLedgerHandler`] the engine plugs into, and the [`rpc::PeerClient`];
+//! - [`client`]: Java's `DLedgerClient` (append, get, metadata, leadership transfer).
 
+pub mod client;
 pub mod config;
 pub mod entry;
 pub mod log;
 pub mod protocol;
+pub mod rpc;
 pub mod wire;
