@@ -155,10 +155,10 @@ pub fn register(registry: &mut ProcessorRegistry, member: Member, handler: Arc<d
     }
 }
 
-/// The remark of Java's answer to PULL (`exceptionSimpleDesc` of the NullPointerException
-/// thrown where `processRequest` dereferences `handlePull`'s null future), as a JDK 17 running
-/// 0.3.1.2 writes it.
-pub const PULL_REMARK: &str = "java.lang.NullPointerException, io.openmessaging.storage.dledger.DLedgerRpcNettyService.processRequest(DLedgerRpcNettyService.java:356)";
+/// The remark of Java's answer to PULL: `exceptionSimpleDesc` of the NullPointerException thrown
+/// where `processRequest` dereferences `handlePull`'s null future, as 0.3.1.2 on JDK 17 writes it
+/// (with remoting 4.9.4 and 5.3.3 alike; JDK 8 has no message after the class name).
+pub const PULL_REMARK: &str = "java.lang.NullPointerException: Cannot invoke \"java.util.concurrent.CompletableFuture.whenCompleteAsync(java.util.function.BiConsumer, java.util.concurrent.Executor)\" because \"future\" is null, io.openmessaging.storage.dledger.DLedgerRpcNettyService.processRequest(DLedgerRpcNettyService.java:356)";
 
 impl DLedgerProcessor {
     fn serve<Q: RpcRequest>(&self, request: &RemotingCommand, reply: Reply, wrap: fn(Q, Responder<Q::Response>) -> Call) -> ProcessResult {
