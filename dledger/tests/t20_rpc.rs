@@ -68,16 +68,7 @@ impl DLedgerHandler for Fake {
     }
 
     fn handle(&self, call: Call) {
-        let name = match &call {
-            Call::Metadata(..) => "METADATA",
-            Call::Append(..) => "APPEND",
-            Call::Get(..) => "GET",
-            Call::Vote(..) => "VOTE",
-            Call::HeartBeat(..) => "HEART_BEAT",
-            Call::Push(..) => "PUSH",
-            Call::LeadershipTransfer(..) => "LEADERSHIP_TRANSFER",
-        };
-        self.calls.lock().push((name, call.base().clone()));
+        self.calls.lock().push((call.name(), call.base().clone()));
         let group = GROUP.to_owned();
         match call {
             Call::Metadata(_, r) => r.send(MetadataResponse {
@@ -371,7 +362,7 @@ async fn in_flight_requests_per_peer_are_bounded_and_unanswered_ones_time_out() 
     let started = std::time::Instant::now();
     let err = client.call(&addr, &get).await.unwrap_err();
     assert!(matches!(err, RpcError::Timeout { timeout, .. } if timeout == Duration::from_millis(300)), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert_eq!(client.in_flight(&addr), 0);
     fake.held_gets.lock().clear();
 

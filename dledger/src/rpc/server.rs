@@ -105,6 +105,19 @@ pub enum Call {
 }
 
 impl Call {
+    /// The request code's name (`DLedgerRequestCode`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Call::Metadata(..) => MetadataRequest::NAME,
+            Call::Append(..) => AppendEntryRequest::NAME,
+            Call::Get(..) => GetEntriesRequest::NAME,
+            Call::Vote(..) => VoteRequest::NAME,
+            Call::HeartBeat(..) => HeartBeatRequest::NAME,
+            Call::Push(..) => PushEntryRequest::NAME,
+            Call::LeadershipTransfer(..) => LeadershipTransferRequest::NAME,
+        }
+    }
+
     /// The request's base fields.
     pub fn base(&self) -> &Base {
         match self {
