@@ -15,6 +15,9 @@ compat-tests/resolve-runtime.sh
 echo "== regenerate the golden vectors with the Java remoting classes"
 compat-tests/golden/generate.sh
 
+echo "== regenerate the DLedger golden bodies with the Java DLedger 0.3.1.2 classes"
+compat-tests/dledger-golden/generate.sh
+
 echo "== cargo test"
 cargo test --workspace
 

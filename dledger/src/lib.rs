@@ -8,9 +8,16 @@
 //! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
 //! - [`store`]: the file store, Java's `DLedgerMmapFileStore` byte for byte (data and index
 //!   segments, recovery, `checkpoint`, `currterm`, flush and expiry services).
+//! - [`wire`]: the RPCs' JSON bodies, byte for byte as fastjson writes and reads them;
+//! - [`rpc`]: the RPCs over remoting: the serving side with its member checks and the
+//!   [`rpc::DLedgerHandler`] the engine plugs into, and the [`rpc::PeerClient`];
+//! - [`client`]: Java's `DLedgerClient` (append, get, metadata, leadership transfer).
 
+pub mod client;
 pub mod config;
 pub mod entry;
 pub mod log;
 pub mod protocol;
+pub mod rpc;
 pub mod store;
+pub mod wire;
