@@ -440,6 +440,14 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "the model decodes")]
+    fn a_header_that_disagrees_with_the_model_fails_the_run() {
+        // Declaring the topic a plain string: the real header refuses "a/b", the model would not.
+        const WRONG: &[Field] = &[Field { key: "topic", ty: Ty::Str, required: true }, Field { key: "queueId", ty: Ty::Int, required: true }];
+        check_header::<TopicQueueHeader>("TopicQueueHeader", WRONG, &ext_fields(b"topic=a/b\nqueueId=1"));
+    }
+
+    #[test]
     fn the_model_knows_javas_rules() {
         assert!(java_topic_ok("%RETRY%g|a-b_9") && !java_topic_ok("a/b") && !java_topic_ok(&"t".repeat(128)) && java_topic_ok(&"t".repeat(127)));
         assert!(java_group_ok(&"g".repeat(255)) && !java_group_ok(&"g".repeat(256)) && !java_group_ok("") && !java_group_ok("é"));
