@@ -81,6 +81,8 @@ impl HeaderScalar for String {
 
 impl HeaderScalar for bool {
     const EXPECTED: &'static str = "boolean";
+    // Java parses `""` as false rather than reporting the field missing.
+    const EMPTY_IS_MISSING: bool = false;
     fn to_text(&self) -> String {
         self.to_string()
     }
@@ -217,6 +219,8 @@ mod tests {
         assert!(matches!(Probe::read_from(&bad), Err(HeaderError::Invalid { field: "queueId", .. })));
         let odd_bool = ext(&[("topic", "T"), ("queueId", "1"), ("offset", "1"), ("isForce", "TRUE")]);
         assert!(Probe::read_from(&odd_bool).unwrap().force);
+        let empty_bool = ext(&[("topic", "T"), ("queueId", "1"), ("offset", "1"), ("isForce", "")]);
+        assert!(!Probe::read_from(&empty_bool).unwrap().force);
     }
 
     #[test]

@@ -140,7 +140,8 @@ fn canonical(ty: Ty, text: &str) -> Result<String, Kind> {
 pub fn expected(spec: &[Field], ext: &ExtFields) -> Result<Vec<(String, String)>, (&'static str, Kind)> {
     let mut out = Vec::new();
     for f in spec {
-        let text_like = matches!(f.ty, Ty::Str | Ty::Topic | Ty::Group);
+        // Text and booleans judge `""` themselves (Java's parseBoolean reads it as false).
+        let text_like = matches!(f.ty, Ty::Str | Ty::Topic | Ty::Group | Ty::Bool);
         match ext.get(f.key).map(String::as_str) {
             None if f.required => return Err((f.key, Kind::Missing)),
             None => {}

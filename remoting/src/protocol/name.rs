@@ -23,6 +23,16 @@ fn is_valid_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-')
 }
 
+/// Java's `UtilAll.isBlank`: empty or only whitespace, checked before anything else.
+fn is_blank(name: &str) -> bool {
+    name.chars().all(char::is_whitespace)
+}
+
+/// Java's `String.length()`, in UTF-16 units, so a long non-ASCII name gets Java's remark.
+fn java_length(name: &str) -> usize {
+    name.encode_utf16().count()
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     /// The remarks are Java's, so clients see the same words from either broker.
@@ -47,13 +57,13 @@ pub struct TopicName(String);
 impl TopicName {
     pub fn new(name: impl Into<String>) -> Result<TopicName, NameError> {
         let name = name.into();
-        if name.is_empty() {
+        if is_blank(&name) {
             return Err(NameError::BlankTopic);
         }
         if !name.bytes().all(is_valid_char) {
             return Err(NameError::IllegalTopicChars);
         }
-        if name.len() > TOPIC_MAX_LENGTH {
+        if java_length(&name) > TOPIC_MAX_LENGTH {
             return Err(NameError::TopicTooLong);
         }
         Ok(TopicName(name))
@@ -76,10 +86,10 @@ pub struct GroupName(String);
 impl GroupName {
     pub fn new(name: impl Into<String>) -> Result<GroupName, NameError> {
         let name = name.into();
-        if name.is_empty() {
+        if is_blank(&name) {
             return Err(NameError::BlankGroup);
         }
-        if name.len() > GROUP_MAX_LENGTH {
+        if java_length(&name) > GROUP_MAX_LENGTH {
             return Err(NameError::GroupTooLong);
         }
         if !name.bytes().all(is_valid_char) {
@@ -197,6 +207,8 @@ mod tests {
             assert!(TopicName::new(bad).is_err(), "{bad:?}");
         }
         assert_eq!(TopicName::new("a/b").unwrap_err().to_string(), "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$");
+        // Java judges blankness first, and length in UTF-16 units.
+        assert_eq!(TopicName::new(" \t").unwrap_err(), NameError::BlankTopic);
     }
 
     #[test]
@@ -209,6 +221,8 @@ mod tests {
         assert_eq!(g.retry_topic().unwrap(), "%RETRY%cg");
         assert_eq!(g.dlq_topic().unwrap(), "%DLQ%cg");
         assert!(GroupName::new("g".repeat(121)).unwrap().retry_topic().is_err(), "a retry topic must fit a topic");
+        assert_eq!(GroupName::new("  ").unwrap_err(), NameError::BlankGroup);
+        assert!(matches!(GroupName::new("é".repeat(200)).unwrap_err(), NameError::IllegalGroupChars(_)));
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub fn upper_hex(bytes: &[u8]) -> String {
 
 /// Decodes an offset message id into the store address and physical offset (32 hex chars: IPv4).
 pub fn decode_offset_message_id(id: &str) -> Option<(std::net::SocketAddr, i64)> {
-    let bytes: Vec<u8> = (0..id.len()).step_by(2).map(|i| id.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect::<Option<_>>()?;
+    let bytes: Vec<u8> = (0..id.len()).step_by(2).map(|i| id.get(i..i + 2).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok())).collect::<Option<_>>()?;
     let ip_len = match bytes.len() {
         16 => 4,
         28 => 16,
@@ -96,5 +96,7 @@ mod tests {
         assert_eq!(id, "C0A8000100002A9F0000000000000F3C");
         assert_eq!(decode_offset_message_id(&id), Some((host, 3900)));
         assert_eq!(decode_offset_message_id("zz"), None);
+        // `from_str_radix` alone would read "+F" as 0x0F.
+        assert_eq!(decode_offset_message_id("+F00000100002A9F000000000001E240"), None);
     }
 }
