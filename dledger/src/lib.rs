@@ -5,9 +5,11 @@
 //! - [`entry`]: the 48-byte entry header and body;
 //! - [`protocol`]: the RPCs as plain types (codes, requests, responses);
 //! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
-//! - [`log`]: what the engine needs of a store (the log, the persisted term and vote).
+//! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
+//! - [`engine`]: the Raft engine itself, pure (no threads, sockets or clock): inputs in, actions out.
 
 pub mod config;
+pub mod engine;
 pub mod entry;
 pub mod log;
 pub mod protocol;
