@@ -6,10 +6,12 @@
 //! - [`protocol`]: the RPCs as plain types (codes, requests, responses);
 //! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
 //! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
-//! - [`engine`]: the Raft engine itself, pure (no threads, sockets or clock): inputs in, actions out.
+//! - [`engine`]: the Raft engine itself, pure (no threads, sockets or clock): inputs in, actions out;
+//! - [`sim`]: an in-memory store and a deterministic simulated cluster that checks the engine.
 
 pub mod config;
 pub mod engine;
 pub mod entry;
 pub mod log;
 pub mod protocol;
+pub mod sim;
