@@ -6,6 +6,8 @@
 //! - [`protocol`]: the RPCs as plain types (codes, requests, responses);
 //! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
 //! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
+//! - [`engine`]: the Raft engine itself, pure (no threads, sockets or clock): inputs in, actions out;
+//! - [`sim`]: an in-memory store and a deterministic simulated cluster that checks the engine;
 //! - [`store`]: the file store, Java's `DLedgerMmapFileStore` byte for byte (data and index
 //!   segments, recovery, `checkpoint`, `currterm`, flush and expiry services).
 //! - [`wire`]: the RPCs' JSON bodies, byte for byte as fastjson writes and reads them;
@@ -15,9 +17,11 @@
 
 pub mod client;
 pub mod config;
+pub mod engine;
 pub mod entry;
 pub mod log;
 pub mod protocol;
 pub mod rpc;
+pub mod sim;
 pub mod store;
 pub mod wire;

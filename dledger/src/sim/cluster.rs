@@ -1,0 +1,845 @@
+//! The simulated group: members running the engine over [`MemLog`]s, an in-memory network,
+//! clients, and a fault plan drawn from one seed. One event at a time, in time order; the
+//! [`Oracle`] checks after every event.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use bytes::Bytes;
+
+use crate::config::DLedgerConfig;
+use crate::engine::{Action, Engine, JavaQuirks, Role, SendFailed};
+use crate::protocol::{Code, PeerMessage};
+
+use super::mem_store::{MemLog, MemTerms};
+use super::oracle::{Oracle, View};
+
+/// One run.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub members: usize,
+    /// Faults happen during this long ...
+    pub faulty_ms: u64,
+    /// ... then everything heals and the group must make progress within this long.
+    pub heal_ms: u64,
+    pub quirks: JavaQuirks,
+    pub trace: Trace,
+}
+
+/// What the run says about itself. Tracing costs time; [`run`] replays a failing seed with
+/// [`Trace::Keep`] to report its last events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trace {
+    Off,
+    /// Keep the last events, for the failure report.
+    Keep,
+    /// Print every event.
+    Print,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64, members: usize) -> SimConfig {
+        SimConfig { seed, members, faulty_ms: 12_000, heal_ms: 16_000, quirks: JavaQuirks::default(), trace: Trace::Off }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SimReport {
+    pub events: u64,
+    pub proposals: u64,
+    pub acked: u64,
+    pub committed: usize,
+    pub leaders: u64,
+    pub crashes: u64,
+    pub power_losses: u64,
+    pub forfeits: u64,
+    pub forfeited_entries: u64,
+    pub transfers: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimFailure {
+    pub seed: u64,
+    pub members: usize,
+    pub at_ms: u64,
+    pub message: String,
+    /// The last events before the failure.
+    pub trace: Vec<String>,
+}
+
+impl std::fmt::Display for SimFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "simulation failed: {} (at {} ms)", self.message, self.at_ms)?;
+        writeln!(f, "replay: DLEDGER_SIM_SEED={} DLEDGER_SIM_MEMBERS={} cargo test -p dledger --test sim replay -- --nocapture", self.seed, self.members)?;
+        for line in &self.trace {
+            writeln!(f, "  {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// SplitMix64 for the simulation's own choices.
+#[derive(Clone, Debug)]
+pub struct SimRng(u64);
+
+impl SimRng {
+    pub fn new(seed: u64) -> SimRng {
+        SimRng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// True with probability `per_mille / 1000`.
+    pub fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+}
+
+/// How the network treats a message.
+#[derive(Clone, Debug)]
+struct NetParams {
+    loss: u64,
+    dup: u64,
+    min_delay: u64,
+    max_delay: u64,
+    /// Chance (per mille) and size of a long delay (beyond the RPC timeout at times).
+    spike: u64,
+    spike_max: u64,
+}
+
+impl NetParams {
+    fn calm() -> NetParams {
+        NetParams { loss: 0, dup: 0, min_delay: 1, max_delay: 5, spike: 0, spike_max: 0 }
+    }
+
+    fn rough(rng: &mut SimRng) -> NetParams {
+        let min_delay = rng.range(1, 10);
+        NetParams {
+            loss: rng.below(250),
+            dup: rng.below(80),
+            min_delay,
+            max_delay: min_delay + rng.below(120),
+            spike: rng.below(30),
+            spike_max: rng.range(100, 5_000),
+        }
+    }
+}
+
+enum Wire {
+    Request { from_inc: u64, token: u64, msg: PeerMessage },
+    Response { to_inc: u64, token: u64, result: Result<PeerMessage, SendFailed> },
+}
+
+enum EventKind {
+    Deliver { from: usize, to: usize, wire: Box<Wire> },
+    Wake { node: usize, inc: u64, at: u64 },
+    Client,
+    Fault,
+    Restart { node: usize },
+    Heal,
+}
+
+struct Event {
+    at: u64,
+    seq: u64,
+    kind: EventKind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+enum Inbound {
+    Peer { from: usize, from_inc: u64, token: u64 },
+    Admin,
+}
+
+struct Proposal {
+    bodies: Vec<Bytes>,
+    node: usize,
+    inc: u64,
+    at: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Crash {
+    Process,
+    Power,
+}
+
+struct Member {
+    id: String,
+    config: DLedgerConfig,
+    engine: Option<Engine<MemLog, MemTerms>>,
+    /// The stores while the process is down.
+    parked: Option<(MemLog, MemTerms)>,
+    inc: u64,
+    offset: u64,
+    wake_at: Option<u64>,
+    next_flush: u64,
+    flush_every: u64,
+    inbound: BTreeMap<u64, Inbound>,
+}
+
+impl Member {
+    fn now(&self, t: u64) -> u64 {
+        t + self.offset
+    }
+
+    fn log(&self) -> &MemLog {
+        match (&self.engine, &self.parked) {
+            (Some(e), _) => e.log(),
+            (None, Some((l, _))) => l,
+            (None, None) => unreachable!("a member always has its store"),
+        }
+    }
+
+    fn log_mut(&mut self) -> &mut MemLog {
+        match (&mut self.engine, &mut self.parked) {
+            (Some(e), _) => e.log_mut(),
+            (None, Some((l, _))) => l,
+            (None, None) => unreachable!("a member always has its store"),
+        }
+    }
+}
+
+struct Sim {
+    cfg: SimConfig,
+    rng: SimRng,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Event>>,
+    members: Vec<Member>,
+    blocked: Vec<Vec<bool>>,
+    net: NetParams,
+    healed: bool,
+    oracle: Oracle,
+    proposals: BTreeMap<u64, Proposal>,
+    next_proposal: u64,
+    next_inbound: u64,
+    believed_leader: Option<(i64, usize)>,
+    acked_after_heal: u64,
+    /// When the run stops: the end of the heal phase, or sooner once the healed group committed
+    /// a proposal and every proposal had time to be answered.
+    end: u64,
+    report: SimReport,
+    trace: std::collections::VecDeque<String>,
+}
+
+const TRACE_KEEP: usize = 400;
+/// Every proposal must be answered within this long (the leader's maxWaitAckTimeMs is 2.5 s).
+const ANSWER_WAIT_MS: u64 = 3_000;
+
+/// Runs one seeded simulation. A failure is replayed with its trace kept.
+pub fn run(cfg: &SimConfig) -> Result<SimReport, SimFailure> {
+    let mut sim = Sim::new(cfg.clone());
+    match sim.run() {
+        Ok(()) => Ok(sim.report),
+        Err(message) => {
+            let trace = if cfg.trace == Trace::Off {
+                let mut again = Sim::new(SimConfig { trace: Trace::Keep, ..cfg.clone() });
+                let _ = again.run();
+                again.trace.into_iter().collect()
+            } else {
+                sim.trace.into_iter().collect()
+            };
+            Err(SimFailure { seed: cfg.seed, members: cfg.members, at_ms: sim.now, message, trace })
+        }
+    }
+}
+
+impl Sim {
+    fn new(cfg: SimConfig) -> Sim {
+        let mut rng = SimRng::new(cfg.seed);
+        let n = cfg.members;
+        let peers: Vec<String> = (0..n).map(|i| format!("n{i}-127.0.0.1:{}", 40_911 + i)).collect();
+        let segment = rng.range(300, 4_096) as usize;
+        let shared = DLedgerConfig {
+            group: "sim".into(),
+            peers: peers.join(";"),
+            enable_batch_push: rng.chance(300),
+            max_batch_push_size: rng.range(64, 1_024) as usize,
+            preferred_leader_ids: if rng.chance(200) { format!("n{}", rng.below(n as u64)) } else { String::new() },
+            max_pending_requests_num: if rng.chance(100) { rng.range(0, 6) as usize } else { 10_000 },
+            mapped_file_size_for_entry_data: segment,
+            ..DLedgerConfig::default()
+        };
+        let members = (0..n)
+            .map(|i| {
+                let id = format!("n{i}");
+                let config = DLedgerConfig { self_id: id.clone(), ..shared.clone() };
+                Member {
+                    id,
+                    config,
+                    engine: None,
+                    parked: Some((MemLog::new(segment), MemTerms::default())),
+                    inc: 0,
+                    offset: 1_000_000_000 + rng.below(1_000_000),
+                    wake_at: None,
+                    next_flush: 0,
+                    flush_every: 10,
+                    inbound: BTreeMap::new(),
+                }
+            })
+            .collect();
+        let net = NetParams::rough(&mut rng);
+        Sim {
+            oracle: Oracle::new(n),
+            blocked: vec![vec![false; n]; n],
+            net,
+            healed: false,
+            members,
+            cfg,
+            rng,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            proposals: BTreeMap::new(),
+            next_proposal: 1,
+            next_inbound: 1,
+            believed_leader: None,
+            acked_after_heal: 0,
+            end: 0,
+            report: SimReport::default(),
+            trace: std::collections::VecDeque::new(),
+        }
+    }
+
+    fn push(&mut self, at: u64, kind: EventKind) {
+        self.seq += 1;
+        self.queue.push(Reverse(Event { at, seq: self.seq, kind }));
+    }
+
+    fn note(&mut self, f: impl FnOnce() -> String) {
+        match self.cfg.trace {
+            Trace::Off => {}
+            Trace::Print => println!("{:>7} {}", self.now, f()),
+            Trace::Keep => {
+                if self.trace.len() == TRACE_KEEP {
+                    self.trace.pop_front();
+                }
+                let line = format!("{:>7} {}", self.now, f());
+                self.trace.push_back(line);
+            }
+        }
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        for i in 0..self.members.len() {
+            self.start(i)?;
+        }
+        let (client, fault) = (self.rng.range(10, 300), self.rng.range(100, 1_500));
+        self.push(client, EventKind::Client);
+        self.push(fault, EventKind::Fault);
+        self.push(self.cfg.faulty_ms, EventKind::Heal);
+        self.end = self.cfg.faulty_ms + self.cfg.heal_ms;
+        while let Some(Reverse(ev)) = self.queue.pop() {
+            if ev.at > self.end {
+                break;
+            }
+            self.now = ev.at;
+            self.flush_due();
+            if self.handle(ev)? {
+                self.report.events += 1;
+                self.check()?;
+            }
+        }
+        self.finish()
+    }
+
+    fn flush_due(&mut self) {
+        let now = self.now;
+        for m in &mut self.members {
+            if m.engine.is_some() && now >= m.next_flush {
+                m.log_mut().flush();
+                m.next_flush = now + m.flush_every;
+            }
+        }
+    }
+
+    /// Returns whether an engine ran (and the oracle should look).
+    fn handle(&mut self, ev: Event) -> Result<bool, String> {
+        match ev.kind {
+            EventKind::Deliver { from, to, wire } => self.deliver(from, to, *wire),
+            EventKind::Wake { node, inc, at } => {
+                let m = &self.members[node];
+                if m.engine.is_none() || m.inc != inc || m.wake_at != Some(at) {
+                    return Ok(false);
+                }
+                let now = m.now(self.now);
+                let actions = self.members[node].engine.as_mut().map(|e| e.tick(now)).unwrap_or_default();
+                if let Some(e) = self.members[node].engine.as_ref().filter(|e| e.role() == Role::Leader) {
+                    let state = e.debug_pushes();
+                    let id = self.members[node].id.clone();
+                    self.note(|| format!("{id} ticks: {state}"));
+                }
+                self.apply(node, actions)?;
+                Ok(true)
+            }
+            EventKind::Client => {
+                self.client()?;
+                let gap = if self.healed { self.rng.range(100, 600) } else { self.rng.range(20, 500) };
+                self.push(self.now + gap, EventKind::Client);
+                Ok(true)
+            }
+            EventKind::Fault => {
+                if !self.healed {
+                    self.fault()?;
+                    let gap = self.rng.range(200, 2_500);
+                    self.push(self.now + gap, EventKind::Fault);
+                }
+                Ok(true)
+            }
+            EventKind::Restart { node } => {
+                if self.members[node].engine.is_none() {
+                    self.start(node)?;
+                }
+                Ok(true)
+            }
+            EventKind::Heal => {
+                self.heal()?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn start(&mut self, i: usize) -> Result<(), String> {
+        let seed = self.cfg.seed ^ ((i as u64) << 32) ^ self.members[i].inc.wrapping_mul(0x9E37_79B9);
+        let m = &mut self.members[i];
+        let (log, terms) = m.parked.take().ok_or("start of a running member")?;
+        m.inc += 1;
+        m.inbound.clear();
+        let now = m.now(self.now);
+        let engine = Engine::new(&m.config, log, terms, seed, now)
+            .map_err(|e| format!("engine config: {e}"))?
+            .with_java_quirks(self.cfg.quirks);
+        m.engine = Some(engine);
+        m.wake_at = None;
+        self.oracle.restarted(i);
+        let id = m.id.clone();
+        self.note(|| format!("{id} starts"));
+        let actions = self.members[i].engine.as_mut().map(|e| e.tick(now)).unwrap_or_default();
+        self.apply(i, actions)
+    }
+
+    fn crash(&mut self, i: usize, kind: Crash) {
+        let m = &mut self.members[i];
+        let Some(engine) = m.engine.take() else { return };
+        let (mut log, terms) = engine.into_parts();
+        self.report.crashes += 1;
+        if kind == Crash::Power {
+            self.report.power_losses += 1;
+            let disks: Vec<(i64, &[crate::entry::Entry])> = self
+                .members
+                .iter()
+                .enumerate()
+                .map(|(j, m)| if j == i { (log.durable_begin(), log.durable_entries()) } else { (m.log().durable_begin(), m.log().durable_entries()) })
+                .collect();
+            self.oracle.power_loss(i, &log, &disks);
+            log.power_loss();
+        }
+        let m = &mut self.members[i];
+        m.parked = Some((log, terms));
+        m.wake_at = None;
+        m.inbound.clear();
+        let id = m.id.clone();
+        self.note(|| format!("{id} crashes ({})", if kind == Crash::Power { "power loss" } else { "process" }));
+    }
+
+    fn send(&mut self, from: usize, to: usize, wire: Wire) {
+        if self.blocked[from][to] || self.rng.chance(self.net.loss) {
+            return;
+        }
+        if self.rng.chance(self.net.dup) {
+            let copy = match &wire {
+                Wire::Request { from_inc, token, msg } => Wire::Request { from_inc: *from_inc, token: *token, msg: msg.clone() },
+                Wire::Response { to_inc, token, result } => Wire::Response { to_inc: *to_inc, token: *token, result: result.clone() },
+            };
+            self.send_one(from, to, copy);
+        }
+        self.send_one(from, to, wire);
+    }
+
+    fn send_one(&mut self, from: usize, to: usize, wire: Wire) {
+        let mut delay = self.rng.range(self.net.min_delay, self.net.max_delay);
+        if self.rng.chance(self.net.spike) {
+            delay += self.rng.range(1, self.net.spike_max.max(1));
+        }
+        self.push(self.now + delay, EventKind::Deliver { from, to, wire: Box::new(wire) });
+    }
+
+    fn deliver(&mut self, from: usize, to: usize, wire: Wire) -> Result<bool, String> {
+        if self.blocked[from][to] || self.members[to].engine.is_none() {
+            // A request to a member that is down is refused at once, sometimes (connect fails).
+            if let Wire::Request { from_inc, token, .. } = wire {
+                if self.members[to].engine.is_none() && !self.blocked[to][from] && self.rng.chance(500) {
+                    let wire = Wire::Response { to_inc: from_inc, token, result: Err(SendFailed) };
+                    let at = self.now + self.rng.range(1, 5);
+                    self.push(at, EventKind::Deliver { from: to, to: from, wire: Box::new(wire) });
+                }
+            }
+            return Ok(false);
+        }
+        let now = self.members[to].now(self.now);
+        let actions = match wire {
+            Wire::Request { from_inc, token, msg } => {
+                let local = self.next_inbound;
+                self.next_inbound += 1;
+                self.members[to].inbound.insert(local, Inbound::Peer { from, from_inc, token });
+                let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
+                self.note(|| format!("{a} -> {b}: {}", describe(&msg)));
+                self.members[to].engine.as_mut().map(|e| e.on_request(now, local, msg)).unwrap_or_default()
+            }
+            Wire::Response { to_inc, token, result } => {
+                if to_inc != self.members[to].inc {
+                    return Ok(false);
+                }
+                let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
+                self.note(|| format!("{a} => {b}: {}", result.as_ref().map_or("failed".into(), describe)));
+                self.members[to].engine.as_mut().map(|e| e.on_response(now, token, result)).unwrap_or_default()
+            }
+        };
+        self.apply(to, actions)?;
+        Ok(true)
+    }
+
+    fn apply(&mut self, i: usize, actions: Vec<Action>) -> Result<(), String> {
+        let mut acks = Vec::new();
+        for action in actions {
+            match action {
+                Action::Send { to, token, msg } => {
+                    let to = self.index_of(&to)?;
+                    let inc = self.members[i].inc;
+                    self.send(i, to, Wire::Request { from_inc: inc, token, msg });
+                }
+                Action::Reply { token, msg } => match self.members[i].inbound.remove(&token) {
+                    Some(Inbound::Peer { from, from_inc, token }) => {
+                        self.send(i, from, Wire::Response { to_inc: from_inc, token, result: Ok(msg) });
+                    }
+                    Some(Inbound::Admin) => {
+                        let id = self.members[i].id.clone();
+                        self.note(|| format!("{id} answers the admin: {}", describe(&msg)));
+                    }
+                    None => return Err(format!("{} replied to unknown request {token}", self.members[i].id)),
+                },
+                Action::NoReply { token } => {
+                    if self.members[i].inbound.remove(&token).is_none() {
+                        return Err(format!("{} dropped unknown request {token}", self.members[i].id));
+                    }
+                }
+                Action::RoleChanged { role, term, leader_id } => {
+                    let id = self.members[i].id.clone();
+                    self.note(|| format!("{id} is {role:?} in term {term} (leader {leader_id:?})"));
+                    if role == Role::Leader {
+                        self.report.leaders += 1;
+                        if self.believed_leader.map_or(true, |(t, _)| t <= term) {
+                            self.believed_leader = Some((term, i));
+                        }
+                    }
+                }
+                Action::Committed { .. } => {}
+                Action::Answer { token, response, positions } => {
+                    self.oracle.answered(token)?;
+                    let Some(p) = self.proposals.remove(&token) else {
+                        return Err(format!("answer to unknown proposal {token}"));
+                    };
+                    if p.node != i || p.inc != self.members[i].inc {
+                        return Err(format!("proposal {token} answered by the wrong member"));
+                    }
+                    let code = response.base.code;
+                    let id = self.members[i].id.clone();
+                    self.note(|| format!("{id} answers proposal {token}: {code:?} index {} pos {}", response.index, response.pos));
+                    if code == Code::SUCCESS {
+                        if p.at >= self.cfg.faulty_ms {
+                            self.acked_after_heal += 1;
+                            // Leave time for every waiting proposal to be answered (2.5 s at most).
+                            self.end = self.end.min(self.now + ANSWER_WAIT_MS + 500);
+                        }
+                        acks.push((response, positions, p.bodies));
+                    } else if code == Code::NOT_LEADER || code == Code::LEADER_TRANSFERRING {
+                        if self.believed_leader.is_some_and(|(_, l)| l == i) {
+                            self.believed_leader = None;
+                        }
+                    }
+                }
+                Action::WakeAt { at_ms } => {
+                    let at = at_ms.saturating_sub(self.members[i].offset).max(self.now + 1);
+                    let m = &mut self.members[i];
+                    m.wake_at = Some(at);
+                    let inc = m.inc;
+                    self.push(at, EventKind::Wake { node: i, inc, at });
+                }
+            }
+        }
+        if !acks.is_empty() {
+            // The commit that answered them is checked first.
+            self.check()?;
+            for (response, positions, bodies) in acks {
+                let m = &self.members[i];
+                let view = view_of(m, 0, Vec::new());
+                self.oracle.acknowledged(&view, response.base.term, response.index, response.pos, &bodies, &positions)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn index_of(&self, id: &str) -> Result<usize, String> {
+        self.members.iter().position(|m| m.id == id).ok_or_else(|| format!("send to unknown member {id}"))
+    }
+
+    fn check(&mut self) -> Result<(), String> {
+        let mut changes = Vec::with_capacity(self.members.len());
+        for m in &mut self.members {
+            let log = m.log_mut();
+            changes.push((log.take_changed(), log.take_cut_committed()));
+        }
+        let views: Vec<View> =
+            self.members.iter().zip(changes).map(|(m, (changed, cut))| view_of(m, changed, cut)).collect();
+        self.oracle.check(&views)
+    }
+
+    fn client(&mut self) -> Result<(), String> {
+        let n = self.members.len() as u64;
+        let target = match self.believed_leader {
+            Some((_, l)) if self.rng.chance(750) => l,
+            _ => self.rng.below(n) as usize,
+        };
+        if self.members[target].engine.is_none() {
+            return Ok(());
+        }
+        if !self.healed && self.rng.chance(30) {
+            return self.admin_transfer(target);
+        }
+        let count = if self.rng.chance(150) { self.rng.range(2, 4) } else { 1 };
+        let token = self.next_proposal;
+        self.next_proposal += 1;
+        let bodies: Vec<Bytes> = (0..count)
+            .map(|k| {
+                let pad = self.rng.below(160) as usize;
+                let mut b = format!("p{token}.{k}:").into_bytes();
+                b.resize(b.len() + pad, b'x');
+                Bytes::from(b)
+            })
+            .collect();
+        self.report.proposals += 1;
+        let inc = self.members[target].inc;
+        self.proposals.insert(token, Proposal { bodies: bodies.clone(), node: target, inc, at: self.now });
+        let now = self.members[target].now(self.now);
+        let id = self.members[target].id.clone();
+        self.note(|| format!("client proposes {token} ({count} bodies) to {id}"));
+        let actions = self.members[target].engine.as_mut().map(|e| e.propose(now, token, bodies)).unwrap_or_default();
+        self.apply(target, actions)
+    }
+
+    fn admin_transfer(&mut self, target: usize) -> Result<(), String> {
+        let n = self.members.len() as u64;
+        let to = format!("n{}", self.rng.below(n));
+        let token = self.next_inbound;
+        self.next_inbound += 1;
+        self.members[target].inbound.insert(token, Inbound::Admin);
+        self.report.transfers += 1;
+        let now = self.members[target].now(self.now);
+        let id = self.members[target].id.clone();
+        self.note(|| format!("admin asks {id} to transfer leadership to {to}"));
+        let actions =
+            self.members[target].engine.as_mut().map(|e| e.transfer_leadership(now, token, &to)).unwrap_or_default();
+        self.apply(target, actions)
+    }
+
+    fn fault(&mut self) -> Result<(), String> {
+        let n = self.members.len();
+        let pick = self.rng.below(n as u64) as usize;
+        match self.rng.below(100) {
+            0..=14 => {
+                // Isolate one member (the leader more often than not).
+                let who = match self.believed_leader {
+                    Some((_, l)) if self.rng.chance(600) => l,
+                    _ => pick,
+                };
+                for j in 0..n {
+                    if j != who {
+                        self.blocked[who][j] = true;
+                        self.blocked[j][who] = true;
+                    }
+                }
+                let id = self.members[who].id.clone();
+                self.note(|| format!("fault: isolate {id}"));
+            }
+            15..=24 => {
+                // Split into two sides.
+                let side: Vec<bool> = (0..n).map(|_| self.rng.chance(500)).collect();
+                for a in 0..n {
+                    for b in 0..n {
+                        self.blocked[a][b] = side[a] != side[b];
+                    }
+                }
+                self.note(|| format!("fault: split {side:?}"));
+            }
+            25..=29 => {
+                let other = (pick + 1 + self.rng.below(n as u64 - 1) as usize) % n;
+                self.blocked[pick][other] = true;
+                self.note(|| format!("fault: cut n{pick} -> n{other}"));
+            }
+            30..=44 => {
+                for row in &mut self.blocked {
+                    row.iter_mut().for_each(|b| *b = false);
+                }
+                self.note(|| "fault: partitions healed".into());
+            }
+            45..=56 => {
+                let kind = if self.rng.chance(500) { Crash::Power } else { Crash::Process };
+                self.crash(pick, kind);
+                let back = self.now + self.rng.range(50, 4_000);
+                self.push(back, EventKind::Restart { node: pick });
+            }
+            57..=64 => {
+                // The clock jumps, either way.
+                let jump = self.rng.range(0, 20_000) as i64 - 8_000;
+                let m = &mut self.members[pick];
+                m.offset = m.offset.saturating_add_signed(jump);
+                let inc = m.inc;
+                if m.engine.is_some() {
+                    m.wake_at = Some(self.now);
+                    let now = self.now;
+                    self.push(now, EventKind::Wake { node: pick, inc, at: now });
+                }
+                self.note(|| format!("fault: n{pick}'s clock jumps {jump} ms"));
+            }
+            65..=76 => {
+                self.net = NetParams::rough(&mut self.rng);
+                let net = self.net.clone();
+                self.note(|| format!("fault: network {net:?}"));
+            }
+            77..=84 => {
+                // The disk falls behind (a wider window for power loss), or catches up.
+                let every = if self.rng.chance(500) { self.rng.range(200, 3_000) } else { 10 };
+                self.members[pick].flush_every = every;
+                self.note(|| format!("fault: n{pick} flushes every {every} ms"));
+            }
+            85..=89 => {
+                if let Some(e) = self.members[pick].engine.as_mut() {
+                    let log = e.log_mut();
+                    log.disk_full = !log.disk_full;
+                    let full = log.disk_full;
+                    self.note(|| format!("fault: n{pick}'s disk full: {full}"));
+                }
+            }
+            90..=93 => {
+                self.set_persist_failure(pick);
+            }
+            _ => {
+                self.net = NetParams::calm();
+                self.note(|| "fault: network calm".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn set_persist_failure(&mut self, i: usize) {
+        if let Some(e) = self.members[i].engine.as_mut() {
+            e.terms_mut().fail_next = true;
+            self.note(|| format!("fault: n{i}'s next currterm write fails"));
+        }
+    }
+
+    fn heal(&mut self) -> Result<(), String> {
+        self.healed = true;
+        self.net = NetParams::calm();
+        for row in &mut self.blocked {
+            row.iter_mut().for_each(|b| *b = false);
+        }
+        for i in 0..self.members.len() {
+            self.members[i].flush_every = 10;
+            if self.members[i].engine.is_none() {
+                self.start(i)?;
+            }
+            if let Some(e) = self.members[i].engine.as_mut() {
+                e.log_mut().disk_full = false;
+            }
+        }
+        self.note(|| "heal: everything back".into());
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        self.report.committed = self.oracle.committed_len();
+        self.report.acked = self.oracle.acked;
+        self.report.forfeits = self.oracle.forfeits;
+        self.report.forfeited_entries = self.oracle.forfeited_entries;
+        let leaders = self.members.iter().filter(|m| m.engine.as_ref().is_some_and(|e| e.role() == Role::Leader)).count();
+        if self.acked_after_heal == 0 {
+            return Err(format!("no proposal committed within {} ms of healing ({leaders} leaders)", self.cfg.heal_ms));
+        }
+        let end = self.end;
+        for (token, p) in &self.proposals {
+            if p.inc == self.members[p.node].inc && self.members[p.node].engine.is_some() && p.at + ANSWER_WAIT_MS < end {
+                return Err(format!("proposal {token} to {} at {} ms never answered", self.members[p.node].id, p.at));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn view_of(m: &Member, changed_from: i64, cut_committed: Vec<crate::entry::Entry>) -> View<'_> {
+    let (up, leader_term, term) = match &m.engine {
+        Some(e) => (true, (e.role() == Role::Leader).then(|| e.term()), e.term()),
+        None => (false, None, m.parked.as_ref().map_or(-1, |(_, t)| t.term)),
+    };
+    View { id: &m.id, up, leader_term, term, log: m.log(), changed_from, cut_committed }
+}
+
+/// A short description of a message, for traces.
+pub fn describe(msg: &PeerMessage) -> String {
+    match msg {
+        PeerMessage::Vote(r) => format!("VOTE term {} end {}@{}", r.base.term, r.ledger_end_index, r.ledger_end_term),
+        PeerMessage::VoteResponse(r) => format!("VOTE-> {} term {}", r.vote_result.java_name(), r.base.term),
+        PeerMessage::HeartBeat(r) => format!("HEARTBEAT term {}", r.base.term),
+        PeerMessage::HeartBeatResponse(r) => format!("HEARTBEAT-> {:?} term {}", r.base.code, r.base.term),
+        PeerMessage::Push(r) => format!(
+            "PUSH {} term {} commit {} entries {:?}",
+            r.kind.java_name(),
+            r.base.term,
+            r.commit_index,
+            r.entries.iter().map(|e| (e.index, e.term)).collect::<Vec<_>>()
+        ),
+        PeerMessage::PushResponse(r) => {
+            format!("PUSH-> {:?} term {} index {:?} count {} log {}..{}", r.base.code, r.base.term, r.index, r.count, r.begin_index, r.end_index)
+        }
+        PeerMessage::LeadershipTransfer(r) => {
+            format!("TRANSFER term {} to {:?} at {}", r.base.term, r.transferee_id, r.take_leadership_ledger_index)
+        }
+        PeerMessage::LeadershipTransferResponse(r) => format!("TRANSFER-> {:?} term {}", r.base.code, r.base.term),
+    }
+}
