@@ -13,6 +13,8 @@
 //! - [`wire`]: the RPCs' JSON bodies, byte for byte as fastjson writes and reads them;
 //! - [`rpc`]: the RPCs over remoting: the serving side with its member checks and the
 //!   [`rpc::DLedgerHandler`] the engine plugs into, and the [`rpc::PeerClient`];
+//! - [`server`]: a running member (Java's `DLedgerServer`): the engine on its own thread over
+//!   the file store, served by the RPCs, with a handle for in-process appends;
 //! - [`client`]: Java's `DLedgerClient` (append, get, metadata, leadership transfer).
 
 pub mod client;
@@ -22,6 +24,7 @@ pub mod entry;
 pub mod log;
 pub mod protocol;
 pub mod rpc;
+pub mod server;
 pub mod sim;
 pub mod store;
 pub mod wire;

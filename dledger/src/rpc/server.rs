@@ -24,7 +24,7 @@ use std::sync::Arc;
 use remoting::command::CURRENT_VERSION;
 use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ProcessError, ProcessResult, ProcessorRegistry, RemotingServer, Reply, RequestProcessor, ServerConfig};
-use remoting::{RemotingCommand, RequestCode};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use tracing::debug;
 
 use super::{RpcRequest, RpcResponse};
@@ -66,6 +66,15 @@ impl<R: RpcResponse> Responder<R> {
     pub fn send(mut self, response: R) {
         if let Some(reply) = self.reply.take() {
             reply.send(dledger_response(&response));
+        }
+    }
+
+    /// What Java's remoting layer answers when a handler throws something other than a
+    /// `DLedgerException` (a NullPointerException on a missing field): SYSTEM_ERROR, the remark,
+    /// no body.
+    pub fn system_error(mut self, remark: impl Into<String>) {
+        if let Some(reply) = self.reply.take() {
+            reply.error(ResponseCode::SYSTEM_ERROR, remark);
         }
     }
 
