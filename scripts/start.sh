@@ -4,6 +4,9 @@
 #   scripts/start.sh                  a name server (9876) and a broker (10911)
 #   scripts/start.sh --master-slave   a name server, a SYNC_MASTER (10911, HA port 10912) and its
 #                                     slave (10921, brokerId 1) in one broker group
+#   scripts/start.sh --dledger-group  a 3-member DLedger 0.3.1.2 group of our `dledger server`
+#                                     (group dledger, n0-n2 on 40911-40913), without a broker;
+#                                     try: target/release/dledger append -g dledger -p "$DLEDGER_PEERS"
 #   scripts/stop.sh                   stop what was started
 # State lives in $RMQ_RUN_DIR (default ./run): configs, stores, logs, pids.
 set -euo pipefail
@@ -16,10 +19,28 @@ mode=single
 case "${1:-}" in
   "") ;;
   --master-slave) mode=master-slave ;;
-  -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+  --dledger-group) mode=dledger-group ;;
+  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
   *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 mkdir -p "$run/logs"
+
+if [ "$mode" = dledger-group ]; then
+  cargo build --release --manifest-path "$root/Cargo.toml" --bin dledger
+  peers="n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
+  for i in 0 1 2; do
+    nohup "$root/target/release/dledger" server -g dledger -i "n$i" -p "$peers" -s "$run/dledger" > "$run/logs/dl$i.log" 2>&1 &
+    echo $! > "$run/dl$i.pid"
+  done
+  for i in 0 1 2; do
+    port=$((40911 + i))
+    for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    echo "dledger member n$i listening on 127.0.0.1:$port (log: $run/logs/dl$i.log)"
+  done
+  echo "peers: $peers"
+  echo "stop with: scripts/stop.sh"
+  exit 0
+fi
 
 cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv --bin mqbroker
 
