@@ -1,4 +1,16 @@
-//! DOC_PLACEHOLDER
+//! The DLedger 0.3.1.2 member as a pure state machine: no threads, sockets or clocks. The driver
+//! hands in ticks (its clock reading), requests from peers, answers to the requests the engine
+//! sent, and local proposals; each call returns [`Action`]s: messages to send, replies, role
+//! changes, commit advances, answers to proposals, and when to tick next. The log ([`RaftLog`])
+//! and the persisted term and vote ([`TermStore`]) are written inline through their traits, so
+//! the same engine runs over the file store in a server and over memory in the simulation.
+//!
+//! The parts are Java's: the member state and role changes ([`member`]), the elector ([`election`]),
+//! one push state machine per follower ([`dispatcher`]), the follower's entry handler
+//! ([`follower`]), the quorum of acknowledgements and commit ([`quorum`]), leadership transfer and
+//! preferred leaders ([`transfer`]). Where 0.3.1.2 is unsafe (each place says how and why), the
+//! engine keeps the wire format and fixes the rule; [`JavaQuirks`] switches the old rules back on
+//! for tests only, so the simulation can show its oracle catching them.
 
 mod clock;
 mod dispatcher;
