@@ -160,7 +160,19 @@ public final class JavaBroker implements AutoCloseable {
     }
 
     public String describe(int lines) {
-        return process.describe(lines);
+        // The broker's own logs say why a replication or store step failed (store.log holds the HA service's).
+        StringBuilder sb = new StringBuilder(process.describe(lines));
+        for (String log : new String[] {"store.log", "broker.log"}) {
+            Path file = home.dir().resolve("logs/rocketmqlogs").resolve(log);
+            try {
+                java.util.List<String> all = java.nio.file.Files.readAllLines(file);
+                sb.append("-- last ").append(lines).append(" lines of ").append(file).append(" --\n");
+                all.subList(Math.max(0, all.size() - lines), all.size()).forEach(l -> sb.append(l).append('\n'));
+            } catch (java.io.IOException | java.io.UncheckedIOException e) {
+                // No such log (yet): nothing to add.
+            }
+        }
+        return sb.toString();
     }
 
     @Override

@@ -56,12 +56,18 @@ final class Ha {
 
     /** Fails unless the {@code produce} step reported OK, naming the sends that were not SEND_OK and why. */
     static void assertProduced(DriverRun run) {
+        assertProduced(run, () -> "");
+    }
+
+    /** As {@link #assertProduced(DriverRun)}, printing {@code diagnostics} (the brokers' logs) on a failure. */
+    static void assertProduced(DriverRun run, Supplier<String> diagnostics) {
         List<String> bad = new ArrayList<>();
         for (String prefix : List.of("FAIL ", "NOTOK ")) {
             run.lines(prefix).stream().limit(10).forEach(w -> bad.add(prefix + String.join(" ", w)));
         }
         if (!"OK".equals(run.result("produce").get("status"))) {
             System.out.println("sends that were not SEND_OK:\n  " + String.join("\n  ", bad));
+            System.out.println(diagnostics.get());
         }
         run.assertOk("produce");
     }

@@ -126,7 +126,7 @@ class MixedPairReplicationTest {
             DriverRun run = Ha.drive(client, serializeType, namesrv.address(), pairDir.resolve("drivers"), "produce-" + id,
                 "warm:" + topic + "Warm:60", Ha.produceAll(topic, "m", MESSAGES, THREADS));
             run.assertOk("warm");
-            Ha.assertProduced(run);
+            Ha.assertProduced(run, diagnostics);
             long end = Ha.awaitCaughtUp(master, slave, diagnostics);
             Map<Integer, Long> ends = Ha.queueEnds(master, topic, QUEUES);
             assertEquals(ends, Ha.queueEnds(slave, topic, QUEUES), "queue ends of " + topic + ": master, then slave");
