@@ -5,15 +5,22 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f  a subset (default all; e also runs e', the lean route client;
-#                                     f runs f0, its ASYNC_MASTER baseline, next to it)
-#            --systems ours,java      a subset, in this order (java = Java 5.x)
+#            --workloads a,b,c,d,e,f,g  a subset (default all; e also runs e', the lean route client;
+#                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger)
+#            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
+#            --elections N            g: leader kills timed (default 5 quick, 10 full)
 #
 # Every workload gets a fresh name server, a fresh broker and a fresh store, so the broker's CPU time
 # and VmHWM (peak resident set) belong to that workload alone. The server under test is pinned to one
 # core and the load generator (and the idle other server) to the other; in f (SYNC_MASTER) the master
 # and its slave share the server's core, since the slave's work is part of what SYNC_MASTER costs.
+# g is a 3-member DLedger group per system (3 `dledger server`s; 3 Java DLedger 0.3.1.2 members,
+# compat-tests/dledger-node) with the default DLedgerConfig on both sides, all three members on the
+# server core and one load generator for both (scripts/bench/dledger-load, our DLedgerClient, whose
+# wire is Java's client's) on the other: 64 appenders of 1 KiB entries through the leader, then
+# leader kills (SIGKILL) timed until a survivor's METADATA names a new leader and until an append is
+# answered SUCCESS, the killed member restarted on its store after each.
 # Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
 # target/bench/run-<timestamp>/.
 set -euo pipefail
@@ -21,16 +28,17 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f" systems="ours,java"
+workloads="a,b,c,d,e,f,g" systems="ours,java" elections=10
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) warmup=5 duration=20 drain=30 label=quick ;;
+    --quick) warmup=5 duration=20 drain=30 label=quick elections=5 ;;
     --with-4.9) systems="$systems,java49" ;;
     --workloads) workloads="$2"; shift ;;
     --systems) systems="$2"; shift ;;
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --elections) elections="$2"; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -47,15 +55,29 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
+# the broker workloads (a-f) need the broker, the name server and their load generators; g (DLedger) its own
+wants_broker="" wants_dledger=""
+case ",$workloads," in *,[a-f],*) wants_broker=1 ;; esac
+case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 echo "== building our release binaries" >&2
-cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv --bin mqbroker >&2
-echo "== resolving the Java name servers, brokers and clients from Maven Central" >&2
+bins=()
+[ -z "$wants_broker" ] || bins+=(--bin mqnamesrv --bin mqbroker)
+[ -z "$wants_dledger" ] || bins+=(--bin dledger --bin dledger-load)
+cargo build --release --manifest-path "$root/Cargo.toml" "${bins[@]}" >&2
+echo "== resolving the Java name servers, brokers and clients (and DLedger) from Maven Central" >&2
 "$root/compat-tests/resolve-runtime.sh"
-echo "== building the load generator" >&2
-mvn -B -q -f "$root/scripts/bench/loadgen/pom.xml" compile dependency:build-classpath \
-  -Dbench.build.dir="$root/target/bench/loadgen" >&2
-loadgen_cp="$root/target/bench/loadgen/classes:$(cat "$root/target/bench/loadgen/classpath.txt")"
-(cd "$root/scripts/bench/routeload" && go build -o "$root/target/bench/routeload" .)
+loadgen_cp=""
+if [ -n "$wants_broker" ]; then
+  echo "== building the load generator" >&2
+  mvn -B -q -f "$root/scripts/bench/loadgen/pom.xml" compile dependency:build-classpath \
+    -Dbench.build.dir="$root/target/bench/loadgen" >&2
+  loadgen_cp="$root/target/bench/loadgen/classes:$(cat "$root/target/bench/loadgen/classpath.txt")"
+  (cd "$root/scripts/bench/routeload" && go build -o "$root/target/bench/routeload" .)
+fi
+if [ -n "$wants_dledger" ]; then
+  # compiles the Java member's launcher now (run.sh compiles it on first use), so no member start pays for it
+  "$root/compat-tests/dledger-node/run.sh" >/dev/null 2>&1 || true
+fi
 cpfile() { cat "$root/compat-tests/.runtime/cp/$1-$2.cp"; }
 
 java_bin="${JAVA_HOME:+$JAVA_HOME/bin/}java"
@@ -316,6 +338,82 @@ namesrv_workload() {  # system
   rm -rf "$dir/broker/store"
 }
 
+# ---- g: DLedger ----------------------------------------------------------------------------------
+
+# The Java members' JVM: DLedger ships no tuned start script (its own run.sh is a bare `java -jar`), so
+# run.sh's 512 MiB heap, fixed, and G1 named explicitly: pinned to one core the JVM's ergonomics would
+# otherwise pick the Serial collector. Override with BENCH_JAVA_DLEDGER_OPTS.
+java_dledger_opts="${BENCH_JAVA_DLEDGER_OPTS:--server -Xms512m -Xmx512m -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow}"
+dl_group=bench
+declare -A dl_pid=()
+
+start_member() {  # system dir id peers port: (re)starts one member on the server core, its store in dir/id
+  local sys="$1" dir="$2" id="$3" peers="$4" port="$5" log="$2/$3/member.log"
+  mkdir -p "$dir/$id/store"
+  echo "--- start $(date +%T.%N)" >> "$log"
+  if [ "$sys" = ours ]; then
+    env -u RUST_LOG HOME="$dir/$id" taskset -c "$server_cpu" "$root/target/release/dledger" server \
+      -g "$dl_group" -i "$id" -p "$peers" -s "$dir/$id/store" >> "$log" 2>&1 &
+  else
+    mkdir -p "$dir/$id/tmp"
+    HOME="$dir/$id" JAVA_OPTS="$java_dledger_opts -Djava.io.tmpdir=$dir/$id/tmp -Duser.home=$dir/$id" \
+      taskset -c "$server_cpu" "$root/compat-tests/dledger-node/run.sh" server \
+      -g "$dl_group" -i "$id" -p "$peers" -s "$dir/$id/store" >> "$log" 2>&1 &
+  fi
+  dl_pid[$id]=$!
+  started+=("${dl_pid[$id]}")
+  wait_port "$port" "${dl_pid[$id]}" "$log"
+}
+
+dledger_load() {  # dir name args...: the generator on the client core; progress to stderr, output in dir/name.log
+  local dir="$1" name="$2" pid; shift 2
+  : > "$dir/$name.log"  # exists before tail follows it (the background job opens it later)
+  taskset -c "$client_cpu" "$root/target/release/dledger-load" "$@" > "$dir/$name.log" 2>&1 &
+  pid=$!
+  started+=("$pid")
+  tail -n +1 -f --pid="$pid" "$dir/$name.log" | grep --line-buffered '^\[dledger-load\]' >&2 || true
+  stop_pid "$pid" 1
+}
+
+dledger_workload() {  # system
+  local sys="$1" dir="$run/$1/g" base peers id i pids=() ok=1 old
+  local ids=(n0 n1 n2)
+  dl_pid=()
+  mkdir -p "$dir"
+  base="$(free_ports 3)"
+  peers="n0-127.0.0.1:$base;n1-127.0.0.1:$((base + 1));n2-127.0.0.1:$((base + 2))"
+  echo "== [g] DLedger 3 members $sys (all on cpu $server_cpu): 64 appenders x 1 KiB, then $elections leader kills" >&2
+  for i in 0 1 2; do
+    start_member "$sys" "$dir" "${ids[$i]}" "$peers" "$((base + i))" || { ok=""; break; }
+  done
+  if [ -z "$ok" ]; then
+    echo "  $sys failed to start; skipping g" >&2
+  else
+    for id in "${ids[@]}"; do pids+=(--pid "$id=${dl_pid[$id]}"); done
+    dledger_load "$dir" append append --group "$dl_group" --peers "$peers" "${pids[@]}" --threads 64 --size 1024 \
+      --warmup "$warmup" --duration "$duration" --clk-tck "$clk_tck" --server-cpu "$server_cpu" --client-cpu "$client_cpu" \
+      --out "$dir/result.json"
+    [ -s "$dir/result.json" ] || { echo "  the load generator wrote no result; see $dir/append.log" >&2; tail -20 "$dir/append.log" >&2; }
+    for id in "${ids[@]}"; do kill -0 "${dl_pid[$id]}" 2>/dev/null || echo "  the $sys member $id DIED during the run; see $dir/$id/member.log" >&2; done
+    # elections: the generator kills the leader; the member is restarted on its store before the next round
+    mkdir -p "$dir/elections"
+    for i in $(seq 1 "$elections"); do
+      pids=()
+      for id in "${ids[@]}"; do pids+=(--pid "$id=${dl_pid[$id]}"); done
+      dledger_load "$dir/elections" "$i" elect --group "$dl_group" --peers "$peers" "${pids[@]}" --out "$dir/elections/$i.json"
+      [ -s "$dir/elections/$i.json" ] || { echo "  election round $i wrote no result; see $dir/elections/$i.log" >&2; break; }
+      old="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["old_leader"])' "$dir/elections/$i.json")"
+      stop_pid "${dl_pid[$old]}" 1  # already dead (SIGKILL): reaped here
+      for j in 0 1 2; do
+        [ "${ids[$j]}" = "$old" ] || continue
+        start_member "$sys" "$dir" "$old" "$peers" "$((base + j))" || { echo "  $old did not restart; elections stop here" >&2; break 2; }
+      done
+    done
+  fi
+  for id in "${ids[@]}"; do stop_pid "${dl_pid[$id]:-}" "$(stop_grace "$sys")"; done
+  for id in "${ids[@]}"; do rm -rf "$dir/$id/store"; done
+}
+
 # ---- run ------------------------------------------------------------------------------------------
 
 load1="$(cut -d' ' -f1 /proc/loadavg)"
@@ -332,6 +430,8 @@ for wl in "${wl_list[@]}"; do
       e) namesrv_workload "$sys" ;;
       # the ASYNC_MASTER baseline right before SYNC_MASTER, so the two see the same machine
       f) broker_workload "$sys" f0; broker_workload "$sys" f ;;
+      # Java DLedger 0.3.1.2 is what both 4.9.x and 5.x pin: one Java group, under "java"
+      g) [ "$sys" = java49 ] || dledger_workload "$sys" ;;
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -351,7 +451,9 @@ meta = {
   "versions": {"java": "$RMQ_JAVA_5", "java49": "$RMQ_JAVA_49", "client": "5.3.3", "ours": out("git -C $root rev-parse --short HEAD")},
   "jvm": {"java_broker": "$java_broker_flags -Xlog:gc*:file=<run>/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
           "java_namesrv": "$java_namesrv_flags -Xlog:gc*:file=<run>/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
-          "loadgen": "$loadgen_flags"},
+          "loadgen": "$loadgen_flags", "java_dledger": "$java_dledger_opts (+ compat-tests/dledger-node/run.sh's --add-opens)"},
+  "dledger": {"java": "$DLEDGER_JAVA", "members": 3, "config": "DLedgerConfig defaults on both sides (group $dl_group, loopback, store per member)",
+              "elections": $elections},
   "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
@@ -360,7 +462,8 @@ meta = {
                 "f0": "ASYNC_MASTER, no slave (f's baseline): sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "f": "SYNC_MASTER + a slave of the same system, both on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "e": "name server GET_ROUTEINFO_BY_TOPIC, official Java client, 128 in flight on one connection",
-                "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight"},
+                "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight",
+                "g": "DLedger: 3 members of one system on the server core, 64 appenders x 1 KiB through the leader (dledger-load, our DLedgerClient); then leader SIGKILLs timed to METADATA naming a new leader and to the first append SUCCESS"},
 }
 json.dump(meta, open(sys.argv[1], "w"), indent=2)
 PY

@@ -24,6 +24,7 @@ WORKLOADS = {
     "f": "f  SYNC_MASTER+slave 1 KiB x64",
     "e": "e  name server, Java client",
     "e-lean": "e' name server, routeload",
+    "g": "g  DLedger 3 members 1 KiB x64",
 }
 
 
@@ -149,12 +150,92 @@ NAMESRV_ROWS = [
 ]
 
 
+def members(r, leader):
+    """The members of a DLedger result: the leader's entry (leader=True) or the followers' (False)."""
+    return [m for m in (get(r, "members") or {}).values() if bool(m.get("leader")) == leader]
+
+
+def leader_of(r, key):
+    ms = members(r, True)
+    return ms[0].get(key) if ms else None
+
+
+def followers_max(r, key):
+    vs = [m.get(key) for m in members(r, False) if m.get(key) is not None]
+    return max(vs) if vs else None
+
+
+def members_sum(r, key):
+    vs = [m.get(key) for m in (get(r, "members") or {}).values()]
+    return None if not vs or any(v is None for v in vs) else sum(vs)
+
+
+def median(vs):
+    vs = sorted(v for v in vs if v is not None)
+    if not vs:
+        return None
+    n = len(vs)
+    return vs[n // 2] if n % 2 else (vs[n // 2 - 1] + vs[n // 2]) / 2
+
+
+def elections(r, key, how):
+    rounds = (r or {}).get("elections") or []
+    vs = [e.get(key) for e in rounds if e.get("valid")]
+    if not vs:
+        return None
+    return {"median": median, "min": min, "max": max}[how](vs)
+
+
+def elections_valid(r):
+    rounds = (r or {}).get("elections")
+    if rounds is None:
+        return None
+    return f"{sum(1 for e in rounds if e.get('valid'))}/{len(rounds)}"
+
+
+# the DLedger group (g): the members' costs summed, the leader's and a follower's apart; then elections
+DLEDGER_ROWS = [
+    ("valid (distinct indexes, read back, all SUCCESS)", validity, None),
+    ("append TPS (appends/s)", lambda r: get(r, "append_tps"), None),
+    ("append p50 (ms)", lambda r: get(r, "latency_ms.p50"), None),
+    ("append p99 (ms)", lambda r: get(r, "latency_ms.p99"), None),
+    ("append p99.9 (ms)", lambda r: get(r, "latency_ms.p999"), None),
+    ("append max (ms)", lambda r: get(r, "latency_ms.max"), None),
+    ("group CPU s / 1M appends", lambda r: get(r, "group_cpu_s_per_million"), None),
+    ("leader CPU s / 1M appends", lambda r: leader_of(r, "cpu_s_per_million"), None),
+    ("follower CPU s / 1M (max)", lambda r: followers_max(r, "cpu_s_per_million"), None),
+    ("group CPU (cores)", lambda r: get(r, "group_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "group_cpu_util"), None),
+    ("leader peak RSS (MiB)", lambda r: kb_to_mib(leader_of(r, "vmhwm_kb")), None),
+    ("follower peak RSS (MiB, max)", lambda r: kb_to_mib(followers_max(r, "vmhwm_kb")), None),
+    ("3 members peak RSS (MiB, sum)", lambda r: kb_to_mib(members_sum(r, "vmhwm_kb")), None),
+    ("3 members peak anon RSS (MiB, sum)", lambda r: kb_to_mib(members_sum(r, "peak_anon_kb")), None),
+    ("appends failed (window)", lambda r: get(r, "appends_failed"), None),
+    ("elections timed (valid/rounds)", elections_valid, None),
+    ("kill -> append SUCCESS, median (ms)", lambda r: elections(r, "append_ms", "median"), None),
+    ("kill -> append SUCCESS, min (ms)", lambda r: elections(r, "append_ms", "min"), None),
+    ("kill -> append SUCCESS, max (ms)", lambda r: elections(r, "append_ms", "max"), None),
+    ("kill -> METADATA new leader, median (ms)", lambda r: elections(r, "metadata_ms", "median"), None),
+]
+NO_RATIO_DLEDGER = {"valid (distinct indexes, read back, all SUCCESS)", "elections timed (valid/rounds)", "other work on server core"}
+
+
 def load(sys_name, wl):
     path = os.path.join(run_dir, sys_name, wl, "result.json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        return json.load(f)
+        r = json.load(f)
+    edir = os.path.join(run_dir, sys_name, wl, "elections")
+    if os.path.isdir(edir):
+        rounds = []
+        for name in sorted(os.listdir(edir), key=lambda n: (len(n), n)):
+            if name.endswith(".json"):
+                with open(os.path.join(edir, name)) as f:
+                    rounds.append(json.load(f))
+        r["elections"] = rounds
+    return r
 
 
 def fmt(v):
@@ -205,10 +286,11 @@ for wl, title in WORKLOADS.items():
     results = {s: load(s, wl) for s in systems}
     if all(r is None for r in results.values()):
         continue
-    table_rows = NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED else BROKER_ROWS
+    table_rows = (NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED
+                  else DLEDGER_ROWS if wl == "g" else BROKER_ROWS)
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
     valid = {s: is_valid(results[s]) for s in systems}
-    if wl in REPLICATED:
+    if wl in REPLICATED or wl == "g":
         entry["valid"] = valid
         for s in systems:
             if results[s] is not None and not valid[s]:
@@ -219,12 +301,12 @@ for wl, title in WORKLOADS.items():
             goal = (">=", 3)
         if label == "queries/s" and wl == "e-lean":  # the client that can saturate either name server
             goal = (">=", 3)
-        if not wl.startswith("e") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
+        if wl not in ("e", "e-lean", "g") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
             continue
         vals = [extract(results[s]) if results[s] is not None else None for s in systems]
-        ratios = [None if label in NO_RATIO else ratio(vals[0], v) for v in vals[1:]]
+        ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER) else ratio(vals[0], v) for v in vals[1:]]
         # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
-        spoilt = [wl in REPLICATED and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
+        spoilt = [(wl in REPLICATED or wl == "g") and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
         ratios = [None if bad else r for r, bad in zip(ratios, spoilt)]
         for o, r in zip(others, ratios):
             entry["ratios"].setdefault(o, {})[label] = r
@@ -272,7 +354,7 @@ for r in rows:
 # what went wrong, if anything: the first errors of each system (whole run, warm-up included)
 for wl, entry in out["workloads"].items():
     for s_name, r in entry["results"].items():
-        errs = (r or {}).get("send_errors_whole_run") or (r or {}).get("errors") or {}
+        errs = (r or {}).get("send_errors_whole_run") or (r or {}).get("errors_whole_run") or (r or {}).get("errors") or {}
         for k, v in list(errs.items())[:3]:
             print(f"{wl} {s_name}: {v} x {k}")
 if meta:
@@ -282,6 +364,9 @@ if meta:
     print("Each workload ran on a fresh name server, broker and store (e and e' share one name server): CPU and peak RSS (VmHWM) are per workload.")
     if any(w in out["workloads"] for w in REPLICATED):
         print("f: the master and its slave (same system, same brokerName, brokerId 1) both ran on the server core; f0 is the same load on a lone ASYNC_MASTER.")
+    if "g" in out["workloads"]:
+        print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
+              " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")
     for k, v in meta.get("jvm", {}).items():
         print(f"JVM {k}: {v}")
 print(f"\nresults: {results_path}\nlogs:    {run_dir}")
@@ -289,6 +374,6 @@ if invalid:
     print()
     for wl, s_name, why in invalid:
         why = [why] if isinstance(why, str) else why
-        print(f"!!! {wl} {s_name}: INVALID master/slave result: {'; '.join(why) or 'see its result.json'}")
+        print(f"!!! {wl} {s_name}: INVALID {'DLedger' if wl == 'g' else 'master/slave'} result: {'; '.join(why) or 'see its result.json'}")
     print("!!! the figures of these results are not comparable (see above); exiting with status 1")
     sys.exit(1)
