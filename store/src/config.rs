@@ -124,6 +124,16 @@ java_config! {
         pub fast_fail_if_no_buffer_in_store_pool: bool = "fastFailIfNoBufferInStorePool" => false,
         /// DLedger (Raft) commit log; not built yet, so the broker refuses to start with it on.
         pub enable_dleger_commit_log: bool = "enableDLegerCommitLog" => false,
+        /// The DLedger group, its peers (`n0-host:port;n1-host:port;...`) and this member's id (one
+        /// letter and digits: the broker id of a follower is the digits + 1), as Java passes them
+        /// to `DLedgerConfig`; unset (Java: null) by default.
+        pub d_leger_group: String = "dLegerGroup" => String::new(),
+        pub d_leger_peers: String = "dLegerPeers" => String::new(),
+        pub d_leger_self_id: String = "dLegerSelfId" => String::new(),
+        pub preferred_leader_id: String = "preferredLeaderId" => String::new(),
+        pub enable_batch_push: bool = "enableBatchPush" => false,
+        /// DLedger's data directory (`DLedgerConfig.dataStorePath`); unset: `<storePathRootDir>/dledger-<selfId>/data`.
+        pub store_path_dledger_commit_log: String = "storePathDLedgerCommitLog" => String::new(),
     }
 }
 

@@ -109,9 +109,17 @@ fn disk_capacity(path: &std::path::Path) -> Option<String> {
     Some(format!("Total : {}, Free : {}.", human_bytes(s.blocks() as u64 * fragment), human_bytes(s.blocks_available() as u64 * fragment)))
 }
 
-/// Java's broker leaves `storePathCommitLog` null unless it is set, and prints no line for it.
+/// The store's keys that Java leaves null unless they are set; GET_BROKER_CONFIG prints no line
+/// for a null (`MixAll.object2Properties` skips it).
+const NULL_UNLESS_SET: [&str; 7] =
+    ["storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId"];
+
 fn without_unset_paths(printed: &str) -> String {
-    printed.lines().filter(|line| *line != "storePathCommitLog=").flat_map(|line| [line, "\n"]).collect()
+    printed
+        .lines()
+        .filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key)))
+        .flat_map(|line| [line, "\n"])
+        .collect()
 }
 
 pub struct AdminProcessor {
@@ -446,5 +454,6 @@ mod tests {
         assert_eq!(without_unset_paths(printed), "rocketmqHome=/h\nmessageStorePlugIn=\nstorePathRootDir=/s\n");
         let set = "storePathCommitLog=/c\n";
         assert_eq!(without_unset_paths(set), set);
+        assert_eq!(without_unset_paths("dLegerGroup=\nhaMasterAddress=\ndLegerSelfId=n0\n"), "dLegerSelfId=n0\n");
     }
 }

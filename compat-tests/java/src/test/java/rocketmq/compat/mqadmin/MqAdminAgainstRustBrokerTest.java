@@ -175,8 +175,11 @@ class MqAdminAgainstRustBrokerTest {
     @Order(2)
     void getBrokerConfigPrintsEveryKeyAndValueOfOurBrokersConfig() {
         Map<String, String> own = printedConfig();
-        // as Java, which leaves it null and prints no line, the unset commit-log path is left out
-        assertEquals("", own.remove("storePathCommitLog"), "mqbroker -p: storePathCommitLog is not set");
+        // as Java, which leaves them null and prints no line, the unset paths and DLedger keys are left out
+        for (String unset : List.of("storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup",
+            "dLegerPeers", "dLegerSelfId", "preferredLeaderId")) {
+            assertEquals("", own.remove(unset), "mqbroker -p: " + unset + " is not set");
+        }
         eachTools.concurrently("getBrokerConfig", mqadmin -> {
             MqAdminRun run = mqadmin.run("getBrokerConfig", "-b", broker.address());
             assertSucceeded(run);
