@@ -21,7 +21,7 @@ compat-tests/dledger-golden/generate.sh
 echo "== cargo test"
 cargo test --workspace
 
-echo "== compat tests: Java broker, Java clients, mqadmin"
+echo "== compat tests: Java broker, Java clients, mqadmin, Java DLedger members"
 mvn -B -q -f compat-tests/java/pom.xml test -Drmq.bin.dir="$root/target/debug"
 
 echo "== compat tests: Go client"
