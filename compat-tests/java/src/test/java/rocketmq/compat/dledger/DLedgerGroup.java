@@ -42,7 +42,7 @@ final class DLedgerGroup implements AutoCloseable {
     static final int DATA_SEGMENT = 64 * 1024;
     static final int INDEX_SEGMENT = 8 * 1024;
     static final int INDEX_UNIT = 32;
-    private static final Duration CLIENT_RUN = Duration.ofSeconds(90);
+    private static final Duration CLIENT_RUN = Duration.ofSeconds(210);
     private static final Duration TRANSFER = Duration.ofSeconds(40);
     private static final String CLIENT_JAVA_OPTS = "-Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1";
     private static final Pattern OUR_APPEND = Pattern.compile("Append Result:(\\{.*})");
@@ -172,10 +172,15 @@ final class DLedgerGroup implements AutoCloseable {
 
     /** Starts {@code count} appends through the Java client (4 threads, each its own client) without waiting. */
     ChildProcess startJavaAppends(int count) {
+        return startJavaAppends(count, 4);
+    }
+
+    /** As {@link #startJavaAppends(int)}, from {@code threads} threads of one Java client. */
+    ChildProcess startJavaAppends(int count, int threads) {
         long from = nextItem;
         nextItem += count;
         return javaClient("append", "append", "-g", group, "-p", peers, "--from", Long.toString(from),
-            "--count", Integer.toString(count), "--threads", "4", "--deadline-seconds", "80");
+            "--count", Integer.toString(count), "--threads", Integer.toString(threads), "--deadline-seconds", "200");
     }
 
     /** Waits for a {@link #startJavaAppends} run; records its acknowledged appends; returns the leaders they named. */
@@ -227,7 +232,7 @@ final class DLedgerGroup implements AutoCloseable {
         }
         Map<Long, String> got = new TreeMap<>();
         for (String line : finish(javaClient("get", "get", "-g", group, "-p", peers, "--indexes", file.toString(),
-            "--deadline-seconds", "80"))) {
+            "--deadline-seconds", "150"))) {
             String[] f = line.split(" ");
             if (f[0].equals("GOT")) {
                 got.put(Long.parseLong(f[1]), f[4]);
