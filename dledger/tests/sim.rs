@@ -93,14 +93,46 @@ fn seeded_runs_keep_every_invariant() {
 fn replay() {
     let Some(seed) = env_u64("DLEDGER_SIM_SEED") else { return };
     let members = env_u64("DLEDGER_SIM_MEMBERS").map_or(members_for(seed), |n| n as usize);
-    let quirks = JavaQuirks {
-        commit_by_counting: std::env::var("DLEDGER_SIM_JAVA_COMMIT").is_ok(),
-        compare_ignores_term: std::env::var("DLEDGER_SIM_JAVA_COMPARE").is_ok(),
-        append_without_prefix: std::env::var("DLEDGER_SIM_JAVA_APPEND").is_ok(),
-    };
+    let quirks = quirks_named(&std::env::var("DLEDGER_SIM_JAVA").unwrap_or_default());
     let cfg = SimConfig { trace: Trace::Print, quirks, ..SimConfig::new(seed, members) };
     match run(&cfg) {
         Ok(r) => println!("seed {seed} passed: {r:?}"),
         Err(f) => panic!("{f}"),
+    }
+}
+
+/// With one of 0.3.1.2's behaviours put back, the oracle must find a seed that breaks: proof
+/// that the simulation reaches the situation the fix is for.
+fn first_failure(quirks: JavaQuirks, budget: u64) -> Option<SimFailure> {
+    let base = env_u64("DLEDGER_SIM_BASE").unwrap_or(0);
+    run_many(base, budget, quirks).0.err()
+}
+
+/// `DLEDGER_SIM_JAVA` names the 0.3.1.2 behaviours to put back, comma-separated: `commit`,
+/// `compare`, `append`, `truncate`, `compare-index`, `restart`.
+fn quirks_named(names: &str) -> JavaQuirks {
+    let has = |n: &str| names.split(',').any(|x| x.trim() == n);
+    JavaQuirks {
+        commit_by_counting: has("commit"),
+        compare_ignores_term: has("compare"),
+        append_without_prefix: has("append"),
+        truncate_below_acked: has("truncate"),
+        keep_compare_index: has("compare-index"),
+        same_term_after_restart: has("restart"),
+    }
+}
+
+fn java_budget() -> u64 {
+    env_u64("DLEDGER_SIM_JAVA_RUNS").unwrap_or(3_000)
+}
+
+#[test]
+fn java_explore() {
+    let Some(which) = std::env::var("DLEDGER_SIM_JAVA").ok() else { return };
+    let quirks = quirks_named(&which);
+    let started = Instant::now();
+    match first_failure(quirks, java_budget()) {
+        Some(f) => println!("{which}: found in {:.1?}\n{}", started.elapsed(), f.to_string().lines().take(2).collect::<Vec<_>>().join("\n")),
+        None => println!("{which}: nothing in {} runs ({:.1?})", java_budget(), started.elapsed()),
     }
 }

@@ -23,7 +23,7 @@ use crate::log::RaftLog;
 use crate::protocol::{Base, Code, PeerMessage, PushEntryRequest, PushEntryResponse, PushType};
 
 use super::outbox::Outbox;
-use super::{Action, Role};
+use super::{Action, JavaQuirks, Role};
 
 /// Parked APPENDs at most (Java: unbounded; its leaders keep at most 1 000 in flight).
 pub(super) const MAX_PARKED: usize = 1_024;
@@ -40,10 +40,8 @@ pub(super) struct FollowerCtx<'a, L> {
     pub role: Role,
     pub term: i64,
     pub leader: Option<&'a str>,
-    /// COMPARE and answers from the log check the request's term and leader (see module doc).
-    pub check_term: bool,
-    /// Appends, commits and truncates respect the verified prefix (see module doc).
-    pub check_prefix: bool,
+    /// The 0.3.1.2 behaviours a test put back.
+    pub quirks: JavaQuirks,
 }
 
 impl<L: RaftLog> FollowerCtx<'_, L> {
@@ -146,7 +144,7 @@ impl EntryHandler {
 
     /// How far a commit index from the leader may reach in our log.
     fn commit_cap<L: RaftLog>(&self, cx: &FollowerCtx<L>) -> i64 {
-        if cx.check_prefix {
+        if !cx.quirks.append_without_prefix {
             self.verified
         } else {
             i64::MAX
@@ -207,7 +205,7 @@ impl EntryHandler {
     /// `handleDoCompare`: SUCCESS when our entry at that index equals the leader's (and then our
     /// log up to there is the leader's).
     fn compare<L: RaftLog>(&mut self, cx: &mut FollowerCtx<L>, token: u64, req: &PushEntryRequest) {
-        if cx.check_term {
+        if !cx.quirks.compare_ignores_term {
             if let Err(code) = cx.from_our_leader(req) {
                 return cx.answer(token, req, code);
             }
@@ -228,7 +226,7 @@ impl EntryHandler {
         if cx.from_our_leader(req).is_err() {
             return cx.answer(token, req, Code::INCONSISTENT_STATE);
         }
-        let keep_to = if cx.check_prefix && self.verified > entry.index { self.verified } else { entry.index };
+        let keep_to = if !cx.quirks.truncate_below_acked && self.verified > entry.index { self.verified } else { entry.index };
         let result = if keep_to > entry.index && cx.log.get(entry.index).as_ref() == Some(entry) {
             // Cut after the last verified entry instead: it is the leader's too.
             match cx.log.get(keep_to) {
@@ -272,7 +270,7 @@ impl EntryHandler {
             return;
         }
         while let Some(p) = self.parked.remove(&(cx.log.end_index() + 1)) {
-            let connected = !cx.check_prefix || self.verified == cx.log.end_index();
+            let connected = cx.quirks.append_without_prefix || self.verified == cx.log.end_index();
             let mut ok = connected && cx.from_our_leader(&p.req).is_ok();
             for entry in &p.req.entries {
                 if !ok {
@@ -331,7 +329,7 @@ impl EntryHandler {
             // Equal entries have equal prefixes: all of our log up to there is the leader's.
             self.verified = self.verified.max(last_index(req));
         }
-        if held && (from_leader || !cx.check_term) {
+        if held && (from_leader || cx.quirks.compare_ignores_term) {
             Code::SUCCESS
         } else {
             Code::INCONSISTENT_STATE

@@ -588,9 +588,13 @@ impl Sim {
                             self.end = self.end.min(self.now + ANSWER_WAIT_MS + 500);
                         }
                         acks.push((response, positions, p.bodies));
-                    } else if code == Code::NOT_LEADER || code == Code::LEADER_TRANSFERRING {
-                        if self.believed_leader.is_some_and(|(_, l)| l == i) {
-                            self.believed_leader = None;
+                    } else if code == Code::NOT_LEADER {
+                        // As DLedgerClient does: follow the leader the answer names.
+                        let named = response.base.leader_id.as_deref().and_then(|l| self.index_of(l).ok());
+                        match named {
+                            Some(l) => self.believed_leader = Some((response.base.term, l)),
+                            None if self.believed_leader.is_some_and(|(_, l)| l == i) => self.believed_leader = None,
+                            None => {}
                         }
                     }
                 }
