@@ -10,6 +10,9 @@ mod quorum;
 mod settings;
 mod transfer;
 
+#[cfg(test)]
+mod tests;
+
 
 use bytes::Bytes;
 
