@@ -123,11 +123,15 @@ pub(super) struct EntryHandler {
     verified: i64,
     /// The (term, leader) `verified` is about.
     verified_for: Option<(i64, String)>,
+    /// The lowest index at or below our commit index where a COMPARE found our entry differs
+    /// from a leader's (`i64::MAX`: none): our committed prefix is not the group's from there
+    /// (a power loss beyond what the group tolerates), so it is no longer kept against TRUNCATE.
+    diverged: i64,
 }
 
 impl EntryHandler {
     pub fn new(now: u64) -> EntryHandler {
-        EntryHandler { parked: BTreeMap::new(), last_check: now, verified: -1, verified_for: None }
+        EntryHandler { parked: BTreeMap::new(), last_check: now, verified: -1, verified_for: None, diverged: i64::MAX }
     }
 
     /// A new leader (or term, or a restart) knows nothing of our log yet.
@@ -215,18 +219,33 @@ impl EntryHandler {
         if equal && cx.from_our_leader(req).is_ok() {
             self.verified = self.verified.max(entry.index);
         }
+        if !equal && entry.index <= cx.log.committed_index() && cx.log.get(entry.index).is_some() {
+            self.diverged = self.diverged.min(entry.index);
+        }
         cx.answer(token, req, if equal { Code::SUCCESS } else { Code::INCONSISTENT_STATE });
     }
 
     /// `handleDoTruncate`: keep our entry if equal (else write the leader's), drop what follows.
     /// Entries we know to be the leader's are not dropped (differs from 0.3.1.2, see module doc):
-    /// the leader may already count them.
+    /// the leader may already count them. They are: what this leader verified, entries of the
+    /// request's term (only its leader writes them, and with the prefix check before every APPEND
+    /// all of our log up to such an entry is the leader's) and our committed prefix (every
+    /// leader holds it), unless a COMPARE showed it differs. A TRUNCATE is not idempotent: a
+    /// delayed or duplicated one that arrives after APPENDs (or after a restart forgot what was
+    /// verified) would otherwise cut entries that are acknowledged, even committed.
     fn truncate<L: RaftLog>(&mut self, cx: &mut FollowerCtx<L>, token: u64, req: &PushEntryRequest) {
         let entry = &req.entries[0];
         if cx.from_our_leader(req).is_err() {
             return cx.answer(token, req, Code::INCONSISTENT_STATE);
         }
-        let keep_to = if !cx.quirks.truncate_below_acked && self.verified > entry.index { self.verified } else { entry.index };
+        let keep_to = if cx.quirks.truncate_below_acked {
+            entry.index
+        } else {
+            let end = cx.log.end_index();
+            let same_term = cx.log.get(end).filter(|e| e.term == req.base.term).map_or(-1, |_| end);
+            let committed = cx.log.committed_index().min(self.diverged.saturating_sub(1));
+            self.verified.max(same_term).max(committed).min(end).max(entry.index)
+        };
         let result = if keep_to > entry.index && cx.log.get(entry.index).as_ref() == Some(entry) {
             // Cut after the last verified entry instead: it is the leader's too.
             match cx.log.get(keep_to) {
@@ -237,6 +256,9 @@ impl EntryHandler {
             cx.log.truncate(entry)
         };
         let end = cx.log.end_index();
+        if end < self.diverged {
+            self.diverged = i64::MAX;
+        }
         if result.is_ok() && (end == entry.index || end == keep_to) {
             self.verified = end;
             cx.answer(token, req, Code::SUCCESS);

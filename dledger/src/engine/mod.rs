@@ -96,7 +96,9 @@ pub struct JavaQuirks {
     /// even below what the follower acknowledged (`handleDoTruncate`, `doCompare`).
     pub truncate_below_acked: bool,
     /// Leader: a new term's comparison resumes at the previous term's `compareIndex`
-    /// (`changeState(COMPARE)` outside APPEND).
+    /// (`changeState(COMPARE)` outside APPEND). The follower's own guard (a TRUNCATE keeps
+    /// committed and same-term entries) now hides it from the simulation; it is put back for
+    /// the leader's side only.
     pub keep_compare_index: bool,
     /// A restarted member whose last term may have been its own campaigns in it again (the
     /// first round keeps the persisted term).

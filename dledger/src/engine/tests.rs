@@ -668,3 +668,52 @@ fn a_transferee_that_cannot_catch_up_in_time_refuses() {
     let refused = body(t.tick(T0 + 1_002));
     assert!(matches!(&refused[..], [Action::Reply { token: 9, msg: PeerMessage::LeadershipTransferResponse(r) }] if r.base.code == Code::TAKE_LEADERSHIP_FAILED));
 }
+
+/// n0 restarted following n1 in `term`, holding `log` committed up to `committed`.
+fn restarted_follower(log: &[Entry], committed: i64, term: i64) -> Engine<MemLog, MemTerms> {
+    let mut l = MemLog::new(1 << 20);
+    for e in log {
+        l.append_as_follower(e).unwrap();
+    }
+    l.update_committed(term, committed);
+    let mut f = member("n0", 3, l, term, Some("n1"));
+    body(f.on_request(T0, 100, heartbeat("n1", "n0", term)));
+    assert_eq!(f.role(), Role::Follower);
+    f
+}
+
+#[test]
+fn a_stale_truncate_does_not_cut_committed_or_same_term_entries() {
+    // Seed 361 861: a duplicate of the leader's first TRUNCATE (at 0) arrived after the
+    // follower had restarted holding 0..=4, committed, all of the leader's term.
+    let es = leader_entries(5, 2);
+    let mut f = restarted_follower(&es, 4, 2);
+    let r = body(f.on_request(T0 + 1, 10, push("n1", "n0", 2, PushType::Truncate, vec![es[0].clone()], -1)));
+    assert_eq!(push_replies(&r), vec![(10, Code::SUCCESS, Some(0))]);
+    assert_eq!((f.log().end_index(), f.log().committed_index()), (4, 4));
+    // Entries of an older term: the committed prefix stays, the rest goes.
+    let old = leader_entries(5, 1);
+    let mut f = restarted_follower(&old, 2, 2);
+    let r = body(f.on_request(T0 + 1, 11, push("n1", "n0", 2, PushType::Truncate, vec![old[0].clone()], -1)));
+    assert_eq!(push_replies(&r), vec![(11, Code::SUCCESS, Some(0))]);
+    assert_eq!(f.log().end_index(), 2);
+    // Java cuts right after the TRUNCATE's entry.
+    let mut f = restarted_follower(&es, 4, 2).with_java_quirks(JavaQuirks { truncate_below_acked: true, ..JavaQuirks::default() });
+    body(f.on_request(T0 + 1, 12, push("n1", "n0", 2, PushType::Truncate, vec![es[0].clone()], -1)));
+    assert_eq!(f.log().end_index(), 0);
+}
+
+#[test]
+fn a_committed_prefix_a_compare_shows_different_is_truncated() {
+    // Our committed 0..=2 (term 1) differs from the leader's at 2 (a power loss beyond what the
+    // group tolerates): the leader finds the difference, and its TRUNCATE at 1 is obeyed.
+    let ours = leader_entries(3, 1);
+    let mut theirs = ours[..2].to_vec();
+    theirs.push(Entry { body: Bytes::from_static(b"other"), ..ours[2].clone() });
+    let mut f = restarted_follower(&ours, 2, 2);
+    let r = body(f.on_request(T0 + 1, 10, push("n1", "n0", 2, PushType::Compare, vec![theirs[2].clone()], -1)));
+    assert_eq!(push_replies(&r), vec![(10, Code::INCONSISTENT_STATE, Some(2))]);
+    let r = body(f.on_request(T0 + 2, 11, push("n1", "n0", 2, PushType::Truncate, vec![theirs[1].clone()], -1)));
+    assert_eq!(push_replies(&r), vec![(11, Code::SUCCESS, Some(1))]);
+    assert_eq!(f.log().end_index(), 1);
+}
