@@ -3,7 +3,11 @@
 //! checked after every event by the oracle (`dledger::sim::oracle`).
 //!
 //! - `DLEDGER_SIM_RUNS` (default 10 000): how many seeds `seeded_runs_keep_every_invariant` runs;
-//!   `DLEDGER_SIM_BASE` shifts them.
+//!   `DLEDGER_SIM_BASE` shifts them; `DLEDGER_SIM_SECS` stops starting seeds after that many
+//!   seconds (for long runs: `DLEDGER_SIM_RUNS=1000000 DLEDGER_SIM_SECS=600`).
+//!
+//! 10 000 runs cost about 5 s of CPU (the workspace builds this crate with opt-level 3 even in
+//! the dev profile; unoptimised they took minutes), spread over the cores.
 //! - `DLEDGER_SIM_SEED` (+ `DLEDGER_SIM_MEMBERS`, default 3 or 5 by the seed's parity): `replay`
 //!   runs that one seed and prints every event.
 
@@ -23,7 +27,13 @@ fn members_for(seed: u64) -> usize {
 
 /// Runs `count` seeds from `base` on every core; the first failure, if any.
 fn run_many(base: u64, count: u64, quirks: JavaQuirks) -> (Result<SimReport, SimFailure>, u64) {
+    run_until(base, count, quirks, None)
+}
+
+/// As [`run_many`], but no seed starts after `deadline`; also returns how many seeds ran.
+fn run_until(base: u64, count: u64, quirks: JavaQuirks, deadline: Option<Instant>) -> (Result<SimReport, SimFailure>, u64) {
     let next = AtomicU64::new(0);
+    let ran = AtomicU64::new(0);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
     let results: Vec<Result<SimReport, SimFailure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
@@ -32,9 +42,10 @@ fn run_many(base: u64, count: u64, quirks: JavaQuirks) -> (Result<SimReport, Sim
                     let mut total = SimReport::default();
                     loop {
                         let k = next.fetch_add(1, Ordering::Relaxed);
-                        if k >= count {
+                        if k >= count || deadline.is_some_and(|d| Instant::now() >= d) {
                             return Ok(total);
                         }
+                        ran.fetch_add(1, Ordering::Relaxed);
                         let seed = base + k;
                         let cfg = SimConfig { quirks, ..SimConfig::new(seed, members_for(seed)) };
                         match run(&cfg) {
@@ -51,7 +62,7 @@ fn run_many(base: u64, count: u64, quirks: JavaQuirks) -> (Result<SimReport, Sim
         handles.into_iter().map(|h| h.join().expect("simulation thread panicked")).collect()
     });
     let mut total = SimReport::default();
-    let done = next.load(Ordering::Relaxed).min(count);
+    let done = ran.load(Ordering::Relaxed);
     for r in results {
         match r {
             Ok(r) => add(&mut total, &r),
@@ -82,10 +93,27 @@ fn seeded_runs_keep_every_invariant() {
     let runs = env_u64("DLEDGER_SIM_RUNS").unwrap_or(10_000);
     let base = env_u64("DLEDGER_SIM_BASE").unwrap_or(0);
     let started = Instant::now();
-    let (result, done) = run_many(base, runs, JavaQuirks::default());
+    let deadline = env_u64("DLEDGER_SIM_SECS").map(|s| started + std::time::Duration::from_secs(s));
+    let (result, done) = run_until(base, runs, JavaQuirks::default(), deadline);
     match result {
-        Ok(total) => println!("{done} runs in {:.1?}: {total:?}", started.elapsed()),
-        Err(f) => panic!("{f}"),
+        Ok(total) => println!("{done} runs (seeds {base}..) in {:.1?}: {total:?}", started.elapsed()),
+        Err(f) => panic!("after {done} runs: {f}"),
+    }
+}
+
+/// Seeds that once broke an invariant, with what they found.
+const REGRESSIONS: &[(u64, usize, &str)] = &[
+    // A duplicated TRUNCATE of the leader's first comparison arrived after the follower had
+    // restarted (forgetting what it had verified) and cut its committed entries 1..=4.
+    (361_861, 5, "a stale TRUNCATE cut committed entries"),
+];
+
+#[test]
+fn regression_seeds() {
+    for &(seed, members, what) in REGRESSIONS {
+        if let Err(f) = run(&SimConfig::new(seed, members)) {
+            panic!("seed {seed} ({what}) fails again: {f}");
+        }
     }
 }
 
@@ -93,14 +121,46 @@ fn seeded_runs_keep_every_invariant() {
 fn replay() {
     let Some(seed) = env_u64("DLEDGER_SIM_SEED") else { return };
     let members = env_u64("DLEDGER_SIM_MEMBERS").map_or(members_for(seed), |n| n as usize);
-    let quirks = JavaQuirks {
-        commit_by_counting: std::env::var("DLEDGER_SIM_JAVA_COMMIT").is_ok(),
-        compare_ignores_term: std::env::var("DLEDGER_SIM_JAVA_COMPARE").is_ok(),
-        append_without_prefix: std::env::var("DLEDGER_SIM_JAVA_APPEND").is_ok(),
-    };
+    let quirks = quirks_named(&std::env::var("DLEDGER_SIM_JAVA").unwrap_or_default());
     let cfg = SimConfig { trace: Trace::Print, quirks, ..SimConfig::new(seed, members) };
     match run(&cfg) {
         Ok(r) => println!("seed {seed} passed: {r:?}"),
         Err(f) => panic!("{f}"),
+    }
+}
+
+/// With one of 0.3.1.2's behaviours put back, the oracle must find a seed that breaks: proof
+/// that the simulation reaches the situation the fix is for.
+fn first_failure(quirks: JavaQuirks, budget: u64) -> Option<SimFailure> {
+    let base = env_u64("DLEDGER_SIM_BASE").unwrap_or(0);
+    run_many(base, budget, quirks).0.err()
+}
+
+/// `DLEDGER_SIM_JAVA` names the 0.3.1.2 behaviours to put back, comma-separated: `commit`,
+/// `compare`, `append`, `truncate`, `compare-index`, `restart`.
+fn quirks_named(names: &str) -> JavaQuirks {
+    let has = |n: &str| names.split(',').any(|x| x.trim() == n);
+    JavaQuirks {
+        commit_by_counting: has("commit"),
+        compare_ignores_term: has("compare"),
+        append_without_prefix: has("append"),
+        truncate_below_acked: has("truncate"),
+        keep_compare_index: has("compare-index"),
+        same_term_after_restart: has("restart"),
+    }
+}
+
+fn java_budget() -> u64 {
+    env_u64("DLEDGER_SIM_JAVA_RUNS").unwrap_or(3_000)
+}
+
+#[test]
+fn java_explore() {
+    let Some(which) = std::env::var("DLEDGER_SIM_JAVA").ok() else { return };
+    let quirks = quirks_named(&which);
+    let started = Instant::now();
+    match first_failure(quirks, java_budget()) {
+        Some(f) => println!("{which}: found in {:.1?}\n{}", started.elapsed(), f.to_string().lines().take(2).collect::<Vec<_>>().join("\n")),
+        None => println!("{which}: nothing in {} runs ({:.1?})", java_budget(), started.elapsed()),
     }
 }

@@ -18,7 +18,7 @@ use super::clock::elapsed;
 use super::outbox::{Outbox, PushSent, Sent};
 use super::quorum::Quorum;
 use super::settings::Settings;
-use super::SendFailed;
+use super::{JavaQuirks, SendFailed};
 
 /// Java's `maxPendingSize`: APPEND requests in flight per follower (fixed in 0.3.1.2).
 pub(super) const MAX_IN_FLIGHT: usize = 1_000;
@@ -36,6 +36,7 @@ pub(super) struct PushCtx<'a, L> {
     pub log: &'a L,
     pub out: &'a mut Outbox,
     pub q: &'a mut Quorum,
+    pub quirks: JavaQuirks,
 }
 
 /// `utils.Quota`: bytes sampled within the current second.
@@ -131,7 +132,9 @@ impl Dispatcher {
             self.term = Some(term);
             self.waiting = None;
             self.change_state(cx, -1, PushType::Compare);
-            self.compare_index = -1;
+            if !cx.quirks.keep_compare_index {
+                self.compare_index = -1;
+            }
         }
     }
 
@@ -179,10 +182,16 @@ impl Dispatcher {
         self.state = target;
     }
 
-    /// The `catch` of `doWork`: back to COMPARE after a pause.
+    /// The `catch` of `doWork`: back to COMPARE after a pause. Java then compares again at the
+    /// same index; here the comparison starts over from our last entry (differs from 0.3.1.2): a
+    /// follower that was away may come back holding more of our log, and a match found below it
+    /// would truncate entries it holds, committed ones included.
     fn fail<L: RaftLog>(&mut self, cx: &mut PushCtx<L>) {
         self.waiting = None;
         self.change_state(cx, -1, PushType::Compare);
+        if !cx.quirks.keep_compare_index {
+            self.compare_index = -1;
+        }
         self.sleep_until = cx.now + ERROR_PAUSE_MS;
     }
 
@@ -243,7 +252,8 @@ impl Dispatcher {
             // its way), cutting here would drop entries the quorum already counts (differs from
             // 0.3.1.2). Check that it still holds ours at its watermark and cut there instead.
             let acked = cx.q.watermark(self.term(), &self.peer);
-            if !self.probe_failed && acked > self.compare_index && acked <= r.end_index && acked <= end {
+            let probe = !self.probe_failed && !cx.quirks.truncate_below_acked;
+            if probe && acked > self.compare_index && acked <= r.end_index && acked <= end {
                 self.compare_index = acked;
                 self.probing = Some(acked);
                 return self.do_compare(cx);
@@ -322,9 +332,9 @@ impl Dispatcher {
                         self.pending.remove(&sent.first);
                         sent.first
                     };
-                    if current {
-                        cx.q.update_watermark(sent.term, &self.peer, acked);
-                    }
+                    // Java raises the watermark of the answer's term whatever our role: a leader
+                    // re-elected in the same term keeps it (the quorum ignores other terms).
+                    cx.q.update_watermark(sent.term, &self.peer, acked);
                 } else if r.base.code == Code::INCONSISTENT_STATE && current {
                     self.change_state(cx, -1, PushType::Compare);
                 }

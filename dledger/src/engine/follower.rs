@@ -23,7 +23,7 @@ use crate::log::RaftLog;
 use crate::protocol::{Base, Code, PeerMessage, PushEntryRequest, PushEntryResponse, PushType};
 
 use super::outbox::Outbox;
-use super::{Action, Role};
+use super::{Action, JavaQuirks, Role};
 
 /// Parked APPENDs at most (Java: unbounded; its leaders keep at most 1 000 in flight).
 pub(super) const MAX_PARKED: usize = 1_024;
@@ -40,10 +40,8 @@ pub(super) struct FollowerCtx<'a, L> {
     pub role: Role,
     pub term: i64,
     pub leader: Option<&'a str>,
-    /// COMPARE and answers from the log check the request's term and leader (see module doc).
-    pub check_term: bool,
-    /// Appends, commits and truncates respect the verified prefix (see module doc).
-    pub check_prefix: bool,
+    /// The 0.3.1.2 behaviours a test put back.
+    pub quirks: JavaQuirks,
 }
 
 impl<L: RaftLog> FollowerCtx<'_, L> {
@@ -125,11 +123,15 @@ pub(super) struct EntryHandler {
     verified: i64,
     /// The (term, leader) `verified` is about.
     verified_for: Option<(i64, String)>,
+    /// The lowest index at or below our commit index where a COMPARE found our entry differs
+    /// from a leader's (`i64::MAX`: none): our committed prefix is not the group's from there
+    /// (a power loss beyond what the group tolerates), so it is no longer kept against TRUNCATE.
+    diverged: i64,
 }
 
 impl EntryHandler {
     pub fn new(now: u64) -> EntryHandler {
-        EntryHandler { parked: BTreeMap::new(), last_check: now, verified: -1, verified_for: None }
+        EntryHandler { parked: BTreeMap::new(), last_check: now, verified: -1, verified_for: None, diverged: i64::MAX }
     }
 
     /// A new leader (or term, or a restart) knows nothing of our log yet.
@@ -146,7 +148,7 @@ impl EntryHandler {
 
     /// How far a commit index from the leader may reach in our log.
     fn commit_cap<L: RaftLog>(&self, cx: &FollowerCtx<L>) -> i64 {
-        if cx.check_prefix {
+        if !cx.quirks.append_without_prefix {
             self.verified
         } else {
             i64::MAX
@@ -207,7 +209,7 @@ impl EntryHandler {
     /// `handleDoCompare`: SUCCESS when our entry at that index equals the leader's (and then our
     /// log up to there is the leader's).
     fn compare<L: RaftLog>(&mut self, cx: &mut FollowerCtx<L>, token: u64, req: &PushEntryRequest) {
-        if cx.check_term {
+        if !cx.quirks.compare_ignores_term {
             if let Err(code) = cx.from_our_leader(req) {
                 return cx.answer(token, req, code);
             }
@@ -217,18 +219,33 @@ impl EntryHandler {
         if equal && cx.from_our_leader(req).is_ok() {
             self.verified = self.verified.max(entry.index);
         }
+        if !equal && entry.index <= cx.log.committed_index() && cx.log.get(entry.index).is_some() {
+            self.diverged = self.diverged.min(entry.index);
+        }
         cx.answer(token, req, if equal { Code::SUCCESS } else { Code::INCONSISTENT_STATE });
     }
 
     /// `handleDoTruncate`: keep our entry if equal (else write the leader's), drop what follows.
     /// Entries we know to be the leader's are not dropped (differs from 0.3.1.2, see module doc):
-    /// the leader may already count them.
+    /// the leader may already count them. They are: what this leader verified, entries of the
+    /// request's term (only its leader writes them, and with the prefix check before every APPEND
+    /// all of our log up to such an entry is the leader's) and our committed prefix (every
+    /// leader holds it), unless a COMPARE showed it differs. A TRUNCATE is not idempotent: a
+    /// delayed or duplicated one that arrives after APPENDs (or after a restart forgot what was
+    /// verified) would otherwise cut entries that are acknowledged, even committed.
     fn truncate<L: RaftLog>(&mut self, cx: &mut FollowerCtx<L>, token: u64, req: &PushEntryRequest) {
         let entry = &req.entries[0];
         if cx.from_our_leader(req).is_err() {
             return cx.answer(token, req, Code::INCONSISTENT_STATE);
         }
-        let keep_to = if cx.check_prefix && self.verified > entry.index { self.verified } else { entry.index };
+        let keep_to = if cx.quirks.truncate_below_acked {
+            entry.index
+        } else {
+            let end = cx.log.end_index();
+            let same_term = cx.log.get(end).filter(|e| e.term == req.base.term).map_or(-1, |_| end);
+            let committed = cx.log.committed_index().min(self.diverged.saturating_sub(1));
+            self.verified.max(same_term).max(committed).min(end).max(entry.index)
+        };
         let result = if keep_to > entry.index && cx.log.get(entry.index).as_ref() == Some(entry) {
             // Cut after the last verified entry instead: it is the leader's too.
             match cx.log.get(keep_to) {
@@ -239,6 +256,9 @@ impl EntryHandler {
             cx.log.truncate(entry)
         };
         let end = cx.log.end_index();
+        if end < self.diverged {
+            self.diverged = i64::MAX;
+        }
         if result.is_ok() && (end == entry.index || end == keep_to) {
             self.verified = end;
             cx.answer(token, req, Code::SUCCESS);
@@ -272,7 +292,7 @@ impl EntryHandler {
             return;
         }
         while let Some(p) = self.parked.remove(&(cx.log.end_index() + 1)) {
-            let connected = !cx.check_prefix || self.verified == cx.log.end_index();
+            let connected = cx.quirks.append_without_prefix || self.verified == cx.log.end_index();
             let mut ok = connected && cx.from_our_leader(&p.req).is_ok();
             for entry in &p.req.entries {
                 if !ok {
@@ -331,7 +351,7 @@ impl EntryHandler {
             // Equal entries have equal prefixes: all of our log up to there is the leader's.
             self.verified = self.verified.max(last_index(req));
         }
-        if held && (from_leader || !cx.check_term) {
+        if held && (from_leader || cx.quirks.compare_ignores_term) {
             Code::SUCCESS
         } else {
             Code::INCONSISTENT_STATE

@@ -95,7 +95,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         if self.m.term != term {
             return;
         }
-        if self.m.vote_for.as_deref() != Some(self.s.self_id.as_str()) {
+        if !self.quirks.same_term_after_restart && self.m.vote_for.as_deref() != Some(self.s.self_id.as_str()) {
             let me = self.s.self_id.clone();
             if !self.record_vote(&me) {
                 return;

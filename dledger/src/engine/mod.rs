@@ -22,6 +22,9 @@ mod quorum;
 mod settings;
 mod transfer;
 
+#[cfg(test)]
+mod tests;
+
 
 use bytes::Bytes;
 
@@ -87,19 +90,31 @@ pub enum EngineError {
     Config(String),
 }
 
-/// Java behaviours that the simulation shows to be unsafe, kept only so that tests can show the
-/// oracle catching them. Never set them outside tests.
+/// 0.3.1.2 behaviours the engine deliberately does not have, each of which the simulation shows
+/// to break an invariant. They exist only so that tests can put one back and see the oracle catch
+/// it; never set them outside tests.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JavaQuirks {
-    /// Commit the quorum index whatever the term of its entry (0.3.1.2's QuorumAckChecker).
+    /// Leader: commit the quorum index whatever the term of its entry (`QuorumAckChecker`).
     pub commit_by_counting: bool,
-    /// Answer COMPARE (and parked APPENDs already in the log) without checking the request's term
-    /// and leader (0.3.1.2's `handleDoCompare` / `checkAppendFuture`).
+    /// Follower: answer COMPARE, and APPENDs already in the log, without checking the request's
+    /// term and leader (`handleDoCompare`, `checkAppendFuture`).
     pub compare_ignores_term: bool,
-    /// Follower: apply an APPEND at our end + 1 and take commit indexes up to our end whatever
-    /// our log holds, and cut after a TRUNCATE's entry (0.3.1.2's `EntryHandler` and store).
+    /// Follower: apply an APPEND at the end of whatever the log holds, and take a commit index up
+    /// to the log's end (`handleDoAppend`, `updateCommittedIndex`).
     pub append_without_prefix: bool,
+    /// Follower: a TRUNCATE cuts right after its entry; leader: truncate where a COMPARE matched
+    /// even below what the follower acknowledged (`handleDoTruncate`, `doCompare`).
+    pub truncate_below_acked: bool,
+    /// Leader: a new term's comparison resumes at the previous term's `compareIndex`
+    /// (`changeState(COMPARE)` outside APPEND). The follower's own guard (a TRUNCATE keeps
+    /// committed and same-term entries) now hides it from the simulation; it is put back for
+    /// the leader's side only.
+    pub keep_compare_index: bool,
+    /// A restarted member whose last term may have been its own campaigns in it again (the
+    /// first round keeps the persisted term).
+    pub same_term_after_restart: bool,
 }
 
 /// One DLedger member: the election, the pushes to each follower, the follower's entry handler,
@@ -166,6 +181,9 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
     #[doc(hidden)]
     pub fn with_java_quirks(mut self, quirks: JavaQuirks) -> Self {
         self.quirks = quirks;
+        if quirks.same_term_after_restart {
+            self.el.last_parse = election::ParseResult::WaitToRevote;
+        }
         self
     }
 
@@ -310,7 +328,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
                 let term = self.m.term;
                 let leading = self.m.role == Role::Leader;
                 if let Some(d) = self.dispatchers.iter_mut().find(|d| d.peer == push.peer) {
-                    let mut cx = PushCtx { now, s: &self.s, log: &self.log, out: &mut self.out, q: &mut self.q };
+                    let mut cx = PushCtx { now, s: &self.s, log: &self.log, out: &mut self.out, q: &mut self.q, quirks: self.quirks };
                     d.on_response(&mut cx, token, &push, response, leading && term == push.term);
                 }
             }
@@ -351,8 +369,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
             role: self.m.role,
             term: self.m.term,
             leader: self.m.leader_id.as_deref(),
-            check_term: !self.quirks.compare_ignores_term,
-            check_prefix: !self.quirks.append_without_prefix,
+            quirks: self.quirks,
         };
         self.handler.on_push(&mut cx, token, req);
     }
@@ -365,8 +382,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
             role: self.m.role,
             term: self.m.term,
             leader: self.m.leader_id.as_deref(),
-            check_term: !self.quirks.compare_ignores_term,
-            check_prefix: !self.quirks.append_without_prefix,
+            quirks: self.quirks,
         };
         self.handler.run(&mut cx);
     }
@@ -376,7 +392,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
             return;
         }
         let term = self.m.term;
-        let mut cx = PushCtx { now, s: &self.s, log: &self.log, out: &mut self.out, q: &mut self.q };
+        let mut cx = PushCtx { now, s: &self.s, log: &self.log, out: &mut self.out, q: &mut self.q, quirks: self.quirks };
         for d in &mut self.dispatchers {
             d.refresh(&mut cx, term);
             d.run(&mut cx);

@@ -65,6 +65,11 @@ impl Quorum {
         self.term
     }
 
+    #[cfg(test)]
+    pub fn term_start(&self) -> i64 {
+        self.term_start
+    }
+
     /// `getPeerWaterMark(term, peer)`: -1 for a term we do not count.
     pub fn watermark(&self, term: i64, peer: &str) -> i64 {
         if term != self.term {

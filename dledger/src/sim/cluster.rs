@@ -19,9 +19,11 @@ use super::oracle::{Oracle, View};
 pub struct SimConfig {
     pub seed: u64,
     pub members: usize,
-    /// Faults happen during this long ...
+    /// Faults happen during this long (one every 100..1 300 ms) ...
     pub faulty_ms: u64,
-    /// ... then everything heals and the group must make progress within this long.
+    /// ... then everything heals and the group must make progress within this long. Once it
+    /// has, the clients stop and the run ends when every proposal was answered (or after
+    /// 3.5 s): the healed phase only shows liveness, the faulty one is where the work is.
     pub heal_ms: u64,
     pub quirks: JavaQuirks,
     pub trace: Trace,
@@ -40,7 +42,7 @@ pub enum Trace {
 
 impl SimConfig {
     pub fn new(seed: u64, members: usize) -> SimConfig {
-        SimConfig { seed, members, faulty_ms: 12_000, heal_ms: 16_000, quirks: JavaQuirks::default(), trace: Trace::Off }
+        SimConfig { seed, members, faulty_ms: 6_000, heal_ms: 16_000, quirks: JavaQuirks::default(), trace: Trace::Off }
     }
 }
 
@@ -342,6 +344,10 @@ impl Sim {
         self.queue.push(Reverse(Event { at, seq: self.seq, kind }));
     }
 
+    fn tracing(&self) -> bool {
+        self.cfg.trace != Trace::Off
+    }
+
     fn note(&mut self, f: impl FnOnce() -> String) {
         match self.cfg.trace {
             Trace::Off => {}
@@ -375,6 +381,11 @@ impl Sim {
                 self.report.events += 1;
                 self.check()?;
             }
+            // The healed group committed a proposal and the clients stopped: done once every
+            // proposal a running member holds is answered.
+            if self.acked_after_heal > 0 && self.proposals.is_empty() {
+                break;
+            }
         }
         self.finish()
     }
@@ -400,15 +411,21 @@ impl Sim {
                 }
                 let now = m.now(self.now);
                 let actions = self.members[node].engine.as_mut().map(|e| e.tick(now)).unwrap_or_default();
-                if let Some(e) = self.members[node].engine.as_ref().filter(|e| e.role() == Role::Leader) {
-                    let state = e.debug_pushes();
-                    let id = self.members[node].id.clone();
-                    self.note(|| format!("{id} ticks: {state}"));
+                if self.tracing() {
+                    if let Some(e) = self.members[node].engine.as_ref().filter(|e| e.role() == Role::Leader) {
+                        let state = e.debug_pushes();
+                        let id = self.members[node].id.clone();
+                        self.note(|| format!("{id} ticks: {state}"));
+                    }
                 }
                 self.apply(node, actions)?;
                 Ok(true)
             }
             EventKind::Client => {
+                if self.acked_after_heal > 0 {
+                    // Progress after healing is shown; what is left is answering the rest.
+                    return Ok(false);
+                }
                 self.client()?;
                 let gap = if self.healed { self.rng.range(100, 600) } else { self.rng.range(20, 500) };
                 self.push(self.now + gap, EventKind::Client);
@@ -417,7 +434,7 @@ impl Sim {
             EventKind::Fault => {
                 if !self.healed {
                     self.fault()?;
-                    let gap = self.rng.range(200, 2_500);
+                    let gap = self.rng.range(100, 1_300);
                     self.push(self.now + gap, EventKind::Fault);
                 }
                 Ok(true)
@@ -440,6 +457,9 @@ impl Sim {
         let m = &mut self.members[i];
         let (log, terms) = m.parked.take().ok_or("start of a running member")?;
         m.inc += 1;
+        // Proposals the previous process held are never answered.
+        self.proposals.retain(|_, p| p.node != i);
+        let m = &mut self.members[i];
         m.inbound.clear();
         let now = m.now(self.now);
         let engine = Engine::new(&m.config, log, terms, seed, now)
@@ -518,16 +538,20 @@ impl Sim {
                 let local = self.next_inbound;
                 self.next_inbound += 1;
                 self.members[to].inbound.insert(local, Inbound::Peer { from, from_inc, token });
-                let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
-                self.note(|| format!("{a} -> {b}: {}", describe(&msg)));
+                if self.tracing() {
+                    let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
+                    self.note(|| format!("{a} -> {b}: {}", describe(&msg)));
+                }
                 self.members[to].engine.as_mut().map(|e| e.on_request(now, local, msg)).unwrap_or_default()
             }
             Wire::Response { to_inc, token, result } => {
                 if to_inc != self.members[to].inc {
                     return Ok(false);
                 }
-                let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
-                self.note(|| format!("{a} => {b}: {}", result.as_ref().map_or("failed".into(), describe)));
+                if self.tracing() {
+                    let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
+                    self.note(|| format!("{a} => {b}: {}", result.as_ref().map_or("failed".into(), describe)));
+                }
                 self.members[to].engine.as_mut().map(|e| e.on_response(now, token, result)).unwrap_or_default()
             }
         };
@@ -549,7 +573,7 @@ impl Sim {
                         self.send(i, from, Wire::Response { to_inc: from_inc, token, result: Ok(msg) });
                     }
                     Some(Inbound::Admin) => {
-                        let id = self.members[i].id.clone();
+                        let id = if self.tracing() { self.members[i].id.clone() } else { String::new() };
                         self.note(|| format!("{id} answers the admin: {}", describe(&msg)));
                     }
                     None => return Err(format!("{} replied to unknown request {token}", self.members[i].id)),
@@ -560,7 +584,7 @@ impl Sim {
                     }
                 }
                 Action::RoleChanged { role, term, leader_id } => {
-                    let id = self.members[i].id.clone();
+                    let id = if self.tracing() { self.members[i].id.clone() } else { String::new() };
                     self.note(|| format!("{id} is {role:?} in term {term} (leader {leader_id:?})"));
                     if role == Role::Leader {
                         self.report.leaders += 1;
@@ -579,7 +603,7 @@ impl Sim {
                         return Err(format!("proposal {token} answered by the wrong member"));
                     }
                     let code = response.base.code;
-                    let id = self.members[i].id.clone();
+                    let id = if self.tracing() { self.members[i].id.clone() } else { String::new() };
                     self.note(|| format!("{id} answers proposal {token}: {code:?} index {} pos {}", response.index, response.pos));
                     if code == Code::SUCCESS {
                         if p.at >= self.cfg.faulty_ms {
@@ -588,18 +612,26 @@ impl Sim {
                             self.end = self.end.min(self.now + ANSWER_WAIT_MS + 500);
                         }
                         acks.push((response, positions, p.bodies));
-                    } else if code == Code::NOT_LEADER || code == Code::LEADER_TRANSFERRING {
-                        if self.believed_leader.is_some_and(|(_, l)| l == i) {
-                            self.believed_leader = None;
+                    } else if code == Code::NOT_LEADER {
+                        // As DLedgerClient does: follow the leader the answer names.
+                        let named = response.base.leader_id.as_deref().and_then(|l| self.index_of(l).ok());
+                        match named {
+                            Some(l) => self.believed_leader = Some((response.base.term, l)),
+                            None if self.believed_leader.is_some_and(|(_, l)| l == i) => self.believed_leader = None,
+                            None => {}
                         }
                     }
                 }
                 Action::WakeAt { at_ms } => {
                     let at = at_ms.saturating_sub(self.members[i].offset).max(self.now + 1);
                     let m = &mut self.members[i];
-                    m.wake_at = Some(at);
-                    let inc = m.inc;
-                    self.push(at, EventKind::Wake { node: i, inc, at });
+                    // The same wake-up already queued fires first anyway (a queued one that no
+                    // longer matches `wake_at` is skipped).
+                    if m.wake_at != Some(at) {
+                        m.wake_at = Some(at);
+                        let inc = m.inc;
+                        self.push(at, EventKind::Wake { node: i, inc, at });
+                    }
                 }
             }
         }
@@ -657,7 +689,7 @@ impl Sim {
         let inc = self.members[target].inc;
         self.proposals.insert(token, Proposal { bodies: bodies.clone(), node: target, inc, at: self.now });
         let now = self.members[target].now(self.now);
-        let id = self.members[target].id.clone();
+        let id = if self.tracing() { self.members[target].id.clone() } else { String::new() };
         self.note(|| format!("client proposes {token} ({count} bodies) to {id}"));
         let actions = self.members[target].engine.as_mut().map(|e| e.propose(now, token, bodies)).unwrap_or_default();
         self.apply(target, actions)
@@ -671,7 +703,7 @@ impl Sim {
         self.members[target].inbound.insert(token, Inbound::Admin);
         self.report.transfers += 1;
         let now = self.members[target].now(self.now);
-        let id = self.members[target].id.clone();
+        let id = if self.tracing() { self.members[target].id.clone() } else { String::new() };
         self.note(|| format!("admin asks {id} to transfer leadership to {to}"));
         let actions =
             self.members[target].engine.as_mut().map(|e| e.transfer_leadership(now, token, &to)).unwrap_or_default();
@@ -694,7 +726,7 @@ impl Sim {
                         self.blocked[j][who] = true;
                     }
                 }
-                let id = self.members[who].id.clone();
+                let id = if self.tracing() { self.members[who].id.clone() } else { String::new() };
                 self.note(|| format!("fault: isolate {id}"));
             }
             15..=24 => {

@@ -167,6 +167,11 @@ impl MemLog {
         std::mem::take(&mut self.cut_committed)
     }
 
+    /// The live entry at `index`, borrowed (`RaftLog::get` clones it).
+    pub fn entry(&self, index: i64) -> Option<&Entry> {
+        self.live.slot(index).map(|i| &self.live.entries[i])
+    }
+
     pub fn entries(&self) -> &[Entry] {
         &self.live.entries
     }

@@ -22,7 +22,7 @@
 //! (that commit rests on fresh acknowledgements, which by log matching cover it). Every other
 //! entry keeps every guarantee above.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use crate::entry::Entry;
 use crate::log::RaftLog;
@@ -52,7 +52,8 @@ pub struct Oracle {
     checked: Vec<i64>,
 
     /// Leaders (member, term) whose log was checked against the whole committed log.
-    known_leaders: BTreeSet<(usize, i64)>,
+    known_leaders: Vec<(usize, i64)>,
+    scratch_leaders: Vec<(usize, i64)>,
     answered: HashSet<u64>,
     pub forfeits: u64,
     pub forfeited_entries: u64,
@@ -107,27 +108,28 @@ impl Oracle {
             // commits an entry after them that was never forfeited.
             let mut held_back: Vec<Entry> = Vec::new();
             for i in from..=upto {
-                let Some(e) = log.get(i) else { return Err(format!("{} misses entry {i} below its commit index", v.id)) };
+                let Some(e) = log.entry(i) else { return Err(format!("{} misses entry {i} below its commit index", v.id)) };
                 let slot = i as usize;
                 if slot < self.committed.len() {
-                    if self.committed[slot] != e && !self.allowed(i, &e) {
+                    let same = &self.committed[slot] == e;
+                    if !same && !self.allowed(i, e) {
                         return Err(format!(
                             "{} has {:?} committed at {i}, the group committed {:?}",
                             v.id,
-                            brief(&e),
+                            brief(e),
                             brief(&self.committed[slot])
                         ));
                     }
-                    if self.committed[slot] == e && v.term < self.commit_term[slot] {
+                    if same && v.term < self.commit_term[slot] {
                         self.commit_term[slot] = v.term;
                         touched.push(slot);
                     }
                 } else if slot == self.committed.len() + held_back.len() {
-                    if self.allowed(i, &e) {
-                        held_back.push(e);
+                    if self.allowed(i, e) {
+                        held_back.push(e.clone());
                         continue;
                     }
-                    for e in held_back.drain(..).chain(std::iter::once(e)) {
+                    for e in held_back.drain(..).chain(std::iter::once(e.clone())) {
                         touched.push(self.committed.len());
                         self.committed.push(e);
                         self.commit_term.push(v.term);
@@ -145,27 +147,31 @@ impl Oracle {
     /// Leader completeness, for new leaders against everything and for known leaders against
     /// what changed.
     fn check_leaders(&mut self, views: &[View], touched: &[usize]) -> Result<(), String> {
-        let current: BTreeSet<(usize, i64)> =
-            views.iter().enumerate().filter(|(_, v)| v.up).filter_map(|(n, v)| v.leader_term.map(|t| (n, t))).collect();
-        for &(n, term) in &current {
-            let slots: Vec<usize> =
-                if self.known_leaders.contains(&(n, term)) { touched.to_vec() } else { (0..self.committed.len()).collect() };
-            for slot in slots {
+        let mut current = std::mem::take(&mut self.scratch_leaders);
+        current.clear();
+        for (n, v) in views.iter().enumerate() {
+            let Some(term) = v.leader_term.filter(|_| v.up) else { continue };
+            let lacks = |slot: usize| -> Option<String> {
                 if self.commit_term[slot] >= term {
-                    continue;
+                    return None;
                 }
                 let want = &self.committed[slot];
-                if views[n].log.get(slot as i64).as_ref() != Some(want) {
-                    return Err(format!(
-                        "leader {} of term {term} lacks {:?}, committed in term {}",
-                        views[n].id,
-                        brief(want),
-                        self.commit_term[slot]
-                    ));
+                if v.log.entry(slot as i64) == Some(want) {
+                    return None;
                 }
+                Some(format!("leader {} of term {term} lacks {:?}, committed in term {}", v.id, brief(want), self.commit_term[slot]))
+            };
+            let found = if self.known_leaders.contains(&(n, term)) {
+                touched.iter().find_map(|&slot| lacks(slot))
+            } else {
+                (0..self.committed.len()).find_map(lacks)
+            };
+            if let Some(e) = found {
+                return Err(e);
             }
+            current.push((n, term));
         }
-        self.known_leaders = current;
+        self.scratch_leaders = std::mem::replace(&mut self.known_leaders, current);
         Ok(())
     }
 
