@@ -10,7 +10,7 @@
 //! ([`follower`]), the quorum of acknowledgements and commit ([`quorum`]), leadership transfer and
 //! preferred leaders ([`transfer`]). Where 0.3.1.2 is unsafe (each place says how and why), the
 //! engine keeps the wire format and fixes the rule; [`JavaQuirks`] switches the old rules back on
-//! for tests only, so the simulation can show its oracle catching them.
+//! for tests only, to run them against the simulation's oracle.
 
 mod clock;
 mod dispatcher;
