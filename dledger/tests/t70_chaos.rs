@@ -190,10 +190,12 @@ fn cut_links(cluster: &Cluster, side: &[usize], applied: &mut Applied) {
 }
 
 /// The leader the monitor sees, else a random member.
+/// (Draws from `rng` either way, so that the rest of the plan does not depend on the leader.)
 fn target(monitor: &Monitor, with_leader: bool, rng: &mut Rng) -> (usize, bool) {
+    let random = rng.below(MEMBERS);
     match monitor.leader() {
         Some(l) if with_leader => (l, true),
-        _ => (rng.below(MEMBERS), false),
+        _ => (random, false),
     }
 }
 
