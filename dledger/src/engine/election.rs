@@ -429,6 +429,19 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         };
         // Late answers still say who is alive (the preferred-leader check reads this).
         self.el.peers_live.insert(peer.to_owned(), code != Code::NETWORK_ERROR);
+        // Not in 0.3.1.2, which looks at a newer term only when a round missed its quorum (and a
+        // round ends as soon as it has one, so the answer is often not even counted): a leader
+        // told of a newer term steps down at once. Otherwise a member that took a newer term
+        // while cut off, and whose log is shorter (every vote it asks for is refused), stays a
+        // candidate for ever next to a leader that keeps its quorum, and is never caught up
+        // (openmessaging/dledger#85 and #325; found by t70_chaos).
+        if code == Code::EXPIRED_TERM && term > self.m.term && self.m.role == Role::Leader {
+            self.el.heartbeat_round = None;
+            self.el.resume_at = now + MAINTAIN_PAUSE_MS;
+            self.become_candidate(now, term);
+            self.el.need_increase_term = true;
+            return;
+        }
         let Some(r) = self.el.heartbeat_round.as_mut().filter(|r| r.id == round) else { return };
         match code {
             Code::SUCCESS => r.succ += 1,
