@@ -29,7 +29,7 @@ pub(super) enum ParseResult {
 /// Java's fixed part of the time a candidate waits for votes.
 const VOTE_WAIT_BASE_MS: u64 = 2_000;
 /// The state maintainer's sleep between passes.
-const MAINTAIN_PAUSE_MS: u64 = 10;
+pub(super) const MAINTAIN_PAUSE_MS: u64 = 10;
 
 #[derive(Debug)]
 pub(super) struct Election {

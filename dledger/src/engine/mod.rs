@@ -391,6 +391,12 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         if self.m.role != Role::Leader {
             return;
         }
+        // A new leader pushes only once its first heartbeats are out (at most the elector's 10 ms
+        // pause later): a COMPARE that reaches a voter before the heartbeat that makes it a
+        // follower is refused, and the dispatcher then pauses 500 ms (Java races the same way).
+        if self.s.leader_elector && self.el.last_send_heartbeat.is_none() {
+            return;
+        }
         let term = self.m.term;
         let mut cx = PushCtx { now, s: &self.s, log: &self.log, out: &mut self.out, q: &mut self.q, quirks: self.quirks };
         for d in &mut self.dispatchers {

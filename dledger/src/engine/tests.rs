@@ -227,6 +227,13 @@ fn elect(members: usize, log: MemLog, term: i64) -> (Engine<MemLog, MemTerms>, V
         }
     }
     assert_eq!(e.role(), Role::Leader);
+    // The first heartbeats go out after the elector's pause, and the COMPAREs right after them;
+    // the heartbeats are left out here (tests of the push answer the COMPAREs).
+    assert!(sent(&actions).iter().all(|(_, _, m)| !matches!(m, PeerMessage::Push(_))), "no push before the first heartbeats");
+    actions.retain(|a| !matches!(a, Action::WakeAt { .. }));
+    let later = e.tick(T0 + 1 + super::election::MAINTAIN_PAUSE_MS);
+    assert!(sent(&later).iter().any(|(_, _, m)| matches!(m, PeerMessage::HeartBeat(_))), "the first heartbeats");
+    actions.extend(later.into_iter().filter(|a| !matches!(a, Action::Send { msg: PeerMessage::HeartBeat(_), .. })));
     (e, actions)
 }
 
