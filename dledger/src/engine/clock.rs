@@ -33,9 +33,10 @@ impl Clock {
     }
 }
 
-/// SplitMix64, seeded by the driver: the engine's only source of chance (vote intervals).
+/// SplitMix64, seeded by the driver: the engine's only source of chance (vote intervals). The
+/// simulation draws its faults from it too.
 #[derive(Clone, Debug)]
-pub(super) struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {

@@ -32,7 +32,8 @@ use crate::config::{DLedgerConfig, PeersError};
 use crate::log::{LogError, RaftLog, TermStore};
 use crate::protocol::{AppendEntryResponse, Base, Code, PeerMessage};
 
-use clock::{Clock, Rng};
+use clock::Clock;
+pub(crate) use clock::Rng;
 use dispatcher::{Dispatcher, PushCtx};
 use election::Election;
 use follower::{EntryHandler, FollowerCtx};

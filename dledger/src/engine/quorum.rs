@@ -166,21 +166,7 @@ impl Quorum {
             if w.timed_out {
                 continue;
             }
-            out.actions.push(Action::Answer {
-                token: w.token,
-                response: AppendEntryResponse {
-                    base: Base {
-                        group: s.group.clone(),
-                        term: self.pending_term,
-                        leader_id: Some(s.self_id.clone()),
-                        code: Code::SUCCESS,
-                        ..Base::default()
-                    },
-                    index,
-                    pos: w.pos,
-                },
-                positions: w.positions,
-            });
+            out.actions.push(Self::answer(self.pending_term, s, w.token, Code::SUCCESS, index, w.pos, w.positions));
         }
     }
 
@@ -197,21 +183,20 @@ impl Quorum {
                 break; // created in index order
             }
             w.timed_out = true;
-            out.actions.push(Action::Answer {
-                token: w.token,
-                response: AppendEntryResponse {
-                    base: Base {
-                        group: s.group.clone(),
-                        term: self.pending_term,
-                        leader_id: Some(s.self_id.clone()),
-                        code: Code::WAIT_QUORUM_ACK_TIMEOUT,
-                        ..Base::default()
-                    },
-                    index,
-                    pos: -1,
-                },
-                positions: Vec::new(),
-            });
+            out.actions.push(Self::answer(self.pending_term, s, w.token, Code::WAIT_QUORUM_ACK_TIMEOUT, index, -1, Vec::new()));
+        }
+    }
+
+    /// The answer to a proposal of ours, as the leader of `term` (the one it waited in).
+    fn answer(term: i64, s: &Settings, token: u64, code: Code, index: i64, pos: i64, positions: Vec<i64>) -> Action {
+        Action::Answer {
+            token,
+            response: AppendEntryResponse {
+                base: Base { group: s.group.clone(), term, leader_id: Some(s.self_id.clone()), code, ..Base::default() },
+                index,
+                pos,
+            },
+            positions,
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use bytes::Bytes;
 
 use crate::config::DLedgerConfig;
-use crate::engine::{Action, Engine, JavaQuirks, Role, SendFailed};
+use crate::engine::{Action, Engine, JavaQuirks, Rng, Role, SendFailed};
 use crate::protocol::{Code, PeerMessage};
 
 use super::mem_store::{MemLog, MemTerms};
@@ -81,29 +81,21 @@ impl std::fmt::Display for SimFailure {
     }
 }
 
-/// SplitMix64 for the simulation's own choices.
+/// The simulation's own choices: the engine's SplitMix64 on a seed of its own.
 #[derive(Clone, Debug)]
-pub struct SimRng(u64);
+pub struct SimRng(Rng);
 
 impl SimRng {
     pub fn new(seed: u64) -> SimRng {
-        SimRng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+        SimRng(Rng::new(seed ^ 0x5DEE_CE66_D1CE_4E5B))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next_u64() % n
-        }
+        self.0.below(n)
     }
 
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
