@@ -4,6 +4,9 @@
 #   scripts/start.sh                  a name server (9876) and a broker (10911)
 #   scripts/start.sh --master-slave   a name server, a SYNC_MASTER (10911, HA port 10912) and its
 #                                     slave (10921, brokerId 1) in one broker group
+#   scripts/start.sh --dledger-brokers  a name server and three brokers in DLedger mode, one broker
+#                                     group (RaftNode00) replicated by DLedger: 10911, 10921, 10931,
+#                                     DLedger ports 40911-40913; the leader is the master (brokerId 0)
 #   scripts/start.sh --dledger-group  a 3-member DLedger 0.3.1.2 group of our `dledger server`
 #                                     (group dledger, n0-n2 on 40911-40913), without a broker;
 #                                     try: target/release/dledger append -g dledger -p "$DLEDGER_PEERS"
@@ -20,7 +23,8 @@ case "${1:-}" in
   "") ;;
   --master-slave) mode=master-slave ;;
   --dledger-group) mode=dledger-group ;;
-  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+  --dledger-brokers) mode=dledger-brokers ;;
+  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
   *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 mkdir -p "$run/logs"
@@ -50,11 +54,11 @@ bindAddress=127.0.0.1
 kvConfigPath=$run/namesrv/kvConfig.json
 CONF
 
-# broker_conf NAME PORT ID ROLE STORE: a broker of group broker-a.
+# broker_conf NAME PORT ID ROLE STORE [GROUP]: a broker of group broker-a (or GROUP).
 broker_conf() {
   cat > "$run/$1.conf" <<CONF
 brokerClusterName=DefaultCluster
-brokerName=broker-a
+brokerName=${6:-broker-a}
 brokerId=$3
 brokerRole=$4
 brokerIP1=127.0.0.1
@@ -88,6 +92,20 @@ launch namesrv mqnamesrv "$run/namesrv.conf" "$ns_port"
 if [ "$mode" = single ]; then
   broker_conf broker "$broker_port" 0 ASYNC_MASTER "$run/store"
   launch broker mqbroker "$run/broker.conf" "$broker_port"
+elif [ "$mode" = dledger-brokers ]; then
+  peers="n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
+  for i in 0 1 2; do
+    broker_conf "raft$i" $((broker_port + 10 * i)) 0 ASYNC_MASTER "$run/store-raft$i" RaftNode00
+    printf 'enableDLegerCommitLog=true\ndLegerGroup=RaftNode00\ndLegerPeers=%s\ndLegerSelfId=n%s\n' "$peers" "$i" >> "$run/raft$i.conf"
+  done
+  for i in 0 1 2; do
+    HOME="$run" nohup "$root/target/release/mqbroker" -c "$run/raft$i.conf" > "$run/logs/raft$i.log" 2>&1 &
+    echo $! > "$run/raft$i.pid"
+  done
+  for i in 0 1 2; do
+    wait_for_port $((broker_port + 10 * i))
+    echo "raft$i listening on 127.0.0.1:$((broker_port + 10 * i)), DLedger n$i on 127.0.0.1:$((40911 + i)) (log: $run/logs/raft$i.log)"
+  done
 else
   broker_conf master "$broker_port" 0 SYNC_MASTER "$run/store-master"
   broker_conf slave "$slave_port" 1 SLAVE "$run/store-slave"

@@ -51,6 +51,9 @@ pub struct Broker {
     pub stats: crate::stats::StoreStats,
     /// Asks the registration task for a registration with every name server (coalesced).
     pub registration: RegistrationRequests,
+    /// The id registered with the name servers: `brokerId`, or in DLedger mode 0 while leading,
+    /// the id derived from `dLegerSelfId` while following, -1 before the group decided.
+    pub broker_id: std::sync::atomic::AtomicI64,
 }
 
 /// Registration requests from processors (a topic created, a retry topic made), coalesced: many
@@ -102,7 +105,25 @@ impl Broker {
         self.registration.request(oneway);
     }
 
+    pub fn broker_id(&self) -> i64 {
+        self.broker_id.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn set_broker_id(&self, id: i64) {
+        self.broker_id.store(id, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Who this broker is now, as it registers.
+    pub fn identity(&self) -> BrokerIdentity {
+        BrokerIdentity { broker_id: self.broker_id(), ..self.identity.clone() }
+    }
+
     pub async fn register(&self, oneway: bool) {
+        // A DLedger broker registers once its group has decided what it is (Java registers at its
+        // first role change).
+        if self.broker_id() < 0 {
+            return;
+        }
         let mut wrapper = self.topics.wrapper();
         if !self.is_writeable() {
             // A broker without write permission registers every topic without it (Java).
@@ -112,14 +133,15 @@ impl Broker {
         }
         let addrs = self.config.namesrv_addrs();
         let timeout = Duration::from_millis(self.config.register_broker_timeout_ms);
-        let result = namesrv_client::register_all(&self.namesrv, &addrs, &self.identity, &wrapper, timeout, oneway).await;
+        let result = namesrv_client::register_all(&self.namesrv, &addrs, &self.identity(), &wrapper, timeout, oneway).await;
         if let Some(result) = result.filter(|_| self.is_slave()) {
             self.learn_master(result).await;
         }
     }
 
+    /// Whether the broker acts as a slave now (its configured role; in DLedger mode, its member's).
     pub fn is_slave(&self) -> bool {
-        self.store_config.broker_role == store::config::BrokerRole::Slave
+        self.store.role() == store::config::BrokerRole::Slave
     }
 
     /// A slave's registration answer names its master (Java: unless `haMasterAddress` is set,
@@ -132,6 +154,10 @@ impl Broker {
                 info!(master, "master address");
                 *self.master_addr.write() = Some(master);
             }
+        }
+        if self.store.is_dledger() {
+            // DLedger replicates the log; only the metadata is copied from the master.
+            return;
         }
         let Some(ha_addr) = result.ha_server_addr.filter(|a| !a.is_empty()) else { return };
         if self.store_config.ha_master_address.trim().len() >= 6 {
@@ -170,7 +196,10 @@ impl Broker {
 
     pub async fn unregister(&self) {
         let addrs = self.config.namesrv_addrs();
-        namesrv_client::unregister_all(&self.namesrv, &addrs, &self.identity, Duration::from_secs(3)).await;
+        if self.broker_id() < 0 {
+            return;
+        }
+        namesrv_client::unregister_all(&self.namesrv, &addrs, &self.identity(), Duration::from_secs(3)).await;
         info!("unregistered from the name servers");
     }
 

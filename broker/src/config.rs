@@ -273,6 +273,10 @@ pub fn apply_startup_rules(broker: &mut BrokerConfig, store: &MessageStoreConfig
         }
         BrokerRole::Slave => {}
     }
+    if store.enable_dleger_commit_log {
+        // Java: the group decides the id (0 for its leader); -1 until then.
+        broker.broker_id = -1;
+    }
     Ok(())
 }
 

@@ -52,8 +52,8 @@ pub enum StartError {
     Io(#[from] std::io::Error),
     #[error("aclEnable=true, but this broker does not implement ACL yet; refusing to start without the access control asked for")]
     AclUnsupported,
-    #[error("enableDLegerCommitLog=true, but this broker does not implement DLedger yet; refusing to start rather than run without the replication asked for")]
-    DLedgerUnsupported,
+    #[error(transparent)]
+    DLedger(#[from] crate::dledger::DLedgerStartError),
 }
 
 /// Forgets clients whose connection closed and tells their groups.
@@ -79,6 +79,8 @@ pub struct BrokerController {
     /// Background threads, in start order; stopped in reverse, so the persister, started first,
     /// writes last.
     services: Vec<Service>,
+    /// The DLedger member holding the commit log, in DLedger mode.
+    member: Option<dledger::server::DLedgerServer>,
 }
 
 fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>, StartError> {
@@ -88,8 +90,8 @@ fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>
 impl BrokerController {
     /// Starts a broker. Call inside a tokio runtime.
     pub async fn start(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<BrokerController, StartError> {
-        refuse_what_is_not_built(&config, &store_config)?;
-        let broker = open(config, store_config).await?;
+        refuse_what_is_not_built(&config)?;
+        let (broker, member) = open(config, store_config).await?;
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
         let (registry, hold) = processors(&broker, &delay_offsets)?;
@@ -111,11 +113,17 @@ impl BrokerController {
         };
         let server = RemotingServer::start(server_config(&broker.config)?, registry).await?;
         services.extend(background_services(&broker, hold, delay_offsets.clone())?);
-        // As Java: register once at start, then periodically and when asked.
+        // As Java: register once at start (in DLedger mode at the first role change), then
+        // periodically and when asked.
         broker.register(false).await;
-        let tasks = async_tasks(&broker, delay_offsets);
+        let mut tasks = async_tasks(&broker, delay_offsets);
+        let member = member.map(|m| {
+            let roles = crate::dledger::role::follow(broker.clone(), m.server.handle(), m.offsets.clone(), m.slave_id);
+            tasks.push(tokio::spawn(roles));
+            m.server
+        });
         info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
-        Ok(BrokerController { broker, server, fast_server, tasks, services })
+        Ok(BrokerController { broker, server, fast_server, tasks, services, member })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -136,31 +144,45 @@ impl BrokerController {
         self.broker.ha.shutdown().await;
         let services = std::mem::take(&mut self.services);
         let _ = tokio::task::spawn_blocking(move || services.iter().rev().for_each(Service::stop)).await;
+        if let Some(member) = self.member.take() {
+            // Appends still waiting for the quorum are answered SERVICE_NOT_AVAILABLE; what was
+            // committed is dispatched by the store's shutdown below.
+            member.shutdown().await;
+        }
         let store = self.broker.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         info!("broker stopped");
     }
 }
 
-fn refuse_what_is_not_built(config: &BrokerConfig, store_config: &MessageStoreConfig) -> Result<(), StartError> {
+fn refuse_what_is_not_built(config: &BrokerConfig) -> Result<(), StartError> {
     if config.acl_enable {
         return Err(StartError::AclUnsupported);
-    }
-    if store_config.enable_dleger_commit_log {
-        return Err(StartError::DLedgerUnsupported);
     }
     Ok(())
 }
 
-/// Opens and starts the store and replication, loads the metadata, and builds the shared state.
-async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<Arc<Broker>, StartError> {
+/// Opens and starts the store and replication (the classic HA service, or in DLedger mode the
+/// member holding the commit log), loads the metadata, and builds the shared state.
+async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<(Arc<Broker>, Option<crate::dledger::Member>), StartError> {
     let root = store_config.root_dir();
     let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
     let bind: IpAddr = config.bind_address.parse().map_err(|_| StartError::BadAddress(config.bind_address.clone()))?;
     let store_host = SocketAddr::new(ip1, config.listen_port);
-    let store = tokio::task::block_in_place(|| MessageStore::open(store_config.clone()))?;
-    store.start()?;
-    let ha = Ha::start(&store, &store_config, bind).await?;
+    let (store, member, ha) = if store_config.enable_dleger_commit_log {
+        let (store, opened) = tokio::task::block_in_place(|| crate::dledger::open(&store_config))?;
+        // Java forces brokerId -1 and the role SLAVE until the group decides.
+        store.set_role(store::config::BrokerRole::Slave);
+        let member = crate::dledger::start(opened, &store, store_config.max_message_size).await?;
+        store.start()?;
+        (store, Some(member), Ha::Off)
+    } else {
+        let store = tokio::task::block_in_place(|| MessageStore::open(store_config.clone()))?;
+        store.start()?;
+        let ha = Ha::start(&store, &store_config, bind).await?;
+        (store, None, ha)
+    };
+    let broker_id = if member.is_some() { -1 } else { config.broker_id };
     let ha_port = ha.listen_addr().map_or(store_config.ha_listen_port, |a| a.port());
     let identity = BrokerIdentity {
         cluster: config.broker_cluster_name.clone(),
@@ -169,7 +191,7 @@ async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<
         broker_addr: store_host.to_string(),
         ha_server_addr: format!("{}:{ha_port}", config.broker_ip2),
     };
-    Ok(Arc::new(Broker {
+    let broker = Arc::new(Broker {
         topics: TopicConfigManager::open(&config, &root)?,
         groups: SubscriptionGroupManager::open(&root)?,
         offsets: ConsumerOffsetManager::open(&root)?,
@@ -189,7 +211,9 @@ async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<
         master_addr: Default::default(),
         stats: Default::default(),
         registration: Default::default(),
-    }))
+        broker_id: std::sync::atomic::AtomicI64::new(broker_id),
+    });
+    Ok((broker, member))
 }
 
 /// Every request code on its processor and pool (one bounded pool per family, as Java), and the
@@ -325,14 +349,25 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     let hold_check = Service::every("PullRequestHoldService", check_every, false, move || {
         hold.check(Instant::now(), |t, q| store.max_offset_in_queue(t, q));
     })?;
-    if broker.is_slave() {
+    // A DLedger broker's role changes with its group's leader: both run and skip while it is a
+    // slave (Java stops and starts them on each change).
+    let role_changes = broker.store.is_dledger();
+    if broker.is_slave() && !role_changes {
         return Ok(vec![hold_check]);
     }
     let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config.delay_levels_ms().len() };
-    let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || schedule.deliver_all_due())?;
+    let me = broker.clone();
+    let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || {
+        if !me.is_slave() {
+            schedule.deliver_all_due();
+        }
+    })?;
     let checker = TransactionChecker::new(broker.clone());
+    let me = broker.clone();
     let transaction_check = Service::every("TransactionalMessageCheckService", checker.interval(), false, move || {
-        checker.check_once(store::commit_log::now_ms())
+        if !me.is_slave() {
+            checker.check_once(store::commit_log::now_ms());
+        }
     })?;
     Ok(vec![hold_check, schedule, transaction_check])
 }
@@ -341,13 +376,16 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
 /// stats sampler, the expiry of silent clients, and on a slave the metadata copy.
 fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
-    if broker.is_slave() {
+    if broker.is_slave() || broker.store.is_dledger() {
         let me = broker.clone();
         tasks.push(tokio::spawn(async move {
             let start = tokio::time::Instant::now() + crate::slave_sync::FIRST_SYNC_AFTER;
             let mut ticker = tokio::time::interval_at(start, crate::slave_sync::SYNC_EVERY);
             loop {
                 ticker.tick().await;
+                if !me.is_slave() {
+                    continue;
+                }
                 let master = me.master_addr.read().clone();
                 if let Some(master) = master {
                     crate::slave_sync::sync_all(&me, &delay_offsets, &master).await;

@@ -11,6 +11,8 @@
 //!   (`consumerOffset.json`), [`delay_offset`] (`delayOffset.json`);
 //! - the message store itself is the `store` crate;
 //! - who is connected: [`client`] (consumer and producer groups by connection);
+//! - [`replication`] (master/slave HA) and [`dledger`] (the commit log on a DLedger group, roles
+//!   following the group's leader);
 //! - [`long_polling`] (parked pulls) and [`namesrv_client`] (registration with name servers).
 
 pub mod broker;
@@ -20,6 +22,7 @@ pub mod config_file;
 pub mod consumer_offset;
 pub mod controller;
 pub mod delay_offset;
+pub mod dledger;
 pub mod long_polling;
 pub mod namesrv_client;
 pub mod persister;

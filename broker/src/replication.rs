@@ -25,6 +25,8 @@ pub use ha::tracker::Outcome;
 pub enum Ha {
     Master(HaMaster),
     Slave(HaSlave),
+    /// DLedger mode: the group replicates the log, the classic HA service does not run.
+    Off,
 }
 
 impl Ha {
@@ -67,7 +69,7 @@ impl Ha {
     pub fn replication(&self) -> Option<Arc<Replication>> {
         match self {
             Ha::Master(master) => Some(master.replication()),
-            Ha::Slave(_) => None,
+            Ha::Slave(_) | Ha::Off => None,
         }
     }
 
@@ -75,7 +77,7 @@ impl Ha {
     pub fn listen_addr(&self) -> Option<SocketAddr> {
         match self {
             Ha::Master(master) => Some(master.local_addr()),
-            Ha::Slave(_) => None,
+            Ha::Slave(_) | Ha::Off => None,
         }
     }
 
@@ -96,7 +98,7 @@ impl Ha {
     pub fn slave_client(&self) -> Option<&HaSlave> {
         match self {
             Ha::Slave(slave) => Some(slave),
-            Ha::Master(_) => None,
+            Ha::Master(_) | Ha::Off => None,
         }
     }
 
@@ -104,6 +106,7 @@ impl Ha {
         match self {
             Ha::Master(master) => master.shutdown().await,
             Ha::Slave(slave) => slave.shutdown().await,
+            Ha::Off => {}
         }
     }
 }

@@ -41,6 +41,9 @@ pub enum PutStatus {
     MessageIllegal,
     PropertiesSizeExceeded,
     ServiceNotAvailable,
+    /// Java's OS_PAGECACHE_BUSY; a DLedger commit log answers it for a quorum not reached in time
+    /// or too many appends pending.
+    OsPageCacheBusy,
     UnknownError,
 }
 
@@ -110,6 +113,28 @@ pub trait AppendLog: Send + Sync {
     fn max_offset(&self) -> i64;
     /// `size` readable bytes at `offset`.
     fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>>;
+}
+
+/// Checks a message against the store's limits and encodes its record, answering a refusal as
+/// the put's result.
+pub fn check_and_encode(msg: &MessageToStore, max_message_size: usize) -> Result<EncodedRecord, PutMessageResult> {
+    if msg.topic.len() > MAX_V1_TOPIC_BYTES {
+        // As Java 4.9: a longer topic would need a v2 record, which 4.9 and Go cannot read.
+        return Err(PutMessageResult::failed(
+            PutStatus::MessageIllegal,
+            format!("topic of {} bytes exceeds the limit of {MAX_V1_TOPIC_BYTES} bytes", msg.topic.len()),
+        ));
+    }
+    if msg.body.len() > max_message_size {
+        return Err(PutMessageResult::failed(
+            PutStatus::MessageIllegal,
+            format!("message body of {} bytes exceeds maxMessageSize {max_message_size}", msg.body.len()),
+        ));
+    }
+    encode_record(msg).map_err(|e| match e {
+        RecordError::PropertiesTooLong { .. } => PutMessageResult::failed(PutStatus::PropertiesSizeExceeded, e.to_string()),
+        other => PutMessageResult::failed(PutStatus::MessageIllegal, other.to_string()),
+    })
 }
 
 impl AppendLog for CommitLog {
@@ -551,23 +576,7 @@ impl CommitLog {
     }
 
     fn check_and_encode(&self, msg: &MessageToStore) -> Result<EncodedRecord, PutMessageResult> {
-        if msg.topic.len() > MAX_V1_TOPIC_BYTES {
-            // As Java 4.9: a longer topic would need a v2 record, which 4.9 and Go cannot read.
-            return Err(PutMessageResult::failed(
-                PutStatus::MessageIllegal,
-                format!("topic of {} bytes exceeds the limit of {MAX_V1_TOPIC_BYTES} bytes", msg.topic.len()),
-            ));
-        }
-        if msg.body.len() > self.config.max_message_size {
-            return Err(PutMessageResult::failed(
-                PutStatus::MessageIllegal,
-                format!("message body of {} bytes exceeds maxMessageSize {}", msg.body.len(), self.config.max_message_size),
-            ));
-        }
-        encode_record(msg).map_err(|e| match e {
-            RecordError::PropertiesTooLong { .. } => PutMessageResult::failed(PutStatus::PropertiesSizeExceeded, e.to_string()),
-            other => PutMessageResult::failed(PutStatus::MessageIllegal, other.to_string()),
-        })
+        check_and_encode(msg, self.config.max_message_size)
     }
 
     /// The last file if `len` bytes plus the end marker fit, else a fresh one after writing the

@@ -97,8 +97,11 @@ impl ConsumeQueue {
     }
 
     /// Java's recovery: from the third-to-last file, keep units while they are valid; positions
-    /// end after the last valid one, later files are deleted.
-    pub fn recover(&self) {
+    /// end after the last valid one, later files are deleted. After a crash (`erase_tail`) the
+    /// rest of the file is zeroed too, as pages may have reached the disk out of order; after a
+    /// clean stop nothing is torn, and erasing would read the rest of every queue's last file
+    /// (6 MB each: gigabytes for a topic of 1024 queues) on every start.
+    pub fn recover(&self, erase_tail: bool) {
         let files = self.files.files();
         if files.is_empty() {
             return;
@@ -122,7 +125,7 @@ impl ConsumeQueue {
             end = file.from_offset() + pos as u64;
             index += 1;
         }
-        self.files.truncate_to(end, true);
+        self.files.truncate_to(end, erase_tail);
     }
 
     /// Appends the unit for queue offset `cq_offset`. Duplicates (re-dispatch after recovery) are
@@ -322,7 +325,7 @@ mod tests {
         drop(cq);
         let again = ConsumeQueue::new(dir.path(), &TopicName::new("T").unwrap(), 0, 5 * CQ_UNIT_SIZE);
         again.load().unwrap();
-        again.recover();
+        again.recover(true);
         assert_eq!(again.max_offset(), 12);
         assert_eq!(again.max_physic_offset(), 1200);
     }

@@ -4,7 +4,8 @@
 //! [`mapped_file_queue`] (mmap segments named by offset); [`commit_log`] (append, roll, flush),
 //! with [`group_commit`] (the SYNC_FLUSH waiters as a pure state machine) and `flush` (the
 //! threads that drive it); [`consume_queue`] (20-byte units per topic and queue); [`index`]
-//! (lookup by key); [`checkpoint`]; [`recovery`]; and [`store::MessageStore`], which owns them all
+//! (lookup by key); [`checkpoint`]; [`recovery`]; [`dledger_log`] (the commit log when DLedger
+//! holds it); and [`store::MessageStore`], which owns them all
 //! and runs the dispatcher and flush services.
 
 pub mod allocate;
@@ -13,6 +14,7 @@ pub mod cleanup;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
+pub mod dledger_log;
 mod flush;
 pub mod group_commit;
 pub mod index;

@@ -9,7 +9,7 @@ use tracing::{info, warn};
 
 use crate::mapped_file::MappedFile;
 use crate::message::record::{decode_record, DecodedRecord, RecordAt, MAGIC_V1, MAGIC_V2};
-use crate::store::MessageStore;
+use crate::store::{io_err, DLedgerMode, MessageStore, StoreError};
 
 /// What recovery found and did when the store was opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct RecoveryReport {
 pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> RecoveryReport {
     let mut max_phy_of_cq = -1i64;
     for cq in store.queues() {
-        cq.recover();
+        cq.recover(!last_exit_ok);
         max_phy_of_cq = max_phy_of_cq.max(cq.max_physic_offset());
     }
     let files = store.commit_log.files().files();
@@ -85,6 +85,72 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> RecoveryRepor
         process_offset
     };
     RecoveryReport { last_exit_ok, commit_log_end: process_offset, dispatch_from, queues_truncated }
+}
+
+/// Recovery of a store whose commit log DLedger holds (Java's `DLedgerCommitLog.recover`). The
+/// member recovered its own data already. When it holds data, the plain commit log before it
+/// (if any) was sealed at the switch and is read as it is; the queues are cut back to the end
+/// of the DLedger data if they point past it. On the first start (no DLedger data yet) the old
+/// log is recovered as after a clean stop (Java does not check it more closely then), sealed with
+/// an end-of-file blank at its end, and DLedger's data starts at the end of its last file.
+pub(crate) fn recover_dledger(store: &MessageStore, d: &DLedgerMode, last_exit_ok: bool) -> Result<RecoveryReport, StoreError> {
+    use std::sync::atomic::Ordering;
+    if d.log.first_segment_start().is_none() && !store.commit_log.files().is_empty() {
+        let report = recover(store, true);
+        let divided = seal_old_log(store, report.commit_log_end)?;
+        d.log.start_at(divided).map_err(io_err(format!("cannot start the DLedger data at {divided}")))?;
+        d.divided.store(divided, Ordering::Release);
+        info!(divided, "first start with DLedger: the old commit log is sealed and DLedger's data starts after it");
+        return Ok(RecoveryReport { last_exit_ok, ..report });
+    }
+    let mut max_phy_of_cq = -1i64;
+    for cq in store.queues() {
+        cq.recover(!last_exit_ok);
+        max_phy_of_cq = max_phy_of_cq.max(cq.max_physic_offset());
+    }
+    let divided = d.log.first_segment_start().unwrap_or(-1);
+    d.divided.store(divided, Ordering::Release);
+    let write_end = d.log.write_end();
+    let queues_truncated = max_phy_of_cq > write_end;
+    if queues_truncated {
+        warn!(max_phy_of_cq, write_end, "consume queues point past the DLedger data; truncating them");
+        for cq in store.queues() {
+            cq.truncate_to_phy(write_end);
+        }
+        max_phy_of_cq = store.queues().iter().map(|cq| cq.max_physic_offset()).max().unwrap_or(-1);
+    }
+    let min = store.min_phy_offset();
+    for cq in store.queues() {
+        cq.correct_min_offset(min);
+    }
+    let dispatch_from = max_phy_of_cq.max(min).max(0);
+    info!(divided, write_end, dispatch_from, "DLedger commit log recovered");
+    Ok(RecoveryReport { last_exit_ok, commit_log_end: write_end, dispatch_from, queues_truncated })
+}
+
+/// Writes the end-of-file blank at `end` in the old log's last file (unless one is there) and
+/// marks the file full: the old log is read-only from now on. Returns the file's end.
+fn seal_old_log(store: &MessageStore, end: i64) -> Result<i64, StoreError> {
+    let Some(last) = store.commit_log.files().last() else { return Ok(-1) };
+    let file_end = (last.from_offset() + last.size() as u64) as i64;
+    let pos = usize::try_from(end - last.from_offset() as i64).unwrap_or(last.size()).min(last.size());
+    if pos + 8 <= last.size() {
+        let has_blank = last.raw(pos + 4, 4).is_some_and(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]) == crate::message::record::MAGIC_BLANK);
+        if !has_blank {
+            last.set_positions(pos);
+            let mut blank = [0u8; 8];
+            blank[..4].copy_from_slice(&((last.size() - pos) as i32).to_be_bytes());
+            blank[4..].copy_from_slice(&crate::message::record::MAGIC_BLANK.to_be_bytes());
+            if !last.append(&blank) {
+                return Err(StoreError::Io { what: "cannot write the end-of-file blank".into(), source: std::io::Error::other("no room") });
+            }
+            last.flush(0).map_err(io_err(format!("cannot flush {}", last.path().display())))?;
+        }
+    } else {
+        info!(file = %last.path().display(), pos, "the old commit log's last file has no room for a blank; it ends full");
+    }
+    last.set_positions(last.size());
+    Ok(file_end)
 }
 
 /// Java's choice after a crash: scanning back from the last file, the first one whose first

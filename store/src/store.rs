@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use crate::cleanup;
 use crate::commit_log::{AppendLog, CommitLog, PutCallback, PutMessageResult};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
+use crate::dledger_log::{self, EntryAt, EntryLog};
 use crate::index::{IndexConfig, IndexRecord, IndexService};
 use crate::lock::StoreLock;
 use crate::mapped_file_queue::LoadError;
@@ -126,12 +127,46 @@ pub struct MessageStore {
     total_memory_bytes: u64,
     /// Set by the cleanup pass when the disk is above the warning level: writes are refused.
     disk_full: AtomicBool,
+    /// The role now (a DLedger broker's changes with its member's); `BrokerRole` as a byte.
+    role: AtomicU8,
+    /// Set when DLedger holds the commit log (`enableDLegerCommitLog`).
+    pub(crate) dledger: Option<DLedgerMode>,
+}
+
+/// A store whose commit log DLedger holds (see [`crate::dledger_log`]).
+pub(crate) struct DLedgerMode {
+    pub(crate) log: Arc<dyn EntryLog>,
+    /// Java's `dividedCommitlogOffset`: below it, the plain commit log of before the switch.
+    pub(crate) divided: AtomicI64,
+    appender: OnceLock<Arc<dyn AppendLog>>,
+    /// The log's first offset at the last cleaning pass (queues and index follow its deletions).
+    cleaned_below: AtomicI64,
+}
+
+fn role_byte(role: BrokerRole) -> u8 {
+    match role {
+        BrokerRole::AsyncMaster => 0,
+        BrokerRole::SyncMaster => 1,
+        BrokerRole::Slave => 2,
+    }
 }
 
 impl MessageStore {
     /// Takes the store lock, loads every file and recovers (normally, or after a crash when the
     /// abort file is present). Nothing runs until [`MessageStore::start`].
     pub fn open(config: MessageStoreConfig) -> Result<Arc<MessageStore>, StoreError> {
+        Self::open_inner(config, None)
+    }
+
+    /// As [`MessageStore::open`], for a store whose commit log DLedger holds: `log` is the
+    /// member's data, already recovered. On the first start over a plain commit log, recovery
+    /// seals the old log and starts `log` after it (Java's upgrade). Appends are refused until
+    /// [`MessageStore::set_appender`].
+    pub fn open_dledger(config: MessageStoreConfig, log: Arc<dyn EntryLog>) -> Result<Arc<MessageStore>, StoreError> {
+        Self::open_inner(config, Some(log))
+    }
+
+    fn open_inner(config: MessageStoreConfig, dledger: Option<Arc<dyn EntryLog>>) -> Result<Arc<MessageStore>, StoreError> {
         let config = Arc::new(config);
         let root = config.root_dir();
         std::fs::create_dir_all(&root).map_err(io_err(format!("cannot create {}", root.display())))?;
@@ -159,6 +194,7 @@ impl MessageStore {
         } else {
             None
         };
+        let role = AtomicU8::new(role_byte(config.broker_role));
         let store = Arc::new(MessageStore {
             config,
             commit_log,
@@ -176,8 +212,13 @@ impl MessageStore {
             _lock: lock,
             total_memory_bytes: total_memory_bytes(),
             disk_full: AtomicBool::new(false),
+            role,
+            dledger: dledger.map(|log| DLedgerMode { log, divided: AtomicI64::new(-1), appender: OnceLock::new(), cleaned_below: AtomicI64::new(0) }),
         });
-        let report = recovery::recover(&store, last_exit_ok);
+        let report = match &store.dledger {
+            Some(d) => recovery::recover_dledger(&store, d, last_exit_ok)?,
+            None => recovery::recover(&store, last_exit_ok),
+        };
         store.reput_from.store(report.dispatch_from, Ordering::Release);
         *store.recovery.lock() = report;
         Ok(store)
@@ -233,7 +274,8 @@ impl MessageStore {
         if let Some(refused) = self.refuse_put() {
             return refused;
         }
-        let result = self.appender().append(msgs);
+        let Some(appender) = self.appender() else { return Self::no_appender() };
+        let result = appender.append(msgs);
         self.wake_dispatch();
         self.appended();
         result
@@ -245,9 +287,14 @@ impl MessageStore {
         if let Some(refused) = self.refuse_put() {
             return done(refused);
         }
-        self.appender().append_then(msgs, done);
+        let Some(appender) = self.appender() else { return done(Self::no_appender()) };
+        appender.append_then(msgs, done);
         self.wake_dispatch();
         self.appended();
+    }
+
+    fn no_appender() -> PutMessageResult {
+        PutMessageResult::failed(crate::commit_log::PutStatus::ServiceNotAvailable, "the DLedger commit log is not started")
     }
 
     fn refuse_put(&self) -> Option<PutMessageResult> {
@@ -255,7 +302,7 @@ impl MessageStore {
         if !self.running.load(Ordering::Acquire) {
             return Some(PutMessageResult::failed(ServiceNotAvailable, "message store is not running"));
         }
-        if self.config.broker_role == BrokerRole::Slave {
+        if self.role() == BrokerRole::Slave {
             return Some(PutMessageResult::failed(ServiceNotAvailable, "the broker is a slave"));
         }
         if self.disk_full.load(Ordering::Acquire) {
@@ -276,7 +323,7 @@ impl MessageStore {
     /// sleeping (a put while it works costs nothing).
     fn run_reput(&self, cx: &ServiceContext) {
         loop {
-            let seen = self.commit_log.max_offset();
+            let seen = self.max_phy_offset();
             if self.dispatch_available() {
                 continue;
             }
@@ -285,7 +332,7 @@ impl MessageStore {
             // A wake-up between here and the wait is not lost (the service keeps it). Bytes that
             // could not be dispatched (a slave's partial record, waiting for its next frame) are
             // not new: sleep rather than spin on them.
-            let idle = self.commit_log.max_offset() <= self.reput_from.load(Ordering::Acquire).max(seen);
+            let idle = self.max_phy_offset() <= self.reput_from.load(Ordering::Acquire).max(seen);
             let running = if idle { cx.wait(Duration::from_millis(1)) } else { !cx.is_stopped() };
             self.reput_sleeping.store(false, Ordering::Release);
             if !running {
@@ -299,11 +346,22 @@ impl MessageStore {
         let mut did = false;
         loop {
             let mut from = self.reput_from.load(Ordering::Acquire);
+            if let Some(d) = &self.dledger {
+                let divided = d.divided.load(Ordering::Acquire);
+                if from >= divided || self.commit_log.files().is_empty() {
+                    return self.dispatch_entries(d) || did;
+                }
+            }
             let min = self.commit_log.min_offset();
             if from < min {
                 from = min;
             }
             if from >= self.commit_log.max_offset() {
+                if let Some(d) = &self.dledger {
+                    // The sealed old log ends at the divided offset: DLedger's data follows.
+                    self.reput_from.store(from.max(d.divided.load(Ordering::Acquire)), Ordering::Release);
+                    continue;
+                }
                 self.reput_from.store(from, Ordering::Release);
                 return did;
             }
@@ -344,9 +402,65 @@ impl MessageStore {
         }
     }
 
+    /// Dispatches the committed DLedger entries past the reput offset: the record in each (at
+    /// pos + 48), the blank at a segment's end skipped. Returns whether it did any work.
+    fn dispatch_entries(&self, d: &DLedgerMode) -> bool {
+        let mut did = false;
+        loop {
+            let from = self.reput_from.load(Ordering::Acquire).max(d.log.min_offset());
+            let committed = d.log.committed_end();
+            if from >= committed {
+                self.reput_from.store(from, Ordering::Release);
+                return did;
+            }
+            let Some(bytes) = d.log.read(from, dledger_log::DISPATCH_READ_BYTES, committed) else {
+                // Past the written bytes of a full segment: the next one starts at its end.
+                match d.log.segment_end(from) {
+                    Some(end) if end > from && end <= committed => {
+                        self.reput_from.store(end, Ordering::Release);
+                        continue;
+                    }
+                    _ => return did,
+                }
+            };
+            let mut at = 0;
+            let mut next = None;
+            while at < bytes.len() {
+                match dledger_log::entry_at(&bytes[at..]) {
+                    EntryAt::Entry { size, body } => {
+                        let offset = from + (at + dledger_log::ENTRY_BODY_OFFSET) as i64;
+                        match decode_record(body, false) {
+                            Ok(RecordAt::Record(record)) => self.dispatch(&record, offset),
+                            Ok(RecordAt::Blank) => error!(offset, "a DLedger entry holds a commit-log blank; skipped"),
+                            Err(e) => error!(offset, error = %e, "a DLedger entry holds no commit-log record; skipped"),
+                        }
+                        at += size;
+                    }
+                    EntryAt::Blank => {
+                        next = d.log.segment_end(from + at as i64);
+                        break;
+                    }
+                    EntryAt::Incomplete => break,
+                    EntryAt::Invalid(size) => {
+                        // Committed bytes are whole entries: this is damage. Skip to the next segment.
+                        error!(offset = from + at as i64, size, "invalid DLedger entry header; skipping the rest of the segment");
+                        next = d.log.segment_end(from + at as i64);
+                        break;
+                    }
+                }
+            }
+            let to = next.unwrap_or(from + at as i64);
+            if to <= from {
+                return did;
+            }
+            did = true;
+            self.reput_from.store(to, Ordering::Release);
+        }
+    }
+
     /// Puts one record into its consume queue and the index.
     pub(crate) fn dispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
-        if self.config.broker_role == BrokerRole::Slave {
+        if self.dledger.is_none() && self.role() == BrokerRole::Slave {
             self.commit_log.note_store_timestamp(record.store_timestamp);
         }
         let tx = record.transaction_type();
@@ -509,14 +623,20 @@ impl MessageStore {
         if decision.disk_full != self.disk_full.swap(decision.disk_full, Ordering::AcqRel) {
             warn!(disk_used_ratio, full = decision.disk_full, "disk-full state changed");
         }
-        if !decision.delete {
-            return 0;
-        }
-        let reserved = Duration::from_secs(self.config.file_reserved_time_hours * 3600);
-        let deleted = self.commit_log.files().delete_expired(now, reserved, decision.force);
+        // DLedger deletes its own data files: the queues and index follow its first offset.
+        let dledger_moved = self.dledger.as_ref().is_some_and(|d| {
+            let min = self.min_phy_offset();
+            d.cleaned_below.swap(min, Ordering::AcqRel) < min
+        });
+        let deleted = if decision.delete {
+            let reserved = Duration::from_secs(self.config.file_reserved_time_hours * 3600);
+            self.commit_log.files().delete_expired(now, reserved, decision.force)
+        } else {
+            0
+        };
         cleanup::log_deleted("commit-log", deleted);
-        if deleted > 0 {
-            let min = self.commit_log.min_offset();
+        if deleted > 0 || dledger_moved {
+            let min = self.min_phy_offset();
             let queues: usize = self.queues().iter().map(|cq| cq.delete_expired(min)).sum();
             cleanup::log_deleted("consume-queue", queues);
             if let Some(index) = &self.index {
@@ -534,7 +654,7 @@ impl MessageStore {
     /// Reads messages of a queue from `offset`, with Java's batch limits and offset rules.
     /// `filter` sees each unit's tags code.
     pub fn get_message(&self, topic: &str, queue_id: i32, offset: i64, max_msg_nums: usize, filter: impl Fn(i64) -> bool) -> GetMessageResult {
-        let max_offset_py = self.commit_log.max_offset();
+        let max_offset_py = self.max_phy_offset();
         let mut r = GetMessageResult {
             status: GetMessageStatus::NoMatchedLogicQueue,
             next_begin_offset: 0,
@@ -598,7 +718,7 @@ impl MessageStore {
                 }
                 continue;
             }
-            match self.commit_log.read_bytes(unit.phy_offset, unit.size as usize) {
+            match self.read_phy(unit.phy_offset, unit.size as usize) {
                 Some(bytes) => {
                     r.buffer_total_size += bytes.len();
                     r.messages.push(bytes);
@@ -645,17 +765,17 @@ impl MessageStore {
 
     /// The record at physical offset `offset` (Java `lookMessageByOffset`).
     pub fn look_message_by_offset(&self, offset: i64) -> Option<Vec<u8>> {
-        let size_bytes = self.commit_log.read_bytes(offset, 4)?;
+        let size_bytes = self.read_phy(offset, 4)?;
         let size = i32::from_be_bytes(size_bytes.try_into().ok()?);
         if size <= 0 {
             return None;
         }
-        self.commit_log.read_bytes(offset, size as usize)
+        self.read_phy(offset, size as usize)
     }
 
     /// Store time of the record at `offset` of size `size`.
     pub fn store_time_at(&self, offset: i64, size: i32) -> Option<i64> {
-        let bytes = self.commit_log.read_bytes(offset, usize::try_from(size).ok()?)?;
+        let bytes = self.read_phy(offset, usize::try_from(size).ok()?)?;
         match decode_record(&bytes, false).ok()? {
             RecordAt::Record(r) => Some(r.store_timestamp),
             RecordAt::Blank => None,
@@ -698,9 +818,93 @@ impl MessageStore {
         &self.commit_log
     }
 
-    /// The append path puts go through.
-    pub fn appender(&self) -> &dyn AppendLog {
-        self.commit_log.as_ref()
+    /// The append path puts go through: the commit log, or in DLedger mode what the broker set
+    /// (none before it did).
+    pub fn appender(&self) -> Option<&dyn AppendLog> {
+        match &self.dledger {
+            Some(d) => d.appender.get().map(|a| a.as_ref()),
+            None => Some(self.commit_log.as_ref()),
+        }
+    }
+
+    /// Sets the DLedger-mode append path (once; ignored for a plain store).
+    pub fn set_appender(&self, appender: Arc<dyn AppendLog>) {
+        if let Some(d) = &self.dledger {
+            let _ = d.appender.set(appender);
+        }
+    }
+
+    /// Whether DLedger holds the commit log.
+    pub fn is_dledger(&self) -> bool {
+        self.dledger.is_some()
+    }
+
+    /// Java's `dividedCommitlogOffset` (-1 when DLedger holds everything or is off).
+    pub fn divided_offset(&self) -> i64 {
+        self.dledger.as_ref().map_or(-1, |d| d.divided.load(Ordering::Acquire))
+    }
+
+    /// The role the store acts in now.
+    pub fn role(&self) -> BrokerRole {
+        match self.role.load(Ordering::Acquire) {
+            0 => BrokerRole::AsyncMaster,
+            1 => BrokerRole::SyncMaster,
+            _ => BrokerRole::Slave,
+        }
+    }
+
+    /// A DLedger broker's role follows its member's.
+    pub fn set_role(&self, role: BrokerRole) {
+        self.role.store(role_byte(role), Ordering::Release);
+    }
+
+    /// The first readable physical offset (Java `getMinPhyOffset`).
+    pub fn min_phy_offset(&self) -> i64 {
+        match &self.dledger {
+            Some(d) if self.commit_log.files().is_empty() => d.log.min_offset(),
+            _ => self.commit_log.min_offset(),
+        }
+    }
+
+    /// The end of readable data (Java `getMaxPhyOffset`): in DLedger mode, what is committed.
+    pub fn max_phy_offset(&self) -> i64 {
+        match &self.dledger {
+            Some(d) => dledger_log::readable_end(d.log.as_ref()).max(self.commit_log.max_offset()),
+            None => self.commit_log.max_offset(),
+        }
+    }
+
+    /// `size` readable bytes at physical offset `offset`.
+    pub fn read_phy(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+        match &self.dledger {
+            Some(d) if offset >= d.divided.load(Ordering::Acquire) => {
+                let bytes = d.log.read(offset, size, d.log.committed_end())?;
+                (bytes.len() == size).then_some(bytes)
+            }
+            _ => self.commit_log.read_bytes(offset, size),
+        }
+    }
+
+    /// The next queue offset of every queue, from the consume queues (Java's
+    /// `recoverTopicQueueTable`; a new DLedger leader rebuilds its table from it).
+    pub fn queue_offset_table(&self) -> HashMap<String, HashMap<i32, i64>> {
+        let mut table: HashMap<String, HashMap<i32, i64>> = HashMap::new();
+        for cq in self.queues() {
+            table.entry(cq.topic().to_owned()).or_default().insert(cq.queue_id(), cq.max_offset());
+        }
+        table
+    }
+
+    /// Whether the dispatcher has caught up with everything readable.
+    pub fn dispatched_all(&self) -> bool {
+        self.dispatch_behind_bytes() == 0
+    }
+
+    /// Wakes the dispatcher (a DLedger commit made more readable).
+    pub fn wake_dispatcher(&self) {
+        if let Some(reput) = self.reput_waker.get() {
+            reput.wake();
+        }
     }
 
     /// Up to `max` raw commit-log bytes from `offset`, never past what is readable in its file
@@ -738,7 +942,7 @@ impl MessageStore {
 
     /// How far the dispatcher is behind the commit log, in bytes.
     pub fn dispatch_behind_bytes(&self) -> i64 {
-        (self.commit_log.max_offset() - self.reput_from.load(Ordering::Acquire)).max(0)
+        (self.max_phy_offset() - self.reput_from.load(Ordering::Acquire)).max(0)
     }
 
     /// Stops everything and leaves the directory as a cleanly stopped Java broker would. Order:

@@ -214,7 +214,7 @@ impl RequestProcessor for AdminProcessor {
             RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(&br#"{"messageRequestModeMap":{}}"#[..]))),
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.topics.data_version(), JsonStyle::Fastjson);
-                let text = without_unset_paths(&crate::config::print_all(&b.config, &b.store_config));
+                let text = without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config, &b.store_config)));
                 Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
             }
             _ => Ok(Some(remoting::server::not_supported(&request))),
@@ -223,14 +223,34 @@ impl RequestProcessor for AdminProcessor {
 }
 
 impl AdminProcessor {
+    /// The printed config with the id and role the broker has now (a DLedger broker's change with
+    /// its group's leader, as Java sets them on its config objects).
+    fn current_roles(&self, printed: &str) -> String {
+        let b = &self.broker;
+        let role = match b.store.role() {
+            store::config::BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            store::config::BrokerRole::SyncMaster => "SYNC_MASTER",
+            store::config::BrokerRole::Slave => "SLAVE",
+        };
+        printed
+            .lines()
+            .map(|line| match line.split_once('=') {
+                Some(("brokerId", _)) => format!("brokerId={}", b.broker_id()),
+                Some(("brokerRole", _)) => format!("brokerRole={role}"),
+                _ => line.to_owned(),
+            })
+            .flat_map(|line| [line, "\n".to_owned()])
+            .collect()
+    }
+
     /// The table mqadmin's clusterList and brokerStatus read; every number parses.
     fn runtime_info(&self) -> Vec<u8> {
         let b = &self.broker;
         let store = &b.store;
         let disk = store::cleanup::disk_used_ratio(&b.store_config.commit_log_dir());
         // Java: -1 for both while the commit log has no file yet.
-        let has_data = store.commit_log().max_offset() > 0;
-        let earliest = if has_data { store.commit_log().min_offset() } else { -1 };
+        let has_data = store.max_phy_offset() > 0;
+        let earliest = if has_data { store.min_phy_offset() } else { -1 };
         let earliest_time = has_data
             .then(|| store.look_message_by_offset(earliest))
             .flatten()
@@ -277,7 +297,7 @@ impl AdminProcessor {
         t.insert("earliestMessageTimeStamp", earliest_time.to_string());
         t.insert("commitLogDiskRatio", java_double(disk));
         t.insert("commitLogMinOffset", earliest.to_string());
-        t.insert("commitLogMaxOffset", store.commit_log().max_offset().to_string());
+        t.insert("commitLogMaxOffset", store.max_phy_offset().to_string());
         t.insert("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
         t.insert("brokerActive", "true".into());
         t.insert("bootTimestamp", b.boot_timestamp.to_string());

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, ResponseCode};
-use store::config::BrokerRole;
 
 use super::ok;
 use crate::broker::Broker;
@@ -16,7 +15,7 @@ pub struct EndTransactionProcessor {
 
 impl RequestProcessor for EndTransactionProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        if self.broker.store_config.broker_role == BrokerRole::Slave {
+        if self.broker.is_slave() {
             return Err(ProcessError::new(ResponseCode::SLAVE_NOT_AVAILABLE, "Message store is slave mode, so end transaction is forbidden. "));
         }
         let h: EndTransactionRequestHeader = request.decode_header()?;

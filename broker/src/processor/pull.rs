@@ -134,7 +134,7 @@ impl PullProcessor {
             code
         };
 
-        if first_time && h.sys_flag & FLAG_COMMIT_OFFSET != 0 && b.store_config.broker_role != store::config::BrokerRole::Slave {
+        if first_time && h.sys_flag & FLAG_COMMIT_OFFSET != 0 && !b.is_slave() {
             b.offsets.commit_offset(&channel.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         }
 

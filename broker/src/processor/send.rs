@@ -74,6 +74,9 @@ impl SendReply {
             PutStatus::CreateMappedFileFailed => {
                 return err(ResponseCode::SYSTEM_ERROR, "create mapped file failed, server is busy or broken.".into());
             }
+            PutStatus::OsPageCacheBusy => {
+                return err(ResponseCode::SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while".into());
+            }
             PutStatus::UnknownError => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())),
         };
         let code = match replica {
@@ -194,9 +197,12 @@ impl SendProcessor {
     ) -> Option<RemotingCommand> {
         let b = &self.broker;
         let waits = waits_for_store(msgs);
-        let replicated = b.store_config.broker_role == BrokerRole::SyncMaster && waits;
+        // A DLedger commit log answers once the group's quorum has the records, whatever the
+        // message asks (as Java's DLedgerCommitLog); its quorum is the replication.
+        let dledger = b.store.is_dledger();
+        let replicated = !dledger && b.store.role() == BrokerRole::SyncMaster && waits;
         let flushed = b.store_config.flush_disk_type == FlushDiskType::SyncFlush && waits;
-        if !replicated && !flushed {
+        if !replicated && !flushed && !dledger {
             return Some(respond(b.store.put_messages(msgs), None));
         }
         let reply = Reply::to(channel, request);

@@ -65,6 +65,8 @@ impl Pending {
 pub(super) enum AnswerTo {
     Rpc(Responder<AppendEntryResponse>),
     Local(oneshot::Sender<AppendOutcome>),
+    /// Called on the engine's thread with the answer (the broker's deferred send replies).
+    Callback(Box<dyn FnOnce(AppendOutcome) + Send>),
 }
 
 /// A peer's answer (or the failure to get one) to a request the engine sent.
@@ -240,6 +242,7 @@ impl Driver {
                     Some(AnswerTo::Local(tx)) => {
                         let _ = tx.send(AppendOutcome { response, positions });
                     }
+                    Some(AnswerTo::Callback(done)) => done(AppendOutcome { response, positions }),
                     None => debug!(token, "answer for an append no longer waited for"),
                 },
                 Action::RoleChanged { role, term, ref leader_id } => {

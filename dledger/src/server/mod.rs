@@ -67,6 +67,15 @@ pub struct AppendOutcome {
 #[error("the DLedger member is shut down")]
 pub struct Stopped;
 
+/// Why [`NodeHandle::try_append`] did not take an append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AppendRefused {
+    #[error("the DLedger member's input queue is full")]
+    QueueFull,
+    #[error("the DLedger member is shut down")]
+    Stopped,
+}
+
 /// How in-process callers (the broker's commit log) talk to a running member. Cheap to clone.
 #[derive(Clone)]
 pub struct NodeHandle {
@@ -82,6 +91,16 @@ impl NodeHandle {
         let (tx, rx) = oneshot::channel();
         self.inputs.send(Input::Append { bodies, answer: driver::AnswerTo::Local(tx) }).await.map_err(|_| Stopped)?;
         rx.await.map_err(|_| Stopped)
+    }
+
+    /// As [`NodeHandle::append`], without waiting: `done` is called on the engine's thread with the
+    /// answer. Refused at once (and `done` dropped) when the input queue is full or the member
+    /// stopped, so a caller never blocks here.
+    pub fn try_append(&self, bodies: Vec<Bytes>, done: Box<dyn FnOnce(AppendOutcome) + Send>) -> Result<(), AppendRefused> {
+        self.inputs.try_send(Input::Append { bodies, answer: driver::AnswerTo::Callback(done) }).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => AppendRefused::QueueFull,
+            mpsc::error::TrySendError::Closed(_) => AppendRefused::Stopped,
+        })
     }
 
     /// The entry at `index` of this member's log, whatever its role (no leader check: this is

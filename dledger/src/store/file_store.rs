@@ -36,6 +36,9 @@ pub const MAX_ENTRY_SIZE: usize = 4 * 1024 * 1024;
 /// record's physical offset, at body offset 28). Java's `AppendHook`.
 pub type AppendHook = Box<dyn Fn(&mut [u8], &Entry) + Send + Sync>;
 
+/// Called (under the store's lock: keep it short) with the new committed pos.
+pub type CommitListener = Box<dyn Fn(i64) + Send + Sync>;
+
 struct Inner {
     data: SegmentList,
     index: SegmentList,
@@ -45,6 +48,8 @@ struct Inner {
     committed_index: i64,
     committed_pos: i64,
     hooks: Vec<AppendHook>,
+    /// Told whenever the committed pos moves (the broker's dispatcher wakes on it).
+    commit_listener: Option<CommitListener>,
     /// Set when a write failed half-way: the files no longer match the indexes above, so every
     /// later write is refused until a restart recovers from the files.
     broken: Option<String>,
@@ -134,6 +139,9 @@ impl Inner {
         };
         self.committed_index = new;
         self.committed_pos = unit.pos + i64::from(unit.size);
+        if let Some(listener) = &self.commit_listener {
+            listener(self.committed_pos);
+        }
     }
 
     /// Makes room in both lists and writes `bytes` (already carrying its pos) and its unit.
@@ -380,6 +388,7 @@ impl FileStore {
             committed_index: -1,
             committed_pos: -1,
             hooks: Vec::new(),
+            commit_listener: None,
             broken: None,
         };
         let node_dir = config.node_dir();
@@ -477,6 +486,21 @@ impl FileStore {
         self.inner.lock().hooks.push(hook);
     }
 
+    pub fn set_commit_listener(&self, listener: CommitListener) {
+        self.inner.lock().commit_listener = Some(listener);
+    }
+
+    /// Read access to the data that outlives handing the store to the engine (the broker reads
+    /// its commit log through it).
+    pub fn reader(&self) -> DataReader {
+        DataReader { inner: self.inner.clone() }
+    }
+
+    /// Starts an empty store's data at `offset` (see [`DataReader::start_data_at`]).
+    pub fn start_data_at(&self, offset: u64) -> Result<(), StoreError> {
+        self.reader().start_data_at(offset)
+    }
+
     /// Forces data and index to disk now.
     pub fn flush(&self) -> std::io::Result<()> {
         flush(&self.inner)
@@ -535,6 +559,69 @@ impl FileStore {
             return Err(LogError::DiskFull);
         }
         Ok(())
+    }
+}
+
+/// A cloneable view of a [`FileStore`]'s data: positions and written bytes.
+#[derive(Clone)]
+pub struct DataReader {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl DataReader {
+    /// The end of the committed entry's bytes (-1 before any commit).
+    pub fn committed_pos(&self) -> i64 {
+        self.inner.lock().committed_pos
+    }
+
+    /// The first data offset held (0 when there is no segment).
+    pub fn min_offset(&self) -> u64 {
+        self.inner.lock().data.min_offset()
+    }
+
+    /// The end of the written data (0 when there is no segment).
+    pub fn write_pos(&self) -> u64 {
+        self.inner.lock().data.max_wrote()
+    }
+
+    /// Where the first data segment starts, if there is one.
+    pub fn first_segment_start(&self) -> Option<u64> {
+        self.inner.lock().data.segments().first().map(Segment::from)
+    }
+
+    /// Starts an empty store's data at `offset` (a multiple of the segment size): RocketMQ's
+    /// first start in DLedger mode over a plain commit log continues the address space after the
+    /// old log's last segment (Java's `getLastMappedFile(dividedCommitlogOffset)`). Only before
+    /// the member runs.
+    pub fn start_data_at(&self, offset: u64) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock();
+        let dir = inner.data.dir().to_owned();
+        if !inner.data.is_empty() || inner.end_index != -1 {
+            return Err(StoreError::Config(format!("the data can start at {offset} only in an empty store")));
+        }
+        if !offset.is_multiple_of(inner.data.segment_size() as u64) {
+            return Err(StoreError::Config(format!("{offset} is not a multiple of the data segment size {}", inner.data.segment_size())));
+        }
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Io { path: dir.clone(), source })?;
+        inner.data.rebuild_at(offset).map_err(|source| StoreError::Io { path: dir, source })
+    }
+
+    /// Up to `max_len` written bytes from `offset`, inside one segment and below `limit`.
+    pub fn read(&self, offset: u64, max_len: usize, limit: u64) -> Option<Vec<u8>> {
+        let inner = self.inner.lock();
+        let (segment, pos) = inner.data.find(offset)?;
+        let len = max_len.min(segment.wrote().checked_sub(pos)?).min(usize::try_from(limit.checked_sub(offset)?).ok()?);
+        if len == 0 {
+            return None;
+        }
+        segment.raw(pos, len).map(<[u8]>::to_vec)
+    }
+
+    /// Where the segment holding `offset` ends (the next segment's start), if one holds it.
+    pub fn segment_end(&self, offset: u64) -> Option<u64> {
+        let inner = self.inner.lock();
+        let (segment, _) = inner.data.find(offset)?;
+        Some(segment.from() + segment.size() as u64)
     }
 }
 

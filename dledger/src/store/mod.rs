@@ -31,7 +31,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub use clean::{decide, disk_used_ratio, CleanConfig, CleanDecision};
-pub use file_store::{AppendHook, FileStore, MAX_ENTRY_SIZE};
+pub use file_store::{AppendHook, CommitListener, DataReader, FileStore, MAX_ENTRY_SIZE};
 pub use props_file::{checkpoint_text, term_text};
 pub use segments::file_name;
 pub use term::{CurrentTerm, TermFile};

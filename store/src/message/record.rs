@@ -132,6 +132,19 @@ impl StampedFields {
     }
 }
 
+/// Writes the stamped fields into an encoded record in place (the DLedger append hook, which
+/// sees the record only as bytes). False when `record` is too short to be one.
+pub fn restamp(record: &mut [u8], fields: StampedFields) -> bool {
+    let Some(flag) = record.get(36..40) else { return false };
+    let sys_flag = i32::from_be_bytes([flag[0], flag[1], flag[2], flag[3]]);
+    let store_timestamp_pos = 48 + if sys_flag & SYSFLAG_BORN_HOST_V6 != 0 { 20 } else { 8 };
+    if record.len() < store_timestamp_pos + 8 {
+        return false;
+    }
+    fields.stamp(record, store_timestamp_pos);
+    true
+}
+
 /// Builds the record with zeros where the stamped fields go. Sets the IPv6 host bits of the
 /// sys flag from the addresses, and picks magic v2 only for topics longer than a v1 length byte.
 pub fn encode_record(msg: &MessageToStore) -> Result<EncodedRecord, RecordError> {
