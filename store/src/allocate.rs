@@ -78,18 +78,20 @@ impl AllocateService {
             while state.wanted == Some(offset) && !state.ready.contains_key(&offset) && !state.stopped {
                 self.wake.wait(&mut state);
             }
-            state.ready.remove(&offset)
+            let ready = state.ready.remove(&offset);
+            // In the same critical section: once this file is handed out, the background thread
+            // must never see it wanted again, or it would map it a second time and, finding that
+            // copy untaken at shutdown, delete the live file.
+            if !state.stopped {
+                state.wanted = Some(offset + self.config.file_size as u64);
+                self.wake.notify_all();
+            }
+            ready
         };
-        let file = match ready {
-            Some(result) => result?,
-            None => self.create(offset)?,
-        };
-        let mut state = self.state.lock();
-        if !state.stopped {
-            state.wanted = Some(offset + self.config.file_size as u64);
-            self.wake.notify_all();
+        match ready {
+            Some(result) => result,
+            None => self.create(offset),
         }
-        Ok(file)
     }
 
     fn run(&self) {
@@ -133,5 +135,34 @@ impl AllocateService {
                 let _ = file.delete_file();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file handed out survives the shutdown: the background thread never creates a
+    /// second mapping of a file already taken (whose "untaken" copy the shutdown would delete).
+    /// The writer asks for each next file while the thread still creates it (warm-up makes that
+    /// take a moment), so the thread's insert and the writer's take race for the lock.
+    #[test]
+    fn files_handed_out_are_never_deleted_at_shutdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 1 << 20;
+        let service = AllocateService::start(AllocateConfig {
+            dir: dir.path().to_owned(),
+            file_size: size,
+            pool: None,
+            fast_fail_without_buffer: false,
+            warm_up: Some(None),
+        })
+        .unwrap();
+        let taken: Vec<MappedFile> = (0..80u64).map(|i| service.allocate(i * size as u64).unwrap()).collect();
+        service.shutdown();
+        for file in &taken {
+            assert!(file.path().exists(), "{} was deleted", file.path().display());
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), taken.len(), "no spare file is left");
     }
 }
