@@ -52,7 +52,8 @@ impl QueueOffsets {
             _ => return,
         };
         // Store times never go backwards in log order (Java's abnormal recovery relies on it).
-        let store_timestamp = self.last_store_timestamp.fetch_max(now_ms(), Ordering::AcqRel).max(now_ms());
+        let now = now_ms();
+        let store_timestamp = self.last_store_timestamp.fetch_max(now, Ordering::AcqRel).max(now);
         let queue_offset = if tx == TRANSACTION_PREPARED_TYPE || tx == TRANSACTION_ROLLBACK_TYPE {
             0
         } else {
@@ -252,5 +253,63 @@ impl EntryLog for DataLog {
     fn start_at(&self, offset: i64) -> std::io::Result<()> {
         let offset = u64::try_from(offset).map_err(|_| std::io::Error::other(format!("negative offset {offset}")))?;
         self.0.start_data_at(offset).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::message::record::encode_record;
+
+    fn record(topic: &str, queue_id: i32, sys_flag: i32) -> Vec<u8> {
+        let host: std::net::SocketAddr = "127.0.0.1:10911".parse().unwrap();
+        let msg = MessageToStore {
+            topic: topic.into(),
+            queue_id,
+            flag: 0,
+            sys_flag,
+            born_timestamp: 1,
+            born_host: host,
+            store_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: Bytes::from_static(b"body"),
+            properties: String::new(),
+        };
+        encode_record(&msg).unwrap().bytes
+    }
+
+    fn stamped(offsets: &QueueOffsets, mut body: Vec<u8>, pos: i64) -> (i64, i64, i64) {
+        offsets.stamp(&mut body, pos);
+        let Ok(RecordAt::Record(r)) = decode_record(&body, true) else { panic!("not a record") };
+        (r.physical_offset, r.queue_offset, r.store_timestamp)
+    }
+
+    #[test]
+    fn the_hook_stamps_offsets_in_log_order_and_half_messages_take_none() {
+        let offsets = QueueOffsets::default();
+        offsets.reset([("T".to_owned(), [(1, 5)].into_iter().collect())].into_iter().collect());
+        let (phy, queue, ts) = stamped(&offsets, record("T", 1, 0), 1000);
+        assert_eq!((phy, queue), (1048, 5), "physical offset = pos + 48; the queue continues from the table");
+        assert!(ts > 0);
+        assert_eq!(stamped(&offsets, record("T", 1, 0), 2000).1, 6);
+        assert_eq!(stamped(&offsets, record("T", 2, 0), 3000).1, 0, "a new queue starts at 0");
+        let prepared = store::message::record::TRANSACTION_PREPARED_TYPE;
+        assert_eq!(stamped(&offsets, record("T", 1, prepared), 4000).1, 0, "a half message takes no queue offset");
+        assert_eq!(stamped(&offsets, record("T", 1, 0), 5000).1, 7);
+        let (_, _, later) = stamped(&offsets, record("T", 1, 0), 6000);
+        assert!(later >= ts, "store times never go backwards");
+    }
+
+    #[test]
+    fn a_body_that_is_no_record_gets_only_the_physical_offset_as_java_writes_it() {
+        let offsets = QueueOffsets::default();
+        let mut body = vec![7u8; 40];
+        offsets.stamp(&mut body, 100);
+        assert_eq!(&body[28..36], &148i64.to_be_bytes());
+        assert!(body[..28].iter().chain(&body[36..]).all(|b| *b == 7));
+        let mut short = vec![1u8; 20];
+        offsets.stamp(&mut short, 100);
+        assert_eq!(short, vec![1u8; 20]);
     }
 }
