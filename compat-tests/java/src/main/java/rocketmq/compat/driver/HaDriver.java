@@ -35,7 +35,8 @@ import rocketmq.compat.driver.Steps.Failure;
  *       from the key) from THREADS threads, each pausing PACE_MS after a send; stops early once the file
  *       STOPFILE exists ({@code -}: never). Prints {@code OK key queueId queueOffset brokerName} for each
  *       SEND_OK, {@code NOTOK key status} for another status and {@code FAIL key exception} for a send that
- *       threw. STRICT {@code true}: the step fails unless all COUNT were SEND_OK.
+ *       threw. STRICT {@code true}: the step fails unless all COUNT were SEND_OK. An optional 9th field is the
+ *       send timeout in ms (default 5,000).
  *   <li>{@code consume:TOPIC:GROUP:PREFIX:COUNT:SECONDS} a push consumer until PREFIX-0 .. PREFIX-(COUNT-1) all
  *       arrived, intact; prints only the summary.
  *   <li>{@code consumeLive:TOPIC:GROUP:STOPFILE:SECONDS[:PAUSEFILE]} a push consumer that prints
@@ -76,7 +77,8 @@ public final class HaDriver {
             switch (name) {
                 case "warm" -> warm(step[1], Integer.parseInt(step[2]), facts);
                 case "produce" -> produce(step[1], step[2], Integer.parseInt(step[3]), Integer.parseInt(step[4]),
-                    Long.parseLong(step[5]), step[6], Boolean.parseBoolean(step[7]), facts);
+                    Long.parseLong(step[5]), step[6], Boolean.parseBoolean(step[7]),
+                    step.length > 8 ? Integer.parseInt(step[8]) : SEND_TIMEOUT_MS, facts);
                 case "consume" -> consume(step[1], step[2], step[3], Integer.parseInt(step[4]), Integer.parseInt(step[5]), facts);
                 case "consumeLive" -> consumeLive(step[1], step[2], step[3], Integer.parseInt(step[4]),
                     step.length > 5 ? step[5] : null, facts);
@@ -86,7 +88,7 @@ public final class HaDriver {
     }
 
     /** The body of the message with key {@code key}: the key repeated to 300 bytes. */
-    static byte[] body(String key) {
+    public static byte[] body(String key) {
         StringBuilder sb = new StringBuilder();
         while (sb.length() < 300) {
             sb.append(key).append(' ');
@@ -98,11 +100,14 @@ public final class HaDriver {
         return what + "-" + runId + "-" + instances.incrementAndGet();
     }
 
+    /** The producers' send timeout unless a produce step names one. */
+    private static final int SEND_TIMEOUT_MS = 5000;
+
     private DefaultMQProducer producer() {
         DefaultMQProducer producer = FeatureDriver.newProducer(namesrv, "ha_producer_" + runId, instance("producer"));
         // The route must follow a master that goes away and comes back within a second or so.
         producer.setPollNameServerInterval(1000);
-        producer.setSendMsgTimeout(5000);
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         return producer;
     }
 
@@ -139,8 +144,9 @@ public final class HaDriver {
     }
 
     private void produce(String topic, String prefix, int count, int threads, long paceMs, String stopFile,
-                         boolean strict, Map<String, Object> facts) throws Exception {
+                         boolean strict, int timeoutMs, Map<String, Object> facts) throws Exception {
         DefaultMQProducer producer = producer();
+        producer.setSendMsgTimeout(timeoutMs);
         producer.start();
         AtomicInteger next = new AtomicInteger();
         AtomicInteger ok = new AtomicInteger();
@@ -171,7 +177,8 @@ public final class HaDriver {
                         } catch (Exception e) {
                             threw = true;
                             status = e.getClass().getSimpleName();
-                            System.out.printf("FAIL %s %s%n", key, String.valueOf(e.getMessage()).replace('\n', ' '));
+                            String why = e.getMessage() + (e.getCause() == null ? "" : " cause: " + e.getCause());
+                            System.out.printf("FAIL %s %s%n", key, why.replace('\n', ' '));
                         }
                         statuses.computeIfAbsent(status, s -> new AtomicInteger()).incrementAndGet();
                         try {

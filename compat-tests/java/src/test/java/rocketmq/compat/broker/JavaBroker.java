@@ -84,6 +84,19 @@ public final class JavaBroker implements AutoCloseable {
         return broker;
     }
 
+    /**
+     * Starts a Java broker with a broker.conf the caller wrote (for instance one our broker ran with before, on
+     * the same store), listening on {@code port} (and port-2, port+1). Its store must be {@code dir/store}, as
+     * {@link #storeDir()} says; {@code dir} also holds its output and is its home. Waits until it accepts connections.
+     */
+    public static JavaBroker startWithConf(String version, Path dir, Path confFile, String namesrvAddress,
+                                           String clusterName, String brokerName, int port) {
+        RocketmqHome home = RocketmqHome.create(dir);
+        JavaBroker broker = new JavaBroker(version, dir, clusterName, brokerName, port, home, confFile, namesrvAddress);
+        broker.launch();
+        return broker;
+    }
+
     /** Starts the process again (same conf, ports and store) after {@link #terminate} or {@link #kill()}. */
     public void restart() {
         if (process != null && process.isAlive()) {

@@ -77,6 +77,20 @@ public final class RustBroker implements AutoCloseable {
         return broker;
     }
 
+    /**
+     * Starts our broker with a broker.conf the caller wrote (for instance one a Java broker ran with before, on
+     * the same store), listening on {@code port}. Its store must be {@code dir/store}, as {@link #storeDir()}
+     * says; {@code dir} also holds its output and is its HOME. Returns once it printed "boot success" and
+     * accepts TCP.
+     */
+    public static RustBroker startWithConf(Path dir, Path confFile, String clusterName, String brokerName, int port) {
+        Path binary = binary();
+        RocketmqHome home = RocketmqHome.create(dir);
+        RustBroker broker = new RustBroker(dir, confFile, clusterName, brokerName, port, home);
+        broker.launch(binary);
+        return broker;
+    }
+
     private static Path binary() {
         Path binary = CompatDirs.binDir().resolve("mqbroker");
         if (!Files.isRegularFile(binary) || !Files.isExecutable(binary)) {

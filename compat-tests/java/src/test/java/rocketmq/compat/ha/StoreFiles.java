@@ -21,17 +21,17 @@ import java.util.stream.Stream;
  * by their 20-digit start offset) to compare a master's with its slave's, byte for byte. The files of a
  * broker that was killed can be read too: what it wrote to its mappings is in the page cache.
  */
-final class StoreFiles {
-    static final int MAGIC_V1 = 0xDAA320A7;
-    static final int MAGIC_V2 = 0xDAA320AB;
-    static final int BLANK_MAGIC = 0xCBD43194;
-    static final int CQ_UNIT = 20;
+public final class StoreFiles {
+    public static final int MAGIC_V1 = 0xDAA320A7;
+    public static final int MAGIC_V2 = 0xDAA320AB;
+    public static final int BLANK_MAGIC = 0xCBD43194;
+    public static final int CQ_UNIT = 20;
 
     private StoreFiles() {
     }
 
     /** The segments of a commit-log or consume-queue folder by start offset (numeric names only). */
-    static TreeMap<Long, Path> segments(Path dir) {
+    public static TreeMap<Long, Path> segments(Path dir) {
         TreeMap<Long, Path> files = new TreeMap<>();
         if (!Files.isDirectory(dir)) {
             return files;
@@ -45,12 +45,12 @@ final class StoreFiles {
         return files;
     }
 
-    static Path commitLogDir(Path storeDir) {
+    public static Path commitLogDir(Path storeDir) {
         return storeDir.resolve("commitlog");
     }
 
     /** Bytes [from, to) of a segmented folder; fails if a segment holding part of the range is missing. */
-    static byte[] read(Path dir, long from, long to) {
+    public static byte[] read(Path dir, long from, long to) {
         TreeMap<Long, Path> files = segments(dir);
         byte[] out = new byte[Math.toIntExact(to - from)];
         long at = from;
@@ -88,7 +88,7 @@ final class StoreFiles {
      * Walks the commit log's records from its first segment (a blank marker moves to the next segment) and
      * returns where the last whole record ends: the data end, found from the bytes alone.
      */
-    static long dataEnd(Path commitLogDir) {
+    public static long dataEnd(Path commitLogDir) {
         TreeMap<Long, Path> files = segments(commitLogDir);
         if (files.isEmpty()) {
             return 0;
@@ -127,14 +127,14 @@ final class StoreFiles {
     }
 
     /** The start offset of the first commit-log segment. */
-    static long firstSegment(Path commitLogDir) {
+    public static long firstSegment(Path commitLogDir) {
         TreeMap<Long, Path> files = segments(commitLogDir);
         assertTrue(!files.isEmpty(), "no commit-log segment in " + commitLogDir);
         return files.firstKey();
     }
 
     /** Fails at the first byte where the two folders differ in [from, to), naming the offset and both bytes. */
-    static void assertSameBytes(Path expectedDir, Path actualDir, long from, long to, String what) {
+    public static void assertSameBytes(Path expectedDir, Path actualDir, long from, long to, String what) {
         byte[] expected = read(expectedDir, from, to);
         byte[] actual = read(actualDir, from, to);
         int at = Arrays.mismatch(expected, actual);
@@ -146,7 +146,7 @@ final class StoreFiles {
      * Compares the consume queues of {@code topic} in two stores over their first {@code units} entries per
      * queue (queue id to unit count), byte for byte.
      */
-    static void assertSameConsumeQueues(Path expectedStore, Path actualStore, String topic, Map<Integer, Long> units,
+    public static void assertSameConsumeQueues(Path expectedStore, Path actualStore, String topic, Map<Integer, Long> units,
                                         String what) {
         for (Map.Entry<Integer, Long> q : units.entrySet()) {
             Path e = expectedStore.resolve("consumequeue").resolve(topic).resolve(q.getKey().toString());
@@ -156,7 +156,7 @@ final class StoreFiles {
     }
 
     /** The queue ids that have a consume-queue folder for {@code topic}. */
-    static List<Integer> queueIds(Path storeDir, String topic) {
+    public static List<Integer> queueIds(Path storeDir, String topic) {
         Path dir = storeDir.resolve("consumequeue").resolve(topic);
         if (!Files.isDirectory(dir)) {
             return List.of();
