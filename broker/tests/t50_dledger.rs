@@ -254,3 +254,54 @@ async fn a_plain_store_is_upgraded_to_dledger_as_java_upgrades_it() {
     again.shutdown().await;
     namesrv.shutdown().await;
 }
+
+/// Copies a directory tree as it is now (a running broker's files: what a kill -9 leaves).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if entry.file_name() != "lock" {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_crash_the_index_is_rebuilt_from_the_dledger_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns_dir = tempfile::tempdir().unwrap();
+    let namesrv = start_namesrv(ns_dir.path()).await;
+    let ns = namesrv.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let peers = format!("n0-127.0.0.1:{}", free_port());
+    let port = free_port().to_string();
+    let running = start(dir.path(), &node_conf(dir.path(), &ns, &peers, "n0", &port)).await;
+    until("the single member leads", Duration::from_secs(20), || running.broker.store.role() == BrokerRole::SyncMaster).await;
+    let addr = running.local_addr().to_string();
+    for i in 0..50 {
+        let r = c.invoke(&addr, send("Crash", 0, &format!("m{i}"), &format!("KEYS\u{1}crash{i}")), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    // The files as a kill -9 leaves them: the abort file, no index checkpoint.
+    let crashed = tempfile::tempdir().unwrap();
+    copy_tree(dir.path(), crashed.path());
+    running.shutdown().await;
+    assert!(crashed.path().join("abort").exists());
+    let peers = format!("n0-127.0.0.1:{}", free_port());
+    let port = free_port().to_string();
+    let again = start(crashed.path(), &node_conf(crashed.path(), &ns, &peers, "n0", &port)).await;
+    until("the member leads again", Duration::from_secs(20), || again.broker.store.role() == BrokerRole::SyncMaster).await;
+    let addr = again.local_addr().to_string();
+    assert_eq!(again.broker.store.max_offset_in_queue("Crash", 0), 50);
+    for i in [0, 25, 49] {
+        let query = raw(RequestCode::QUERY_MESSAGE, &[("topic", "Crash"), ("key", &format!("crash{i}")), ("maxNum", "32"), ("beginTimestamp", "0"), ("endTimestamp", &i64::MAX.to_string())]);
+        let found = c.invoke(&addr, query, TIMEOUT).await.unwrap();
+        assert_eq!(found.response_code(), ResponseCode::SUCCESS, "crash{i}: {:?}", found.remark);
+        assert_eq!(bodies(&found).into_iter().map(|b| b.1).collect::<Vec<_>>(), vec![format!("m{i}")], "crash{i} found once");
+    }
+    again.shutdown().await;
+    namesrv.shutdown().await;
+}

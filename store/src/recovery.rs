@@ -123,9 +123,50 @@ pub(crate) fn recover_dledger(store: &MessageStore, d: &DLedgerMode, last_exit_o
     for cq in store.queues() {
         cq.correct_min_offset(min);
     }
-    let dispatch_from = max_phy_of_cq.max(min).max(0);
+    let mut dispatch_from = max_phy_of_cq.max(min).max(0);
+    if !last_exit_ok {
+        // After a crash the index lost what it wrote since its checkpoint (its files are cut back
+        // to it at load): dispatch again from the DLedger segment the checkpoint says was safe, as
+        // 5.x does. Queue units and index keys already there are skipped as duplicates.
+        if let Some(from) = abnormal_dledger_start(store, d) {
+            info!(from, "recovering after a crash: re-dispatching the DLedger data from here");
+            dispatch_from = dispatch_from.min(from);
+        }
+    }
     info!(divided, write_end, dispatch_from, "DLedger commit log recovered");
     Ok(RecoveryReport { last_exit_ok, commit_log_end: write_end, dispatch_from, queues_truncated })
+}
+
+/// The start of the last DLedger segment whose first record is no newer than the checkpoint's
+/// safe time (the first segment if none is).
+fn abnormal_dledger_start(store: &MessageStore, d: &DLedgerMode) -> Option<i64> {
+    let min_timestamp = if store.config.message_index_enable && store.config.message_index_safe {
+        store.checkpoint.min_timestamp_index()
+    } else {
+        store.checkpoint.min_timestamp()
+    };
+    let mut segments = Vec::new();
+    let mut at = d.log.first_segment_start()?;
+    while let Some(end) = d.log.segment_end(at).filter(|end| *end > at) {
+        segments.push(at);
+        at = end;
+    }
+    let write_end = d.log.write_end();
+    let first_store_time = |start: i64| {
+        let start = start.max(d.log.min_offset());
+        let head = d.log.read(start, 8, write_end)?;
+        let size = usize::try_from(i32::from_be_bytes(head.get(4..8)?.try_into().ok()?)).ok()?;
+        let bytes = d.log.read(start, size.min(crate::dledger_log::DISPATCH_READ_BYTES), write_end)?;
+        match crate::dledger_log::entry_at(&bytes) {
+            crate::dledger_log::EntryAt::Entry { body, .. } => match decode_record(body, false) {
+                Ok(RecordAt::Record(r)) => Some(r.store_timestamp),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let chosen = segments.iter().rev().find(|start| first_store_time(**start).is_some_and(|t| t != 0 && t <= min_timestamp));
+    Some(chosen.copied().unwrap_or_else(|| segments.first().copied().unwrap_or(at)).max(d.log.min_offset()))
 }
 
 /// Writes the end-of-file blank at `end` in the old log's last file (unless one is there) and
