@@ -179,6 +179,9 @@ async fn a_stopped_leader_is_replaced_and_the_new_master_continues_the_queues() 
     let r = c.invoke(&g.addr(new), send("Failover", 0, "after", ""), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     assert_eq!(r.ext("queueOffset"), Some("10"), "the new master continues the queue");
+    // The answer comes at the commit; the dispatcher builds the queue right after.
+    let new_master = g.node(new);
+    until("the new master dispatches its first message", Duration::from_secs(10), || new_master.broker.store.max_offset_in_queue("Failover", 0) == 11).await;
     let all = pull_found(&c, &g.addr(new), "Failover", 0, 0).await;
     let got: Vec<String> = bodies(&all).into_iter().map(|b| b.1).collect();
     assert_eq!(got.len(), 11, "{got:?}");

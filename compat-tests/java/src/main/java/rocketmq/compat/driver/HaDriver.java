@@ -20,6 +20,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import rocketmq.compat.driver.Steps.Failure;
 
@@ -33,7 +34,7 @@ import rocketmq.compat.driver.Steps.Failure;
  *       means a slave is connected and acknowledging. Prints {@code WARM key status} for each.
  *   <li>{@code produce:TOPIC:PREFIX:COUNT:THREADS:PACE_MS:STOPFILE:STRICT} COUNT sync sends (keys PREFIX-i, bodies
  *       from the key) from THREADS threads, each pausing PACE_MS after a send; stops early once the file
- *       STOPFILE exists ({@code -}: never). Prints {@code OK key queueId queueOffset brokerName} for each
+ *       STOPFILE exists ({@code -}: never). Prints {@code OK key queueId queueOffset brokerName storeHost} for each
  *       SEND_OK, {@code NOTOK key status} for another status and {@code FAIL key exception} for a send that
  *       threw. STRICT {@code true}: the step fails unless all COUNT were SEND_OK. An optional 9th field is the
  *       send timeout in ms (default 5,000).
@@ -169,8 +170,8 @@ public final class HaDriver {
                             status = r.getSendStatus().name();
                             if (r.getSendStatus() == SendStatus.SEND_OK) {
                                 ok.incrementAndGet();
-                                System.out.printf("OK %s %d %d %s%n", key, r.getMessageQueue().getQueueId(),
-                                    r.getQueueOffset(), r.getMessageQueue().getBrokerName());
+                                System.out.printf("OK %s %d %d %s %s%n", key, r.getMessageQueue().getQueueId(),
+                                    r.getQueueOffset(), r.getMessageQueue().getBrokerName(), storeHost(r));
                             } else {
                                 System.out.printf("NOTOK %s %s%n", key, status);
                             }
@@ -205,6 +206,15 @@ public final class HaDriver {
         facts.put("sendMillis", System.currentTimeMillis() - start);
         if (strict) {
             check(ok.get() == count, ok.get() + " of " + count + " sends were SEND_OK: " + new TreeMap<>(statuses));
+        }
+    }
+
+    /** The broker address the send result's offset message id names (the broker that stored it), or "-". */
+    static String storeHost(SendResult r) {
+        try {
+            return String.valueOf(MessageDecoder.decodeMessageId(r.getOffsetMsgId()).getAddress()).replace("/", "");
+        } catch (Exception e) {
+            return "-";
         }
     }
 

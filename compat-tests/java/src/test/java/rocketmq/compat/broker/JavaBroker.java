@@ -112,6 +112,10 @@ public final class JavaBroker implements AutoCloseable {
                 + (starts > 1 ? " (start " + starts + ")" : "")))
             .command(home.applyTo(JavaCommand.main("org.apache.rocketmq.broker.BrokerStartup", cp))
                 .heapMb(256, 512)
+                // No TLS: in its default (permissive) mode the broker generates a self-signed RSA certificate at
+                // start, which takes 20 s or more when three JVMs start at once on two cores. The clients here
+                // never use TLS.
+                .property("tls.server.mode", "disabled")
                 .args("-c", confFile.toString(), "-n", namesrvAddress)
                 .toList())
             .output(dir.resolve(starts > 1 ? "broker-" + starts + ".log" : "broker.log"))
@@ -160,6 +164,11 @@ public final class JavaBroker implements AutoCloseable {
 
     public boolean isAlive() {
         return process != null && process.isAlive();
+    }
+
+    /** The process id of the running JVM (for jstack), or -1. */
+    public long pid() {
+        return process != null && process.isAlive() ? process.pid() : -1;
     }
 
     /** SIGTERM; fails unless it exits by itself within {@code grace} (a 5.x broker needs about 13 s). */

@@ -1,11 +1,9 @@
 package rocketmq.compat.broker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,8 +12,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.rocketmq.common.protocol.body.ClusterInfo;
 import org.apache.rocketmq.common.protocol.route.BrokerData;
@@ -399,24 +395,6 @@ class RustBrokerTest {
      * (fastjson: {@code "offsetTable":{"T@g":{0:12,1:7}}}), empty if there are none.
      */
     private Map<Integer, Long> persistedOffsets(String topic, String group) throws IOException {
-        Path file = broker.storeDir().resolve("config").resolve("consumerOffset.json");
-        Map<Integer, Long> offsets = new TreeMap<>();
-        if (!Files.exists(file)) {
-            return offsets;
-        }
-        String json = Files.readString(file);
-        String name = "\"" + topic + "@" + group + "\"";
-        int at = json.indexOf(name);
-        if (at < 0) {
-            return offsets;
-        }
-        int open = json.indexOf('{', at + name.length());
-        int close = json.indexOf('}', open);
-        assertFalse(open < 0 || close < 0, "unreadable entry " + name + " in " + file + ":\n" + json);
-        Matcher m = Pattern.compile("\"?(\\d+)\"?\\s*:\\s*(-?\\d+)").matcher(json.substring(open + 1, close));
-        while (m.find()) {
-            offsets.put(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)));
-        }
-        return offsets;
+        return rocketmq.compat.ha.StoreFiles.persistedOffsets(broker.storeDir(), topic, group);
     }
 }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,7 +17,6 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
@@ -423,16 +421,7 @@ final class DLedgerGroup implements AutoCloseable {
 
     /** {@code checkpoint}: committedIndex and endIndex, written at every checkpoint and at shutdown. */
     static Map<String, Long> checkpoint(DLedgerMember m) {
-        Properties p = new Properties();
-        try (var in = Files.newInputStream(m.nodeDir().resolve("checkpoint"))) {
-            p.load(in);
-        } catch (IOException e) {
-            throw new UncheckedIOException("checkpoint of " + m, e);
-        }
-        Map<String, Long> out = new LinkedHashMap<>();
-        out.put("committedIndex", Long.parseLong(p.getProperty("committedIndex", "-1").trim()));
-        out.put("endIndex", Long.parseLong(p.getProperty("endIndex", "-1").trim()));
-        return out;
+        return DLedgerFiles.checkpoint(m.nodeDir());
     }
 
     /**
@@ -491,67 +480,11 @@ final class DLedgerGroup implements AutoCloseable {
     }
 
     private static void assertSameBytes(DLedgerMember a, DLedgerMember b, String folder, long end) {
-        TreeMap<Long, Path> as = segments(a.nodeDir().resolve(folder));
-        TreeMap<Long, Path> bs = segments(b.nodeDir().resolve(folder));
-        assertEquals(as.headMap(end).keySet(), bs.headMap(end).keySet(),
-            folder + " segments below " + end + ": " + a.label() + ", then " + b.label());
-        for (Map.Entry<Long, Path> seg : as.headMap(end).entrySet()) {
-            long from = seg.getKey();
-            long to = Math.min(end, from + size(seg.getValue()));
-            assertEquals(size(seg.getValue()), size(bs.get(from)), "size of " + folder + "/" + seg.getValue().getFileName());
-            byte[] x = read(a.nodeDir().resolve(folder), from, to);
-            byte[] y = read(b.nodeDir().resolve(folder), from, to);
-            int diff = Arrays.mismatch(x, y);
-            assertEquals(-1, diff, folder + "/" + seg.getValue().getFileName() + " of " + a.label() + " and " + b.label()
-                + " differ at offset " + (from + diff) + " (compared up to " + end + ")");
-        }
-    }
-
-    private static TreeMap<Long, Path> segments(Path dir) {
-        TreeMap<Long, Path> files = new TreeMap<>();
-        try (Stream<Path> list = Files.list(dir)) {
-            list.filter(p -> p.getFileName().toString().matches("\\d{20}"))
-                .forEach(p -> files.put(Long.parseLong(p.getFileName().toString()), p));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return files;
-    }
-
-    private static long size(Path p) {
-        try {
-            return Files.size(p);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        DLedgerFiles.assertSameBytes(a.nodeDir(), a.label(), b.nodeDir(), b.label(), folder, end);
     }
 
     /** Bytes [from, to) of a segmented folder (big-endian, as both write them). */
     private static byte[] read(Path dir, long from, long to) {
-        TreeMap<Long, Path> files = segments(dir);
-        byte[] out = new byte[Math.toIntExact(to - from)];
-        long at = from;
-        while (at < to) {
-            Map.Entry<Long, Path> seg = files.floorEntry(at);
-            assertTrue(seg != null, "no segment of " + dir + " holds offset " + at);
-            long segEnd = seg.getKey() + size(seg.getValue());
-            assertTrue(at < segEnd, "offset " + at + " is past the segment " + seg.getValue());
-            long upTo = Math.min(to, segEnd);
-            try (var ch = java.nio.channels.FileChannel.open(seg.getValue())) {
-                ByteBuffer buf = ByteBuffer.wrap(out, Math.toIntExact(at - from), Math.toIntExact(upTo - at)).order(ByteOrder.BIG_ENDIAN);
-                long p = at - seg.getKey();
-                while (buf.hasRemaining()) {
-                    int n = ch.read(buf, p);
-                    if (n < 0) {
-                        throw new AssertionError("short read of " + seg.getValue());
-                    }
-                    p += n;
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            at = upTo;
-        }
-        return out;
+        return DLedgerFiles.read(dir, from, to);
     }
 }

@@ -17,18 +17,18 @@ import rocketmq.compat.harness.Await;
 import rocketmq.compat.namesrv.NamesrvProbe;
 
 /** What the master/slave test classes share: driver runs, waiting for a slave, comparing stores. */
-final class Ha {
-    static final String CLIENT = "rocketmq-client";
+public final class Ha {
+    public static final String CLIENT = "rocketmq-client";
     /** Time for a slave to catch up with what its master holds. */
-    static final Duration CATCH_UP = Duration.ofSeconds(60);
+    public static final Duration CATCH_UP = Duration.ofSeconds(60);
     /** Time for a broker to (un)register or for its slave to connect. */
-    static final Duration REGISTER = Duration.ofSeconds(60);
+    public static final Duration REGISTER = Duration.ofSeconds(60);
 
     private Ha() {
     }
 
     /** Runs {@code HaDriver} with {@code steps} against the name server(s) {@code namesrv}, to its exit. */
-    static DriverRun drive(String version, String serializeType, String namesrv, Path dir, String what, String... steps) {
+    public static DriverRun drive(String version, String serializeType, String namesrv, Path dir, String what, String... steps) {
         DriverRun run = DriverRun.run("HaDriver", CLIENT, version, serializeType, dir.resolve(what + "-" + System.nanoTime()),
             args(namesrv, steps));
         System.out.println(what + ": " + run.summary());
@@ -36,7 +36,7 @@ final class Ha {
     }
 
     /** Starts {@code HaDriver} and returns at once. */
-    static DriverRun.Running start(String version, String serializeType, String namesrv, Path dir, String what,
+    public static DriverRun.Running start(String version, String serializeType, String namesrv, Path dir, String what,
                                    String... steps) {
         return DriverRun.start("HaDriver", CLIENT, version, serializeType, dir.resolve(what + "-" + System.nanoTime()),
             args(namesrv, steps));
@@ -50,17 +50,17 @@ final class Ha {
     }
 
     /** {@code produce} with every send required to be SEND_OK. */
-    static String produceAll(String topic, String prefix, int count, int threads) {
+    public static String produceAll(String topic, String prefix, int count, int threads) {
         return "produce:" + topic + ":" + prefix + ":" + count + ":" + threads + ":0:-:true";
     }
 
     /** Fails unless the {@code produce} step reported OK, naming the sends that were not SEND_OK and why. */
-    static void assertProduced(DriverRun run) {
+    public static void assertProduced(DriverRun run) {
         assertProduced(run, () -> "");
     }
 
     /** As {@link #assertProduced(DriverRun)}, printing {@code diagnostics} (the brokers' logs) on a failure. */
-    static void assertProduced(DriverRun run, Supplier<String> diagnostics) {
+    public static void assertProduced(DriverRun run, Supplier<String> diagnostics) {
         List<String> bad = new ArrayList<>();
         for (String prefix : List.of("FAIL ", "NOTOK ")) {
             run.lines(prefix).stream().limit(10).forEach(w -> bad.add(prefix + String.join(" ", w)));
@@ -73,7 +73,7 @@ final class Ha {
     }
 
     /** The keys of the {@code OK} lines of a produce step. */
-    static Set<String> sentOk(List<String[]> okLines) {
+    public static Set<String> sentOk(List<String[]> okLines) {
         Set<String> keys = new HashSet<>();
         for (String[] w : okLines) {
             keys.add(w[0]);
@@ -143,7 +143,7 @@ final class Ha {
         return String.join("\n", parts);
     }
 
-    static void closeAll(AutoCloseable... things) {
+    public static void closeAll(AutoCloseable... things) {
         for (AutoCloseable c : things) {
             if (c != null) {
                 try {

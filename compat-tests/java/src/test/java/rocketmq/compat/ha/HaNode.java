@@ -14,9 +14,9 @@ import rocketmq.compat.harness.TcpProbe;
  * One broker of a master/slave group, ours or Java's, with an in-process probe (runtime info, queue ends,
  * topics) that reconnects by itself across restarts.
  */
-final class HaNode implements AutoCloseable {
+public final class HaNode implements AutoCloseable {
     /** The commit-log segment size of every broker in these tests: rolls come every few thousand messages. */
-    static final int SEGMENT = 1024 * 1024;
+    public static final int SEGMENT = 1024 * 1024;
     /** A 5.x broker takes about 13 s to stop cleanly. */
     private static final Duration JAVA_STOP_GRACE = Duration.ofSeconds(30);
 
@@ -34,7 +34,7 @@ final class HaNode implements AutoCloseable {
     }
 
     /** "ours" or a Java version. */
-    static boolean isOurs(String kind) {
+    public static boolean isOurs(String kind) {
         return kind.equals("ours");
     }
 
@@ -70,6 +70,18 @@ final class HaNode implements AutoCloseable {
         return start(kind, "slave", dir, namesrv, cluster, brokerName, conf);
     }
 
+    /**
+     * Starts a broker of {@code kind} whose role its {@code conf} decides (a member of a DLedger group, say), with
+     * the settings every broker here gets (1 MiB commit-log segments, ASYNC_FLUSH; for Java the send-queue
+     * timeouts below); {@code label} names it in messages ("our " or "Java <version> " is put before it).
+     */
+    public static HaNode node(String kind, String label, Path dir, String namesrv, String cluster, String brokerName,
+                              Map<String, String> conf) {
+        Map<String, String> all = common();
+        all.putAll(conf);
+        return start(kind, label, dir, namesrv, cluster, brokerName, all);
+    }
+
     private static Map<String, String> common() {
         Map<String, String> conf = new LinkedHashMap<>();
         conf.put("mappedFileSizeCommitLog", Integer.toString(SEGMENT));
@@ -97,47 +109,52 @@ final class HaNode implements AutoCloseable {
      * slave asks its master for GET_ALL_TOPIC_CONFIG on that port (Java's fast server, which our broker does not
      * open), so without this a Java slave of our master never learns its topics.
      */
-    void standInForTheFastPort() {
+    public void standInForTheFastPort() {
         int fast = ours.port() - 2;
         if (!TcpProbe.accepts(fast)) {
             fastPortStandIn = TcpForwarder.start(fast, ours.port());
         }
     }
 
-    String label() {
+    public String label() {
         return label;
     }
 
-    boolean ours() {
+    public boolean ours() {
         return ours != null;
     }
 
-    String address() {
+    public String address() {
         return ours != null ? ours.address() : java.address();
     }
 
-    String brokerName() {
+    public String brokerName() {
         return ours != null ? ours.brokerName() : java.brokerName();
     }
 
-    Path storeDir() {
+    public Path storeDir() {
         return ours != null ? ours.storeDir() : java.storeDir();
     }
 
-    Path commitLogDir() {
+    public Path commitLogDir() {
         return StoreFiles.commitLogDir(storeDir());
     }
 
-    BrokerProbe probe() {
+    public BrokerProbe probe() {
         return probe;
     }
 
-    boolean isAlive() {
+    /** The process id of a running Java broker (for jstack), or -1 (ours, or not running). */
+    public long javaPid() {
+        return java != null ? java.pid() : -1;
+    }
+
+    public boolean isAlive() {
         return ours != null ? ours.isAlive() : java.isAlive();
     }
 
     /** SIGTERM and wait for it to exit by itself (ours must exit 0; Java's start script is not used, so its code is 143). */
-    void stop() {
+    public void stop() {
         if (ours != null) {
             int code = ours.terminate();
             if (code != 0) {
@@ -149,7 +166,7 @@ final class HaNode implements AutoCloseable {
     }
 
     /** SIGKILL: a crash. */
-    void kill() {
+    public void kill() {
         if (ours != null) {
             ours.kill();
         } else {
@@ -158,7 +175,7 @@ final class HaNode implements AutoCloseable {
     }
 
     /** Starts again on the same ports and store. */
-    void restart() {
+    public void restart() {
         if (ours != null) {
             ours.restart();
         } else {
@@ -166,7 +183,7 @@ final class HaNode implements AutoCloseable {
         }
     }
 
-    String describe(int lines) {
+    public String describe(int lines) {
         return label + ":\n" + (ours != null ? ours.describe(lines) : java.describe(lines));
     }
 

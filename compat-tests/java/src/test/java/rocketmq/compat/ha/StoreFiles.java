@@ -14,6 +14,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
@@ -167,5 +169,31 @@ public final class StoreFiles {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * The queue id -> offset entries of {@code topic@group} in a broker's {@code config/consumerOffset.json}
+     * (fastjson: {@code "offsetTable":{"T@g":{0:12,1:7}}}), empty if there are none.
+     */
+    public static Map<Integer, Long> persistedOffsets(Path storeDir, String topic, String group) throws IOException {
+        Path file = storeDir.resolve("config").resolve("consumerOffset.json");
+        Map<Integer, Long> offsets = new TreeMap<>();
+        if (!Files.exists(file)) {
+            return offsets;
+        }
+        String json = Files.readString(file);
+        String name = "\"" + topic + "@" + group + "\"";
+        int at = json.indexOf(name);
+        if (at < 0) {
+            return offsets;
+        }
+        int open = json.indexOf('{', at + name.length());
+        int close = json.indexOf('}', open);
+        assertTrue(open >= 0 && close >= 0, "unreadable entry " + name + " in " + file + ":\n" + json);
+        Matcher m = Pattern.compile("\"?(\\d+)\"?\\s*:\\s*(-?\\d+)").matcher(json.substring(open + 1, close));
+        while (m.find()) {
+            offsets.put(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)));
+        }
+        return offsets;
     }
 }
