@@ -90,7 +90,14 @@ final class BrokerLoad {
         long clk = a.lng("clk-tck", 100);
         Proc broker = new Proc(a.lng("broker-pid", -1), clk);
         Proc self = new Proc(Proc.self(), clk);
-        broker.startSampler();
+        // a DLedger group (--members addr=pid,...): which member is the master is known only once the
+        // group has elected, so every member is sampled and the master's Proc is taken from the route
+        Group group = a.str("members", "").isEmpty() ? null : new Group(a.str("members"), clk);
+        if (group != null) {
+            group.startSamplers();
+        } else {
+            broker.startSampler();
+        }
         // a master/slave pair: the slave's costs are measured like the master's, and the slave is
         // checked to hold what the master has (a broken slave must not make SYNC_MASTER look fast)
         long slavePid = a.lng("slave-pid", -1);
@@ -115,6 +122,22 @@ final class BrokerLoad {
             replica.attach(producer);
             ready = replica.awaitReady(producer, topic, body);
             primed += (Long) ready.get("probes_stored");
+        }
+        if (group != null) {
+            group.attach(producer);
+            ready = group.awaitReady(producer, topic, body);
+            primed += (Long) ready.get("probes_stored");
+            if (group.master() == null) {
+                Map<String, Object> out = new LinkedHashMap<>();
+                out.put("valid", false);
+                out.put("invalid_because", List.of("the DLedger group had no master registered with the name server after 90 s"));
+                out.put("dledger", ready);
+                Files.writeString(Path.of(a.str("out")), Json.write(out) + "\n", StandardCharsets.UTF_8);
+                log("INVALID DLedger result: no master");
+                Main.shutdownQuietly(producer::shutdown);
+                return;
+            }
+            broker = group.master();
         }
 
         DefaultMQPushConsumer consumer = null;
@@ -184,12 +207,14 @@ final class BrokerLoad {
         long ok0 = ok.sum(), notOk0 = notOk.sum(), failed0 = failed.sum(), recv0 = received.sum();
         double bcpu0 = broker.cpuSeconds(), scpu0 = self.cpuSeconds();
         double slcpu0 = slaveCpu(slave);
+        Map<String, Double> gcpu0 = group == null ? null : group.cpuSeconds();
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
         Thread.sleep(duration * 1000L);
         long ok1 = ok.sum(), notOk1 = notOk.sum(), failed1 = failed.sum(), recv1 = received.sum();
         double bcpu1 = broker.cpuSeconds(), scpu1 = self.cpuSeconds();
         double slcpu1 = slaveCpu(slave);
+        Map<String, Double> gcpu1 = group == null ? null : group.cpuSeconds();
         long[] sc1 = Proc.coreJiffies(serverCpu), cc1 = Proc.coreJiffies(clientCpu);
         // how far the slave was behind when the window closed (read after the CPU times: not measured)
         long[] lagAtEnd = replica == null ? null : replica.offsets();
@@ -222,6 +247,9 @@ final class BrokerLoad {
         }
         double drainSecs = (System.nanoTime() - drainStart) / 1e9;
         broker.sample();
+        if (group != null) {
+            group.sample();
+        }
         if (slave != null) {
             slave.sample();
         }
@@ -308,11 +336,41 @@ final class BrokerLoad {
                 log("INVALID master/slave result: %s", String.join("; ", problems));
             }
         }
+        if (group != null) {
+            List<String> problems = new ArrayList<>();
+            Map<String, Object> dl = new LinkedHashMap<>(ready);
+            Map<String, Object> checked = group.verify(gcpu0, gcpu1, secs, msgs, problems);
+            // the group's cost next to the lone broker's keys (which here are the master's)
+            for (String k : List.of("group_cpu_s", "group_cpu_util", "group_cpu_s_per_million", "members")) {
+                out.put(k, checked.remove(k));
+            }
+            dl.putAll(checked);
+            out.put("dledger", dl);
+            if (!Boolean.TRUE.equals(dl.get("ready"))) {
+                problems.add("no probe send was answered SEND_OK before the run");
+            }
+            // the window's sends (the warm-up's are counted and shown: a cold JVM may time out there)
+            if (notOk1 - notOk0 > 0) {
+                problems.add((notOk1 - notOk0) + " sends in the window answered other than SEND_OK (whole run: " + statuses + ")");
+            }
+            if (failed1 - failed0 > 0) {
+                problems.add((failed1 - failed0) + " sends in the window failed (exceptions)");
+            }
+            out.put("valid", problems.isEmpty());
+            out.put("invalid_because", problems);
+            if (!problems.isEmpty()) {
+                log("INVALID DLedger result: %s", String.join("; ", problems));
+            }
+        }
         Files.writeString(Path.of(a.str("out")), Json.write(out) + "\n", StandardCharsets.UTF_8);
         log("%.0f msg/s sent, p99.9 %.2f ms, %s consumed/s, broker %.2f core, loadgen %.2f core, %d failed",
             msgs / secs, send.getTotalCount() == 0 ? 0 : send.getValueAtPercentile(99.9) / 1000.0,
             consume ? String.format("%.0f", (recv1 - recv0) / secs) : "-", bcpu / secs, (scpu1 - scpu0) / secs,
             failed1 - failed0);
+        if (group != null) {
+            log("DLedger group: %.2f core in all, %.1f CPU s per 1M messages", (Double) out.get("group_cpu_util"),
+                (Double) out.get("group_cpu_s_per_million"));
+        }
 
         Main.shutdownQuietly(consumer == null ? null : consumer::shutdown, producer::shutdown);
     }
@@ -454,7 +512,8 @@ final class BrokerLoad {
         return m;
     }
 
-    private static final long STARTED = System.nanoTime();
+    /** when this JVM started its work (the harness starts it once the brokers listen) */
+    static final long STARTED = System.nanoTime();
 
     static void log(String fmt, Object... args) {
         System.out.printf("[loadgen] %5.1fs " + fmt + "%n", prepend((System.nanoTime() - STARTED) / 1e9, args));
