@@ -169,6 +169,8 @@ DLEDGER_BROKER_ROWS = [
     ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
     ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
     ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("send max (ms)", lambda r: get(r, "send_max_ms"), None),
+    ("fewest SEND_OK in a second", lambda r: get(r, "fewest_send_ok_in_a_second"), None),
     ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
     ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
     ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),

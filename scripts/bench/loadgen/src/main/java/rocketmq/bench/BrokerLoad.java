@@ -50,6 +50,8 @@ final class BrokerLoad {
     private final Map<String, LongAdder> notOkByStatus = new ConcurrentHashMap<>();
     /** send latency in microseconds, from the call to its result (per send call: a batch is one call) */
     private final Recorder sendLatency = new Recorder(3);
+    /** the same, read once a second during the window: the per-second timeline that shows a stall */
+    private final Recorder perSecond = new Recorder(3);
     /** end to end in milliseconds: consume time minus the born timestamp the client stamped (ms resolution) */
     private final Recorder endToEnd = new Recorder(3);
     private volatile boolean sending = true;
@@ -210,7 +212,22 @@ final class BrokerLoad {
         Map<String, Double> gcpu0 = group == null ? null : group.cpuSeconds();
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
-        Thread.sleep(duration * 1000L);
+        // one entry a second: [second, SEND_OK, failed, max send ms, p99 send ms] (sends answered in that second)
+        List<List<Object>> timeline = new ArrayList<>();
+        perSecond.reset();
+        long okPrev = ok0, failedPrev = failed0;
+        for (int i = 1; i <= duration; i++) {
+            long sleep = t0 + i * 1_000_000_000L - System.nanoTime();
+            if (sleep > 0) {
+                Thread.sleep(sleep / 1_000_000, (int) (sleep % 1_000_000));
+            }
+            Histogram h = perSecond.getIntervalHistogram();
+            long okNow = ok.sum(), failedNow = failed.sum();
+            timeline.add(List.of(i, okNow - okPrev, failedNow - failedPrev, h.getMaxValue() / 1000.0,
+                h.getValueAtPercentile(99) / 1000.0));
+            okPrev = okNow;
+            failedPrev = failedNow;
+        }
         long ok1 = ok.sum(), notOk1 = notOk.sum(), failed1 = failed.sum(), recv1 = received.sum();
         double bcpu1 = broker.cpuSeconds(), scpu1 = self.cpuSeconds();
         double slcpu1 = slaveCpu(slave);
@@ -270,6 +287,20 @@ final class BrokerLoad {
         out.put("send_tps", msgs / secs);
         out.put("send_calls_tps", send.getTotalCount() / secs);
         out.put("send_latency_ms", Json.percentilesMs(send, 1000.0));
+        out.put("send_max_ms", send.getMaxValue() / 1000.0);
+        long fewest = Long.MAX_VALUE;
+        Object slowest = null;
+        double worstMax = -1;
+        for (List<Object> t : timeline) {
+            fewest = Math.min(fewest, (Long) t.get(1));
+            if ((Double) t.get(3) > worstMax) {
+                worstMax = (Double) t.get(3);
+                slowest = t;
+            }
+        }
+        out.put("fewest_send_ok_in_a_second", timeline.isEmpty() ? null : fewest);
+        out.put("slowest_second", slowest);
+        out.put("timeline_per_s", timeline);
         out.put("consume", consume);
         if (consume) {
             out.put("consume_tps", (recv1 - recv0) / secs);
@@ -427,7 +458,9 @@ final class BrokerLoad {
                     }
                     r = producer.send(msgs);
                 }
-                sendLatency.recordValue((System.nanoTime() - start) / 1000);
+                long us = (System.nanoTime() - start) / 1000;
+                sendLatency.recordValue(us);
+                perSecond.recordValue(us);
                 counted(r, n);
             } catch (Exception e) {
                 failed(e, n);
@@ -454,7 +487,9 @@ final class BrokerLoad {
                 producer.send(message(), new SendCallback() {
                     @Override
                     public void onSuccess(SendResult r) {
-                        sendLatency.recordValue((System.nanoTime() - start) / 1000);
+                        long us = (System.nanoTime() - start) / 1000;
+                        sendLatency.recordValue(us);
+                        perSecond.recordValue(us);
                         counted(r, 1);
                         window.release();
                     }
