@@ -5,8 +5,9 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f,g  a subset (default all; e also runs e', the lean route client;
-#                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger)
+#            --workloads a,b,c,d,e,f,g,h  a subset (default all; e also runs e', the lean route client;
+#                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger;
+#                                     h is three brokers in DLedger mode, one DLedger group)
 #            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
 #            --elections N            g: leader kills timed (default 5 quick, 10 full)
@@ -21,6 +22,11 @@
 # wire is Java's client's) on the other: 64 appenders of 1 KiB entries through the leader, then
 # leader kills (SIGKILL) timed until a survivor's METADATA names a new leader and until an append is
 # answered SUCCESS, the killed member restarted on its store after each.
+# h is three brokers of one system in DLedger mode (enableDLegerCommitLog=true, one brokerName, one
+# DLedger group: the leader is the master, brokerId 0), all three on the server core, the name server
+# with the load generator: sync sends of 1 KiB from 64 threads through the master and a push consumer;
+# the CPU per message is the three brokers' sum.
+# Binaries: target/release of this checkout, built here; BENCH_BIN_DIR=DIR uses DIR's as they are.
 # Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
 # target/bench/run-<timestamp>/.
 set -euo pipefail
@@ -28,7 +34,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f,g" systems="ours,java" elections=10
+workloads="a,b,c,d,e,f,g,h" systems="ours,java" elections=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) warmup=5 duration=20 drain=30 label=quick elections=5 ;;
@@ -38,7 +44,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
     --elections) elections="$2"; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -55,15 +61,26 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
-# the broker workloads (a-f) need the broker, the name server and their load generators; g (DLedger) its own
-wants_broker="" wants_dledger=""
-case ",$workloads," in *,[a-f],*) wants_broker=1 ;; esac
+# the broker workloads (a-f, h) need the broker, the name server and their load generators; g (DLedger) its own
+wants_broker="" wants_dledger="" wants_routeload=""
+case ",$workloads," in *,[a-fh],*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
-echo "== building our release binaries" >&2
+case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
 [ -z "$wants_broker" ] || bins+=(--bin mqnamesrv --bin mqbroker)
 [ -z "$wants_dledger" ] || bins+=(--bin dledger --bin dledger-load)
-cargo build --release --manifest-path "$root/Cargo.toml" "${bins[@]}" >&2
+# our binaries: built here into target/release, or (BENCH_BIN_DIR) taken as they are from another build
+if [ -n "${BENCH_BIN_DIR:-}" ]; then
+  bin_dir="$(cd "$BENCH_BIN_DIR" && pwd)"
+  echo "== our binaries from $bin_dir (BENCH_BIN_DIR; not rebuilt)" >&2
+  for b in "${bins[@]}"; do
+    [ "$b" = --bin ] || [ -x "$bin_dir/$b" ] || { echo "no $bin_dir/$b; build it first (cargo build --release --bins)" >&2; exit 2; }
+  done
+else
+  bin_dir="$root/target/release"
+  echo "== building our release binaries" >&2
+  cargo build --release --manifest-path "$root/Cargo.toml" "${bins[@]}" >&2
+fi
 echo "== resolving the Java name servers, brokers and clients (and DLedger) from Maven Central" >&2
 "$root/compat-tests/resolve-runtime.sh"
 loadgen_cp=""
@@ -72,6 +89,8 @@ if [ -n "$wants_broker" ]; then
   mvn -B -q -f "$root/scripts/bench/loadgen/pom.xml" compile dependency:build-classpath \
     -Dbench.build.dir="$root/target/bench/loadgen" >&2
   loadgen_cp="$root/target/bench/loadgen/classes:$(cat "$root/target/bench/loadgen/classpath.txt")"
+fi
+if [ -n "$wants_routeload" ]; then
   (cd "$root/scripts/bench/routeload" && go build -o "$root/target/bench/routeload" .)
 fi
 if [ -n "$wants_dledger" ]; then
@@ -137,13 +156,13 @@ for _ in range(200):
 PY
 }
 
-wait_port() {  # port pid log
-  for _ in $(seq 1 900); do
+wait_port() {  # port pid log [tenths of a second, default 900]
+  for _ in $(seq 1 "${4:-900}"); do
     if ! kill -0 "$2" 2>/dev/null; then echo "process $2 died during start-up; its log ($3):" >&2; tail -30 "$3" >&2; return 1; fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
     sleep 0.1
   done
-  echo "nothing listens on $1 after 90 s; see $3" >&2; return 1
+  echo "nothing listens on $1 after $(( ${4:-900} / 10 )) s; see $3" >&2; return 1
 }
 
 # A folder a Java RocketMQ process uses as HOME, user.home and ROCKETMQ_HOME: its logs stay inside,
@@ -176,7 +195,7 @@ start_namesrv() {
   printf 'listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s\nconfigStorePath=%s\n' \
     "$port" "$dir/kvConfig.json" "$dir/namesrv.properties" > "$dir/namesrv.conf"
   if [ "$sys" = ours ]; then
-    env -u RUST_LOG HOME="$dir" taskset -c "$cpu" "$root/target/release/mqnamesrv" -c "$dir/namesrv.conf" \
+    env -u RUST_LOG HOME="$dir" taskset -c "$cpu" "$bin_dir/mqnamesrv" -c "$dir/namesrv.conf" \
       > "$dir/namesrv.log" 2>&1 &
   else
     java_home_dir "$dir"
@@ -203,6 +222,13 @@ start_broker() {
   mkdir -p "$dir/store"
   base="$(free_ports 4)"
   port=$((base + 2))  # Java also opens listenPort-2 (fast channel) and listenPort+1 (HA; ours too)
+  broker_conf "$sys" "$dir" "$flush" "$ns" "$role" "$port" > "$dir/broker.conf"
+  launch_broker "$sys" "$cpu" "$dir" "$ns" "$port"
+  wait_port "$port" "$broker_pid" "$dir/broker.log"
+}
+
+broker_conf() {  # system dir flushDiskType namesrv_addr brokerRole listenPort: start_broker's broker.conf, to stdout
+  local sys="$1" dir="$2" flush="$3" ns="$4" role="$5" port="$6"
   {
     echo "brokerClusterName=DefaultCluster"
     echo "brokerName=broker-a"
@@ -220,9 +246,15 @@ start_broker() {
     echo "flushDiskType=$flush"
     # 5.x's timer wheel (timer messages) pre-allocates its own log; we have no timer messages, so Java runs without it too
     echo "timerWheelEnable=false"
-  } > "$dir/broker.conf"
+  }
+}
+
+# launch_broker system cpu dir namesrv_addr listenPort: starts a broker on dir/broker.conf (its store under
+# dir) and returns at once; sets broker_pid and broker_addr
+launch_broker() {
+  local sys="$1" cpu="$2" dir="$3" ns="$4" port="$5"
   if [ "$sys" = ours ]; then
-    env -u RUST_LOG HOME="$dir" taskset -c "$cpu" "$root/target/release/mqbroker" -c "$dir/broker.conf" \
+    env -u RUST_LOG HOME="$dir" taskset -c "$cpu" "$bin_dir/mqbroker" -c "$dir/broker.conf" \
       > "$dir/broker.log" 2>&1 &
   else
     java_home_dir "$dir"
@@ -235,7 +267,6 @@ start_broker() {
   broker_pid=$!
   started+=("$broker_pid")
   broker_addr="127.0.0.1:$port"
-  wait_port "$port" "$broker_pid" "$dir/broker.log"
 }
 
 loadgen() {  # dir kind args...: runs the generator on the client core; its output goes to dir/loadgen.log and stdout
@@ -270,6 +301,7 @@ declare -A wl_args=(
   [d]="--mode sync --threads 64 --size 1024 --topic bench_syncflush"
   [f]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
   [f0]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
+  [h]="--mode sync --threads 64 --size 1024 --topic bench_dledger"
 )
 
 # A Java broker takes ~13 s to stop cleanly and ours ~1 s; nothing after the run is measured and the
@@ -338,6 +370,73 @@ namesrv_workload() {  # system
   rm -rf "$dir/broker/store"
 }
 
+# ---- h: brokers in DLedger mode --------------------------------------------------------------------
+
+# Three brokers of one system in DLedger mode (Java's keys: enableDLegerCommitLog, dLegerGroup,
+# dLegerPeers, dLegerSelfId): one brokerName and one DLedger group, each broker with its own listenPort,
+# DLedger port and store. The group elects; the leader's broker becomes the master (brokerId 0), the
+# others slaves, and a send is answered once a quorum of the group holds it. broker.conf is
+# start_broker's otherwise (ASYNC_MASTER and brokerId 0 are ignored in DLedger mode: the role follows
+# the member's); DLedgerConfig's defaults on both sides, its data file the commit log's
+# mappedFileSizeCommitLog (1 GiB, the default the other workloads run with) and its index file 160 MiB.
+# All three brokers share the server core, as f's master and slave do; the name server and the load
+# generator are on the other core. The load generator waits until the name server lists the three with
+# one as brokerId 0 and a probe send is answered SEND_OK, then runs the sync 1 KiB load of d and f0.
+dlb_conf_extra() {  # group peers selfId
+  echo "enableDLegerCommitLog=true"
+  echo "dLegerGroup=$1"
+  echo "dLegerPeers=$2"
+  echo "dLegerSelfId=$3"
+  echo "mappedFileSizeCommitLog=1073741824"
+}
+
+# The warm-up is 3 times the other workloads' (45 s full, 15 s quick): the three brokers share one core,
+# so each JVM gets a third of the CPU time a lone broker has to compile its send path in.
+h_warmup=$((warmup * 3))
+
+dledger_brokers_workload() {  # system
+  local sys="$1" dir="$run/$1/h" base peers i ok=1 members="" bpids=() bports=() bdir
+  ns_pid=""
+  echo "== [h] 3 brokers in DLedger mode $sys (all on cpu $server_cpu): ${wl_args[h]} + push consumer, warm-up ${h_warmup}s" >&2
+  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv"; then
+    echo "  $sys name server failed to start; skipping h" >&2
+  else
+    # ports: DLedger's 3, then per broker 4 (Java also opens listenPort-2, the fast channel, and 4.9 listenPort+1)
+    base="$(free_ports 15)"
+    peers="n0-127.0.0.1:$base;n1-127.0.0.1:$((base + 1));n2-127.0.0.1:$((base + 2))"
+    # all three start at once, as a group would: the election needs two of them up
+    for i in 0 1 2; do
+      bdir="$dir/broker$i"
+      mkdir -p "$bdir/store"
+      bports[$i]=$((base + 3 + 4 * i + 2))
+      { broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "${bports[$i]}"
+        dlb_conf_extra broker-a "$peers" "n$i"; } > "$bdir/broker.conf"
+      launch_broker "$sys" "$server_cpu" "$bdir" "$ns_addr" "${bports[$i]}"
+      bpids[$i]="$broker_pid"
+      members="$members${members:+,}127.0.0.1:${bports[$i]}=$broker_pid"
+    done
+    # three JVMs booting on one core (each pre-touching its heap) take a while: up to 180 s
+    for i in 0 1 2; do
+      wait_port "${bports[$i]}" "${bpids[$i]}" "$dir/broker$i/broker.log" 1800 || ok=""
+    done
+    if [ -z "$ok" ]; then
+      echo "  a $sys broker failed to start; skipping h" >&2
+      printf '{"valid": false, "invalid_because": ["a broker failed to start (see %s)"]}\n' "$dir/broker*/broker.log" > "$dir/result.json"
+    else
+      # shellcheck disable=SC2086
+      warmup="$h_warmup" loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[h]} --queues 8 --members "$members"
+      for i in 0 1 2; do
+        kill -0 "${bpids[$i]}" 2>/dev/null || echo "  the $sys broker n$i DIED during the run; see $dir/broker$i/broker.log" >&2
+      done
+      [ -s "$dir/result.json" ] ||
+        printf '{"valid": false, "invalid_because": ["the load generator wrote no result (see %s)"]}\n' "$dir/loadgen.log" > "$dir/result.json"
+    fi
+  fi
+  for i in 0 1 2; do stop_pid "${bpids[$i]:-}" "$(stop_grace "$sys")"; done
+  stop_pid "$ns_pid" 2
+  for i in 0 1 2; do rm -rf "$dir/broker$i/store"; done  # commit logs are large; logs stay
+}
+
 # ---- g: DLedger ----------------------------------------------------------------------------------
 
 # The Java members' JVM: DLedger ships no tuned start script (its own run.sh is a bare `java -jar`), so
@@ -352,7 +451,7 @@ start_member() {  # system dir id peers port: (re)starts one member on the serve
   mkdir -p "$dir/$id/store"
   echo "--- start $(date +%T.%N)" >> "$log"
   if [ "$sys" = ours ]; then
-    env -u RUST_LOG HOME="$dir/$id" taskset -c "$server_cpu" "$root/target/release/dledger" server \
+    env -u RUST_LOG HOME="$dir/$id" taskset -c "$server_cpu" "$bin_dir/dledger" server \
       -g "$dl_group" -i "$id" -p "$peers" -s "$dir/$id/store" >> "$log" 2>&1 &
   else
     mkdir -p "$dir/$id/tmp"
@@ -368,7 +467,7 @@ start_member() {  # system dir id peers port: (re)starts one member on the serve
 dledger_load() {  # dir name args...: the generator on the client core; progress to stderr, output in dir/name.log
   local dir="$1" name="$2" pid; shift 2
   : > "$dir/$name.log"  # exists before tail follows it (the background job opens it later)
-  taskset -c "$client_cpu" "$root/target/release/dledger-load" "$@" > "$dir/$name.log" 2>&1 &
+  taskset -c "$client_cpu" "$bin_dir/dledger-load" "$@" > "$dir/$name.log" 2>&1 &
   pid=$!
   started+=("$pid")
   tail -n +1 -f --pid="$pid" "$dir/$name.log" | grep --line-buffered '^\[dledger-load\]' >&2 || true
@@ -432,6 +531,7 @@ for wl in "${wl_list[@]}"; do
       f) broker_workload "$sys" f0; broker_workload "$sys" f ;;
       # Java DLedger 0.3.1.2 is what both 4.9.x and 5.x pin: one Java group, under "java"
       g) [ "$sys" = java49 ] || dledger_workload "$sys" ;;
+      h) dledger_brokers_workload "$sys" ;;
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -444,7 +544,7 @@ def out(cmd):
     r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
     return (r.stdout + r.stderr).strip()
 meta = {
-  "label": "$label", "started": "$stamp", "warmup_s": $warmup, "duration_s": $duration,
+  "label": "$label", "started": "$stamp", "warmup_s": $warmup, "h_warmup_s": $h_warmup, "duration_s": $duration,
   "server_cpu": $server_cpu, "client_cpu": $client_cpu, "load_average_at_start": $load1,
   "machine": {"cpus": out("nproc"), "cpu_model": out("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
               "kernel": platform.release(), "memory": out("free -g | sed -n 2p"), "java": out("$java_bin -version 2>&1 | head -1")},
@@ -454,7 +554,7 @@ meta = {
           "loadgen": "$loadgen_flags", "java_dledger": "$java_dledger_opts (+ compat-tests/dledger-node/run.sh's --add-opens)"},
   "dledger": {"java": "$DLEDGER_JAVA", "members": 3, "config": "DLedgerConfig defaults on both sides (group $dl_group, loopback, store per member)",
               "elections": $elections},
-  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
+  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
@@ -463,6 +563,7 @@ meta = {
                 "f": "SYNC_MASTER + a slave of the same system, both on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "e": "name server GET_ROUTEINFO_BY_TOPIC, official Java client, 128 in flight on one connection",
                 "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight",
+                "h": "3 brokers of one system in DLedger mode (one brokerName, one DLedger group; the leader is the master), all on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues; CPU summed over the three",
                 "g": "DLedger: 3 members of one system on the server core, 64 appenders x 1 KiB through the leader (dledger-load, our DLedgerClient); then leader SIGKILLs timed to METADATA naming a new leader and to the first append SUCCESS"},
 }
 json.dump(meta, open(sys.argv[1], "w"), indent=2)

@@ -2,7 +2,7 @@
 """Collects the per-workload results of one scripts/bench.sh run into one JSON file and prints the
 side-by-side table with the ratio ours/Java and the issue's goals.
 
-A master/slave result (f) that the load generator found invalid (the slave does not hold the
+A master/slave result (f) or a DLedger-mode group (h) that the load generator found invalid (the slave does not hold the
 master's data, a send answered other than SEND_OK, a failed send) is marked INVALID in the table, gets
 no ratios, and makes this script exit with status 1 after everything is written.
 
@@ -25,6 +25,7 @@ WORKLOADS = {
     "e": "e  name server, Java client",
     "e-lean": "e' name server, routeload",
     "g": "g  DLedger 3 members 1 KiB x64",
+    "h": "h  DLedger-mode brokers 1 KiB x64",
 }
 
 
@@ -65,7 +66,7 @@ BROKER_ROWS = [
     ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
-SATURATION = {"b", "c", "f"}  # the workloads where "throughput at least 3x" applies
+SATURATION = {"b", "c", "f", "h"}  # the workloads where "throughput at least 3x" applies
 REPLICATED = {"f": "f0"}  # master/slave workloads and their ASYNC_MASTER baseline (same load, no slave)
 SYNC_VS_ASYNC_GOAL = 0.8  # our SYNC_MASTER throughput within 20 % of our ASYNC_MASTER
 
@@ -148,6 +149,50 @@ NAMESRV_ROWS = [
     ("name server peak RSS (MiB)", lambda r: kb_to_mib(get(r, "server_vmhwm_kb")), None),
     ("failed queries", lambda r: get(r, "queries_failed"), None),
 ]
+
+
+def group_member(r, master, key):
+    """h: the master's figure (master=True) or the largest of the slaves' (False)."""
+    vs = [m.get(key) for m in (get(r, "members") or {}).values() if bool(m.get("master")) == master and m.get(key) is not None]
+    return None if not vs else vs[0] if master else max(vs)
+
+
+def group_members(r):
+    return "; ".join(f"{addr.rsplit(':', 1)[-1]} id {m.get('broker_id_at_start')}->{m.get('broker_id_at_end')}"
+                     for addr, m in (get(r, "members") or {}).items()) or None
+
+
+# three brokers in DLedger mode (h): the group's CPU (the three summed) and each broker's memory
+DLEDGER_BROKER_ROWS = [
+    ("valid (one master, slaves level)", validity, None),
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), (">=", 3)),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("send max (ms)", lambda r: get(r, "send_max_ms"), None),
+    ("fewest SEND_OK in a second", lambda r: get(r, "fewest_send_ok_in_a_second"), None),
+    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
+    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
+    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
+    ("3 brokers CPU s / 1M msg", lambda r: get(r, "group_cpu_s_per_million"), ("<=", 1 / 3)),
+    ("master CPU s / 1M msg", lambda r: group_member(r, True, "cpu_s_per_million"), None),
+    ("slave CPU s / 1M msg (max)", lambda r: group_member(r, False, "cpu_s_per_million"), None),
+    ("3 brokers CPU (cores)", lambda r: get(r, "group_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "group_cpu_util"), None),
+    ("master peak RSS (MiB)", lambda r: kb_to_mib(group_member(r, True, "vmhwm_kb")), ("<=", 0.1)),
+    ("slave peak RSS (MiB, max)", lambda r: kb_to_mib(group_member(r, False, "vmhwm_kb")), ("<=", 0.1)),
+    ("master peak anon RSS (MiB)", lambda r: kb_to_mib(group_member(r, True, "peak_anon_kb")), None),
+    ("slave peak anon RSS (MiB, max)", lambda r: kb_to_mib(group_member(r, False, "peak_anon_kb")), None),
+    ("send failed / not OK", lambda r: None if r is None or "send_failed" not in r else f"{r['send_failed']}/{r['send_not_ok']}", None),
+    ("not SEND_OK, whole run", not_ok_whole_run, None),
+    ("send failed, whole run", lambda r: get(r, "send_failed_whole_run"), None),
+    ("master + SEND_OK after listen (s)", lambda r: get(r, "dledger.ready_since_start_s"), None),
+    ("brokers: port id start->end", group_members, None),
+    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
+]
+NO_RATIO_DLEDGER_BROKERS = {"valid (one master, slaves level)", "master + SEND_OK after listen (s)", "send failed, whole run",
+                            "brokers: port id start->end", "other work on server core"}
 
 
 def members(r, leader):
@@ -287,10 +332,11 @@ for wl, title in WORKLOADS.items():
     if all(r is None for r in results.values()):
         continue
     table_rows = (NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED
-                  else DLEDGER_ROWS if wl == "g" else BROKER_ROWS)
+                  else DLEDGER_ROWS if wl == "g" else DLEDGER_BROKER_ROWS if wl == "h" else BROKER_ROWS)
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
     valid = {s: is_valid(results[s]) for s in systems}
-    if wl in REPLICATED or wl == "g":
+    checked = wl in REPLICATED or wl in ("g", "h")  # results that can be INVALID
+    if checked:
         entry["valid"] = valid
         for s in systems:
             if results[s] is not None and not valid[s]:
@@ -304,14 +350,15 @@ for wl, title in WORKLOADS.items():
         if wl not in ("e", "e-lean", "g") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
             continue
         vals = [extract(results[s]) if results[s] is not None else None for s in systems]
-        ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER) else ratio(vals[0], v) for v in vals[1:]]
+        ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER)
+                  or (wl == "h" and label in NO_RATIO_DLEDGER_BROKERS) else ratio(vals[0], v) for v in vals[1:]]
         # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
-        spoilt = [(wl in REPLICATED or wl == "g") and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
+        spoilt = [checked and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
         ratios = [None if bad else r for r, bad in zip(ratios, spoilt)]
         for o, r in zip(others, ratios):
             entry["ratios"].setdefault(o, {})[label] = r
         cells = [fmt(v) for v in vals]
-        if wl in REPLICATED and label.startswith("send TPS"):
+        if (wl in REPLICATED or wl == "h") and label.startswith("send TPS"):
             cells = [c if results[s] is None or valid[s] else "INVALID " + c for s, c in zip(systems, cells)]
         rows.append([title if first else "", label] + cells
                     + [("INVALID" if bad else "-" if r is None else f"{r:.2f}") for r, bad in zip(ratios, spoilt)]
@@ -364,6 +411,11 @@ if meta:
     print("Each workload ran on a fresh name server, broker and store (e and e' share one name server): CPU and peak RSS (VmHWM) are per workload.")
     if any(w in out["workloads"] for w in REPLICATED):
         print("f: the master and its slave (same system, same brokerName, brokerId 1) both ran on the server core; f0 is the same load on a lone ASYNC_MASTER.")
+    if "h" in out["workloads"]:
+        print(f"h: the 3 brokers of each DLedger group (one brokerName; the leader is the master, brokerId 0) ran on the server core,"
+              f" the name server on the load generator's; CPU per message is the three brokers' sum; warm-up {meta.get('h_warmup_s')} s"
+              " (3x: each JVM has a third of the core to compile in); valid = one master throughout, every slave at the master's"
+              " commit-log max offset after the drain; failed sends and messages not consumed are shown, TPS counts SEND_OK only.")
     if "g" in out["workloads"]:
         print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
               " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")
@@ -374,6 +426,6 @@ if invalid:
     print()
     for wl, s_name, why in invalid:
         why = [why] if isinstance(why, str) else why
-        print(f"!!! {wl} {s_name}: INVALID {'DLedger' if wl == 'g' else 'master/slave'} result: {'; '.join(why) or 'see its result.json'}")
+        print(f"!!! {wl} {s_name}: INVALID {'DLedger' if wl == 'g' else 'DLedger-mode' if wl == 'h' else 'master/slave'} result: {'; '.join(why) or 'see its result.json'}")
     print("!!! the figures of these results are not comparable (see above); exiting with status 1")
     sys.exit(1)

@@ -50,6 +50,8 @@ final class BrokerLoad {
     private final Map<String, LongAdder> notOkByStatus = new ConcurrentHashMap<>();
     /** send latency in microseconds, from the call to its result (per send call: a batch is one call) */
     private final Recorder sendLatency = new Recorder(3);
+    /** the same, read once a second during the window: the per-second timeline that shows a stall */
+    private final Recorder perSecond = new Recorder(3);
     /** end to end in milliseconds: consume time minus the born timestamp the client stamped (ms resolution) */
     private final Recorder endToEnd = new Recorder(3);
     private volatile boolean sending = true;
@@ -90,7 +92,14 @@ final class BrokerLoad {
         long clk = a.lng("clk-tck", 100);
         Proc broker = new Proc(a.lng("broker-pid", -1), clk);
         Proc self = new Proc(Proc.self(), clk);
-        broker.startSampler();
+        // a DLedger group (--members addr=pid,...): which member is the master is known only once the
+        // group has elected, so every member is sampled and the master's Proc is taken from the route
+        Group group = a.str("members", "").isEmpty() ? null : new Group(a.str("members"), clk);
+        if (group != null) {
+            group.startSamplers();
+        } else {
+            broker.startSampler();
+        }
         // a master/slave pair: the slave's costs are measured like the master's, and the slave is
         // checked to hold what the master has (a broken slave must not make SYNC_MASTER look fast)
         long slavePid = a.lng("slave-pid", -1);
@@ -115,6 +124,22 @@ final class BrokerLoad {
             replica.attach(producer);
             ready = replica.awaitReady(producer, topic, body);
             primed += (Long) ready.get("probes_stored");
+        }
+        if (group != null) {
+            group.attach(producer);
+            ready = group.awaitReady(producer, topic, body);
+            primed += (Long) ready.get("probes_stored");
+            if (group.master() == null) {
+                Map<String, Object> out = new LinkedHashMap<>();
+                out.put("valid", false);
+                out.put("invalid_because", List.of("the DLedger group had no master registered with the name server after 90 s"));
+                out.put("dledger", ready);
+                Files.writeString(Path.of(a.str("out")), Json.write(out) + "\n", StandardCharsets.UTF_8);
+                log("INVALID DLedger result: no master");
+                Main.shutdownQuietly(producer::shutdown);
+                return;
+            }
+            broker = group.master();
         }
 
         DefaultMQPushConsumer consumer = null;
@@ -184,12 +209,29 @@ final class BrokerLoad {
         long ok0 = ok.sum(), notOk0 = notOk.sum(), failed0 = failed.sum(), recv0 = received.sum();
         double bcpu0 = broker.cpuSeconds(), scpu0 = self.cpuSeconds();
         double slcpu0 = slaveCpu(slave);
+        Map<String, Double> gcpu0 = group == null ? null : group.cpuSeconds();
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
-        Thread.sleep(duration * 1000L);
+        // one entry a second: [second, SEND_OK, failed, max send ms, p99 send ms] (sends answered in that second)
+        List<List<Object>> timeline = new ArrayList<>();
+        perSecond.reset();
+        long okPrev = ok0, failedPrev = failed0;
+        for (int i = 1; i <= duration; i++) {
+            long sleep = t0 + i * 1_000_000_000L - System.nanoTime();
+            if (sleep > 0) {
+                Thread.sleep(sleep / 1_000_000, (int) (sleep % 1_000_000));
+            }
+            Histogram h = perSecond.getIntervalHistogram();
+            long okNow = ok.sum(), failedNow = failed.sum();
+            timeline.add(List.of(i, okNow - okPrev, failedNow - failedPrev, h.getMaxValue() / 1000.0,
+                h.getValueAtPercentile(99) / 1000.0));
+            okPrev = okNow;
+            failedPrev = failedNow;
+        }
         long ok1 = ok.sum(), notOk1 = notOk.sum(), failed1 = failed.sum(), recv1 = received.sum();
         double bcpu1 = broker.cpuSeconds(), scpu1 = self.cpuSeconds();
         double slcpu1 = slaveCpu(slave);
+        Map<String, Double> gcpu1 = group == null ? null : group.cpuSeconds();
         long[] sc1 = Proc.coreJiffies(serverCpu), cc1 = Proc.coreJiffies(clientCpu);
         // how far the slave was behind when the window closed (read after the CPU times: not measured)
         long[] lagAtEnd = replica == null ? null : replica.offsets();
@@ -222,6 +264,9 @@ final class BrokerLoad {
         }
         double drainSecs = (System.nanoTime() - drainStart) / 1e9;
         broker.sample();
+        if (group != null) {
+            group.sample();
+        }
         if (slave != null) {
             slave.sample();
         }
@@ -242,6 +287,20 @@ final class BrokerLoad {
         out.put("send_tps", msgs / secs);
         out.put("send_calls_tps", send.getTotalCount() / secs);
         out.put("send_latency_ms", Json.percentilesMs(send, 1000.0));
+        out.put("send_max_ms", send.getMaxValue() / 1000.0);
+        long fewest = Long.MAX_VALUE;
+        Object slowest = null;
+        double worstMax = -1;
+        for (List<Object> t : timeline) {
+            fewest = Math.min(fewest, (Long) t.get(1));
+            if ((Double) t.get(3) > worstMax) {
+                worstMax = (Double) t.get(3);
+                slowest = t;
+            }
+        }
+        out.put("fewest_send_ok_in_a_second", timeline.isEmpty() ? null : fewest);
+        out.put("slowest_second", slowest);
+        out.put("timeline_per_s", timeline);
         out.put("consume", consume);
         if (consume) {
             out.put("consume_tps", (recv1 - recv0) / secs);
@@ -308,11 +367,39 @@ final class BrokerLoad {
                 log("INVALID master/slave result: %s", String.join("; ", problems));
             }
         }
+        if (group != null) {
+            List<String> problems = new ArrayList<>();
+            Map<String, Object> dl = new LinkedHashMap<>(ready);
+            Map<String, Object> checked = group.verify(gcpu0, gcpu1, secs, msgs, problems);
+            // the group's cost next to the lone broker's keys (which here are the master's)
+            for (String k : List.of("group_cpu_s", "group_cpu_util", "group_cpu_s_per_million", "members")) {
+                out.put(k, checked.remove(k));
+            }
+            dl.putAll(checked);
+            out.put("dledger", dl);
+            if (!Boolean.TRUE.equals(dl.get("ready"))) {
+                problems.add("no probe send was answered SEND_OK before the run");
+            }
+            // Sends refused or answered other than SEND_OK are counted and shown, not held against the
+            // result: TPS counts SEND_OK only, so a group that refuses sends (a Java broker's flow
+            // control, "broker busy", when its send queue waits over 200 ms) cannot look faster for it.
+            // messages not consumed after the drain are shown ("missing after drain"): a consumer behind
+            // an overloaded group is still behind then; the slaves' commit logs show what was stored
+            out.put("valid", problems.isEmpty());
+            out.put("invalid_because", problems);
+            if (!problems.isEmpty()) {
+                log("INVALID DLedger result: %s", String.join("; ", problems));
+            }
+        }
         Files.writeString(Path.of(a.str("out")), Json.write(out) + "\n", StandardCharsets.UTF_8);
         log("%.0f msg/s sent, p99.9 %.2f ms, %s consumed/s, broker %.2f core, loadgen %.2f core, %d failed",
             msgs / secs, send.getTotalCount() == 0 ? 0 : send.getValueAtPercentile(99.9) / 1000.0,
             consume ? String.format("%.0f", (recv1 - recv0) / secs) : "-", bcpu / secs, (scpu1 - scpu0) / secs,
             failed1 - failed0);
+        if (group != null) {
+            log("DLedger group: %.2f core in all, %.1f CPU s per 1M messages", (Double) out.get("group_cpu_util"),
+                (Double) out.get("group_cpu_s_per_million"));
+        }
 
         Main.shutdownQuietly(consumer == null ? null : consumer::shutdown, producer::shutdown);
     }
@@ -371,7 +458,9 @@ final class BrokerLoad {
                     }
                     r = producer.send(msgs);
                 }
-                sendLatency.recordValue((System.nanoTime() - start) / 1000);
+                long us = (System.nanoTime() - start) / 1000;
+                sendLatency.recordValue(us);
+                perSecond.recordValue(us);
                 counted(r, n);
             } catch (Exception e) {
                 failed(e, n);
@@ -398,7 +487,9 @@ final class BrokerLoad {
                 producer.send(message(), new SendCallback() {
                     @Override
                     public void onSuccess(SendResult r) {
-                        sendLatency.recordValue((System.nanoTime() - start) / 1000);
+                        long us = (System.nanoTime() - start) / 1000;
+                        sendLatency.recordValue(us);
+                        perSecond.recordValue(us);
                         counted(r, 1);
                         window.release();
                     }
@@ -431,9 +522,17 @@ final class BrokerLoad {
     private void failed(Throwable e, int n) {
         failed.add(n);
         // numbers (queue sizes, waits, addresses) vary from one error to the next: group without them
-        String msg = String.valueOf(e.getMessage()).split("\n")[0].replaceAll("[0-9]+", "N");
-        String key = e.getClass().getSimpleName() + ": " + (msg.length() > 160 ? msg.substring(0, 160) : msg);
+        String key = describe(e);
+        // the client's "Send [N] times, still failed" hides why: its cause is the last attempt's error
+        if (e.getCause() != null && e.getCause() != e) {
+            key += " <- " + describe(e.getCause());
+        }
         errors.computeIfAbsent(key, k -> new LongAdder()).add(n);
+    }
+
+    private static String describe(Throwable e) {
+        String msg = String.valueOf(e.getMessage()).split("\n")[0].replaceAll("[0-9]+", "N");
+        return e.getClass().getSimpleName() + ": " + (msg.length() > 160 ? msg.substring(0, 160) : msg);
     }
 
     /** After a failed send, back off a little rather than spin on a broker that refuses; or wait while paused. */
@@ -454,7 +553,8 @@ final class BrokerLoad {
         return m;
     }
 
-    private static final long STARTED = System.nanoTime();
+    /** when this JVM started its work (the harness starts it once the brokers listen) */
+    static final long STARTED = System.nanoTime();
 
     static void log(String fmt, Object... args) {
         System.out.printf("[loadgen] %5.1fs " + fmt + "%n", prepend((System.nanoTime() - STARTED) / 1e9, args));
