@@ -82,28 +82,11 @@ final class DLedgerBrokerGroup implements AutoCloseable {
         return brokers.get(i);
     }
 
-    /** Starts every broker that is not running (the first time: creates them), all at once; returns once each listens. */
+    /**
+     * Starts every broker that is not running (those never started are created: n0, n1, ... in order), all at once;
+     * returns once each listens.
+     */
     void startAll() {
-        if (brokers.isEmpty()) {
-            DLedgerBroker[] started = new DLedgerBroker[kinds.size()];
-            List<Runnable> starts = new ArrayList<>();
-            for (int i = 0; i < kinds.size(); i++) {
-                int n = i;
-                starts.add(() -> started[n] = DLedgerBroker.start(kinds.get(n), dir.resolve("n" + n), namesrv, cluster, brokerName,
-                    dledgerGroup, peers, "n" + n, basePort + n, extra));
-            }
-            try {
-                parallel(starts);
-            } finally {
-                for (DLedgerBroker b : started) {
-                    if (b != null) {
-                        brokers.add(b);
-                    }
-                }
-            }
-            assertEquals(kinds.size(), brokers.size(), "brokers started");
-            return;
-        }
         List<Runnable> restarts = new ArrayList<>();
         for (DLedgerBroker b : brokers) {
             if (!b.isAlive()) {
@@ -111,6 +94,35 @@ final class DLedgerBrokerGroup implements AutoCloseable {
             }
         }
         parallel(restarts);
+        startFirst(kinds.size());
+    }
+
+    /** Creates and starts the brokers up to n{@code count - 1} that were never started, all at once. */
+    void startFirst(int count) {
+        int from = brokers.size();
+        if (from >= count) {
+            return;
+        }
+        DLedgerBroker[] started = new DLedgerBroker[count - from];
+        List<Runnable> starts = new ArrayList<>();
+        for (int i = from; i < count; i++) {
+            int n = i;
+            starts.add(() -> started[n - from] = DLedgerBroker.start(kinds.get(n), dir.resolve("n" + n), namesrv, cluster,
+                brokerName, dledgerGroup, peers, "n" + n, basePort + n, extra));
+        }
+        try {
+            parallel(starts);
+        } finally {
+            boolean all = java.util.Arrays.stream(started).allMatch(java.util.Objects::nonNull);
+            for (DLedgerBroker b : started) {
+                if (all) {
+                    brokers.add(b);
+                } else if (b != null) {
+                    b.close(); // a start failed: the others go too
+                }
+            }
+        }
+        assertEquals(count, brokers.size(), "brokers started");
     }
 
     /** SIGTERM to all, at once; waits for each to exit (ours must exit 0). */

@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -44,7 +43,7 @@ import rocketmq.compat.runtime.Versions;
  *   to the common end and every consume-queue unit of each is a message of that log, the same units on all three.</li>
  *   <li>The whole group stops cleanly, then is killed: each time the topic, the subscription group and the consumer
  *   offsets the consumer committed survive on every broker, the route comes back, and the group resumes where it
- *   committed (nothing at or below the committed offsets is delivered again); every message is still there for a
+ *   committed (nothing below the committed offsets is delivered again); every message is still there for a
  *   new group.</li>
  * </ul>
  *
