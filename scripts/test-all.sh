@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test of the project: Rust unit and integration tests, the golden vectors regenerated
 # from the real Java classes, and the compat tests that drive our binaries with the official
-# Java client, Go client, Java broker and mqadmin. Nothing here skips: a missing Java, Maven or Go fails.
+# Java client, Go client, Java broker and mqadmin. Nothing here skips: what is missing is installed
+# first (scripts/setup-tools.sh), and a tool that cannot be had fails the run.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+
+# What a fresh machine lacks (a JDK, Maven, Go, a C compiler, Rust) is installed first.
+. scripts/setup-tools.sh
 
 echo "== build"
 cargo build --workspace --bins

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 use remoting::client::RemotingClient;
 use remoting::RemotingCommand;
 use remoting::protocol::perm;
@@ -26,8 +28,14 @@ use crate::topic_config::TopicConfigManager;
 pub const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
 pub struct Broker {
-    pub config: BrokerConfig,
-    pub store_config: MessageStoreConfig,
+    /// The config now: read through [`Broker::config`] where a value is used, so what
+    /// UPDATE_BROKER_CONFIG changes takes effect at once (see [`crate::runtime_config`]).
+    pub(crate) live_config: ArcSwap<BrokerConfig>,
+    pub(crate) live_store_config: ArcSwap<MessageStoreConfig>,
+    /// Where UPDATE_BROKER_CONFIG persists the config (`mqbroker -c FILE`; none when embedded).
+    pub config_file: Option<std::path::PathBuf>,
+    /// The config's data version, and the lock that makes updates one at a time.
+    pub config_version: crate::runtime_config::ConfigVersion,
     pub store: Arc<MessageStore>,
     pub topics: TopicConfigManager,
     pub groups: SubscriptionGroupManager,
@@ -91,12 +99,22 @@ impl RegistrationRequests {
 }
 
 impl Broker {
+    /// The broker's config as it is now.
+    pub fn config(&self) -> arc_swap::Guard<Arc<BrokerConfig>> {
+        self.live_config.load()
+    }
+
+    /// The store's config as it is now (the store applies the keys it can change itself).
+    pub fn store_config(&self) -> arc_swap::Guard<Arc<MessageStoreConfig>> {
+        self.live_store_config.load()
+    }
+
     pub fn is_writeable(&self) -> bool {
-        perm::is_writeable(self.config.broker_permission)
+        perm::is_writeable(self.config().broker_permission)
     }
 
     pub fn is_readable(&self) -> bool {
-        perm::is_readable(self.config.broker_permission)
+        perm::is_readable(self.config().broker_permission)
     }
 
     /// Registers with every name server soon, from the registration task; `oneway` as Java does
@@ -128,11 +146,11 @@ impl Broker {
         if !self.is_writeable() {
             // A broker without write permission registers every topic without it (Java).
             for tc in wrapper.topic_config_table.values_mut() {
-                tc.perm &= self.config.broker_permission;
+                tc.perm &= self.config().broker_permission;
             }
         }
-        let addrs = self.config.namesrv_addrs();
-        let timeout = Duration::from_millis(self.config.register_broker_timeout_ms);
+        let addrs = self.config().namesrv_addrs();
+        let timeout = Duration::from_millis(self.config().register_broker_timeout_ms);
         let result = namesrv_client::register_all(&self.namesrv, &addrs, &self.identity(), &wrapper, timeout, oneway).await;
         if let Some(result) = result.filter(|_| self.is_slave()) {
             self.learn_master(result).await;
@@ -160,7 +178,7 @@ impl Broker {
             return;
         }
         let Some(ha_addr) = result.ha_server_addr.filter(|a| !a.is_empty()) else { return };
-        if self.store_config.ha_master_address.trim().len() >= 6 {
+        if self.store_config().ha_master_address.trim().len() >= 6 {
             return;
         }
         let master = self.master_addr.read().clone();
@@ -195,7 +213,7 @@ impl Broker {
     }
 
     pub async fn unregister(&self) {
-        let addrs = self.config.namesrv_addrs();
+        let addrs = self.config().namesrv_addrs();
         if self.broker_id() < 0 {
             return;
         }

@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::ConnectionConfig;
 use remoting::pool::BusinessPool;
@@ -90,15 +91,25 @@ fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>
 impl BrokerController {
     /// Starts a broker. Call inside a tokio runtime.
     pub async fn start(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<BrokerController, StartError> {
+        Self::start_with_file(config, store_config, None).await
+    }
+
+    /// Starts a broker whose config UPDATE_BROKER_CONFIG persists to `config_file` (Java's
+    /// `mqbroker -c FILE`, or `~/store/config/broker.properties` without `-c`).
+    pub async fn start_with_file(
+        config: BrokerConfig,
+        store_config: MessageStoreConfig,
+        config_file: Option<std::path::PathBuf>,
+    ) -> Result<BrokerController, StartError> {
         refuse_what_is_not_built(&config)?;
-        let (broker, member) = open(config, store_config).await?;
-        let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config.root_dir())?);
+        let (broker, member) = open(config, store_config, config_file).await?;
+        let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config().root_dir())?);
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
         let (registry, hold) = processors(&broker, &delay_offsets)?;
-        let fast_server = match fast_port(broker.config.listen_port) {
+        let fast_server = match fast_port(broker.config().listen_port) {
             Some(port) => {
                 let fast = registry.clone_without(&[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE]);
-                let mut config = server_config(&broker.config)?;
+                let mut config = server_config(&broker.config())?;
                 config.listen_addr.set_port(port);
                 // Secondary: a broker whose fast port is taken still serves on its own port.
                 match RemotingServer::start(config, fast).await {
@@ -111,7 +122,7 @@ impl BrokerController {
             }
             None => None,
         };
-        let server = RemotingServer::start(server_config(&broker.config)?, registry).await?;
+        let server = RemotingServer::start(server_config(&broker.config())?, registry).await?;
         services.extend(background_services(&broker, hold, delay_offsets.clone())?);
         // As Java: register once at start (in DLedger mode at the first role change), then
         // periodically and when asked.
@@ -122,7 +133,7 @@ impl BrokerController {
             tasks.push(tokio::spawn(roles));
             m.server
         });
-        info!(addr = %server.local_addr(), broker = broker.config.broker_name, "broker started");
+        info!(addr = %server.local_addr(), broker = broker.config().broker_name, "broker started");
         Ok(BrokerController { broker, server, fast_server, tasks, services, member })
     }
 
@@ -164,7 +175,11 @@ fn refuse_what_is_not_built(config: &BrokerConfig) -> Result<(), StartError> {
 
 /// Opens and starts the store and replication (the classic HA service, or in DLedger mode the
 /// member holding the commit log), loads the metadata, and builds the shared state.
-async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<(Arc<Broker>, Option<crate::dledger::Member>), StartError> {
+async fn open(
+    config: BrokerConfig,
+    store_config: MessageStoreConfig,
+    config_file: Option<std::path::PathBuf>,
+) -> Result<(Arc<Broker>, Option<crate::dledger::Member>), StartError> {
     let root = store_config.root_dir();
     let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
     let bind: IpAddr = config.bind_address.parse().map_err(|_| StartError::BadAddress(config.bind_address.clone()))?;
@@ -195,8 +210,10 @@ async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<
         topics: TopicConfigManager::open(&config, &root)?,
         groups: SubscriptionGroupManager::open(&root)?,
         offsets: ConsumerOffsetManager::open(&root)?,
-        config,
-        store_config,
+        live_config: ArcSwap::from_pointee(config),
+        live_store_config: ArcSwap::from_pointee(store_config),
+        config_file,
+        config_version: Default::default(),
         store,
         consumers: ConsumerManager::default(),
         producers: ProducerManager::default(),
@@ -219,7 +236,7 @@ async fn open(config: BrokerConfig, store_config: MessageStoreConfig) -> Result<
 /// Every request code on its processor and pool (one bounded pool per family, as Java), and the
 /// long-polling service that parks pulls.
 fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>), StartError> {
-    let c = &broker.config;
+    let c = &broker.config();
     let send_pool = pool("SendMessageThread", c.send_message_thread_pool_nums, c.send_thread_pool_queue_capacity)?;
     let pull_pool = pool("PullMessageThread", c.pull_message_thread_pool_nums, c.pull_thread_pool_queue_capacity)?;
     let query_pool = pool("QueryMessageThread", c.query_message_thread_pool_nums, c.query_thread_pool_queue_capacity)?;
@@ -273,6 +290,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
             R::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
             R::DELETE_SUBSCRIPTIONGROUP,
             R::GET_BROKER_CONFIG,
+            R::UPDATE_BROKER_CONFIG,
             R::GET_ALL_CONSUMER_OFFSET,
             R::GET_ALL_DELAY_OFFSET,
             R::GET_BROKER_HA_STATUS,
@@ -305,7 +323,7 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
             busy.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
         }
     };
-    let c = &broker.config;
+    let c = &broker.config();
     let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), c.max_parked_pulls_per_connection, c.max_parked_pulls));
     let _ = broker.hold.set(hold.clone());
     let arrivals = hold.clone();
@@ -343,7 +361,7 @@ fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
 /// `shortPollingTimeMills` without long polling), and on a master delayed delivery and the
 /// transaction check (a slave runs neither: it writes nothing).
 fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, delay_offsets: Arc<DelayOffsets>) -> Result<Vec<Service>, StartError> {
-    let c = &broker.config;
+    let c = &broker.config();
     let check_every = if c.long_polling_enable { Duration::from_secs(5) } else { Duration::from_millis(c.short_polling_time_ms.max(1)) };
     let store = broker.store.clone();
     let hold_check = Service::every("PullRequestHoldService", check_every, false, move || {
@@ -355,7 +373,7 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     if broker.is_slave() && !role_changes {
         return Ok(vec![hold_check]);
     }
-    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config.delay_levels_ms().len() };
+    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config().delay_levels_ms().len() };
     let me = broker.clone();
     let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || {
         if !me.is_slave() {
@@ -394,7 +412,7 @@ fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<Jo
         }));
     }
     let me = broker.clone();
-    let period = Duration::from_millis(broker.config.register_name_server_period_ms.clamp(10_000, 60_000));
+    let period = Duration::from_millis(broker.config().register_name_server_period_ms.clamp(10_000, 60_000));
     tasks.push(tokio::spawn(async move {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + Duration::from_secs(10), period);
         loop {

@@ -29,6 +29,7 @@ pub mod persister;
 pub mod processor;
 pub mod rebalance_lock;
 pub mod replication;
+pub mod runtime_config;
 pub mod schedule;
 pub mod slave_sync;
 pub mod stats;

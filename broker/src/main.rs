@@ -54,6 +54,11 @@ fn main() -> ExitCode {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
+    // Where UPDATE_BROKER_CONFIG persists the config: the -c file, as Java's
+    // `BrokerPathConfigHelper`, else `~/store/config/broker.properties`.
+    let config_path = args.config_file.clone().unwrap_or_else(|| {
+        std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join("store").join("config").join("broker.properties")
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -64,7 +69,7 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         let name = broker_config.broker_name.clone();
         let namesrv = broker_config.namesrv_addr.clone();
-        let controller = match BrokerController::start(broker_config, store_config).await {
+        let controller = match BrokerController::start_with_file(broker_config, store_config, Some(config_path)).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("The broker failed to start: {e}");

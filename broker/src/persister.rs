@@ -52,7 +52,7 @@ impl Files {
 
 /// Starts the persister; stopping the returned service writes everything a last time.
 pub fn start(broker: Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> std::io::Result<Service> {
-    let offsets_every = Duration::from_millis(broker.config.flush_consumer_offset_interval_ms.max(100));
+    let offsets_every = Duration::from_millis(broker.config().flush_consumer_offset_interval_ms.max(100));
     let mut files = Files { broker: broker.clone(), delay_offsets, offsets_every, offsets_written: Instant::now(), delay_written: Instant::now() };
     let service = Service::spawn("BrokerPersister", move |cx| {
         while cx.wait(TICK.min(offsets_every)) {

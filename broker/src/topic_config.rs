@@ -99,7 +99,6 @@ struct Table {
 
 pub struct TopicConfigManager {
     file: ConfigFile,
-    auto_create_topic_enable: bool,
     table: RwLock<Table>,
 }
 
@@ -125,6 +124,11 @@ pub fn system_topics(broker: &BrokerConfig) -> Vec<TopicConfig> {
         topics.push(topic(&broker.msg_trace_topic_name, 1, rw));
     }
     topics.push(topic(&system_topic::reply_topic(&broker.broker_cluster_name), 1, rw));
+    // As 5.x creates them at start (4.9.7 on the first half message): a 5.x slave of ours deletes
+    // the topics its master does not list, and its transaction check then creates them again
+    // under its role-change lock, stalling a step-down for 90 s.
+    topics.push(topic(system_topic::TRANS_HALF, 1, rw));
+    topics.push(topic(system_topic::TRANS_OP_HALF, 1, rw));
     topics
 }
 
@@ -140,7 +144,7 @@ impl TopicConfigManager {
             table.topics.extend(wrapper.topic_config_table);
             table.version = wrapper.data_version;
         }
-        Ok(TopicConfigManager { file, auto_create_topic_enable: broker.auto_create_topic_enable, table: RwLock::new(table) })
+        Ok(TopicConfigManager { file, table: RwLock::new(table) })
     }
 
     pub fn select(&self, topic: &str) -> Option<TopicConfig> {
@@ -153,6 +157,13 @@ impl TopicConfigManager {
 
     pub fn data_version(&self) -> DataVersion {
         self.table.read().version.clone()
+    }
+
+    /// Moves the data version on, so name servers take the next registration as a change (Java
+    /// does this when the broker's permission changes).
+    pub fn next_data_version(&self) {
+        config_file::next_version(&mut self.table.write().version);
+        self.file.mark_dirty();
     }
 
     /// Every topic with the data version: the register-broker body and GET_ALL_TOPIC_CONFIG.
@@ -202,12 +213,12 @@ impl TopicConfigManager {
         remote_addr: &str,
         client_default_queue_nums: i32,
         topic_sys_flag: i32,
+        auto_create: bool,
     ) -> Option<Obtained> {
         let mut table = self.table.write();
         if let Some(existing) = table.topics.get(topic.as_str()) {
             return Some(Obtained::Existing(existing.clone()));
         }
-        let auto_create = self.auto_create_topic_enable;
         let Some(template) = table.topics.get_mut(default_topic) else {
             tracing::warn!(%topic, default_topic, producer = remote_addr, "cannot create topic: no such template topic");
             return None;
@@ -349,6 +360,9 @@ mod tests {
             ("OFFSET_MOVED_EVENT", 1, 6),
             ("SCHEDULE_TOPIC_XXXX", 18, 6),
             ("DefaultCluster_REPLY_TOPIC", 1, 6),
+            // 5.x's, made at start by ours too.
+            ("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6),
+            ("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, 6),
         ];
         for (name, queues, perm) in expect {
             let tc = m.select(name).unwrap_or_else(|| panic!("{name} missing"));
@@ -412,14 +426,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
         let v0 = m.data_version().counter;
-        let made = m.create_topic_in_send_message_method(&name("NewTopic"), "TBW102", "10.0.0.9:5000", 4, 0).unwrap();
+        let made = m.create_topic_in_send_message_method(&name("NewTopic"), "TBW102", "10.0.0.9:5000", 4, 0, true).unwrap();
         assert!(made.was_created());
         let tc = made.config();
         assert_eq!((tc.read_queue_nums, tc.write_queue_nums, tc.perm), (4, 4, 6));
         assert_eq!(m.data_version().counter, v0 + 1);
-        let more = m.create_topic_in_send_message_method(&name("Wide"), "TBW102", "p", 64, 1).unwrap().into_config();
+        let more = m.create_topic_in_send_message_method(&name("Wide"), "TBW102", "p", 64, 1, true).unwrap().into_config();
         assert_eq!((more.write_queue_nums, more.topic_sys_flag), (8, 1), "never more queues than the template");
-        let again = m.create_topic_in_send_message_method(&name("NewTopic"), "TBW102", "p", 2, 0).unwrap();
+        let again = m.create_topic_in_send_message_method(&name("NewTopic"), "TBW102", "p", 2, 0, true).unwrap();
         assert!(!again.was_created());
         assert_eq!(again.config().write_queue_nums, 4);
         assert!(m.file().is_dirty(), "the send path leaves the write to the persister");
@@ -431,8 +445,8 @@ mod tests {
     fn a_template_without_inherit_or_a_missing_one_creates_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let m = open(dir.path(), &broker());
-        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "SELF_TEST_TOPIC", "p", 4, 0), None);
-        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "NoSuchTemplate", "p", 4, 0), None);
+        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "SELF_TEST_TOPIC", "p", 4, 0, true), None);
+        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "NoSuchTemplate", "p", 4, 0, true), None);
         assert!(!m.contains("X"));
     }
 
@@ -441,7 +455,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         open(dir.path(), &broker()).update(&name("TBW102"), topic("TBW102", 8, 7)).unwrap();
         let m = open(dir.path(), &BrokerConfig { auto_create_topic_enable: false, ..broker() });
-        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "TBW102", "p", 4, 0), None);
+        assert_eq!(m.create_topic_in_send_message_method(&name("X"), "TBW102", "p", 4, 0, false), None);
         assert_eq!(m.select("TBW102").map(|t| t.perm), Some(6));
     }
 

@@ -179,7 +179,7 @@ impl TransactionChecker {
 
     /// How often the broker runs a pass.
     pub fn interval(&self) -> Duration {
-        Duration::from_millis(self.broker.config.transaction_check_interval_ms.max(100))
+        Duration::from_millis(self.broker.config().transaction_check_interval_ms.max(100))
     }
 
     /// One pass: learn what the op queue says is done, then check half messages old enough.
@@ -206,7 +206,7 @@ impl TransactionChecker {
                 let Some(unit) = half_cq.get(offset) else { break };
                 let Some(bytes) = b.store.look_message_by_offset(unit.phy_offset) else { break };
                 let Ok(RecordAt::Record(half)) = decode_record(&bytes, false) else { break };
-                let immunity = half.property(CHECK_IMMUNITY).and_then(|s| s.parse::<i64>().ok()).map_or(b.config.transaction_timeout_ms as i64, |s| s * 1000);
+                let immunity = half.property(CHECK_IMMUNITY).and_then(|s| s.parse::<i64>().ok()).map_or(b.config().transaction_timeout_ms as i64, |s| s * 1000);
                 if now - half.store_timestamp < immunity {
                     break; // younger messages follow
                 }
@@ -228,7 +228,7 @@ impl TransactionChecker {
     fn check_one(&self, half: &DecodedRecord<'_>, offset: i64) {
         let b = &self.broker;
         let checks = half.property(CHECK_TIMES).and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
-        if checks >= b.config.transaction_check_max {
+        if checks >= b.config().transaction_check_max {
             info!(offset, checks, "half message checked too many times; discarded");
             write_op(b, offset);
             return;

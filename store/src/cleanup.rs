@@ -28,8 +28,29 @@ pub struct CleanDecision {
     pub disk_full: bool,
 }
 
+/// The keys of the cleaning rules, which UPDATE_BROKER_CONFIG may change while the store runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CleanPolicy {
+    /// `deleteWhen`: the hours of day (`;`-separated) when expired files go.
+    pub delete_when: String,
+    /// `fileReservedTime`, in hours.
+    pub file_reserved_time_hours: u64,
+    /// `diskMaxUsedSpaceRatio`, in percent.
+    pub disk_max_used_space_ratio: u32,
+}
+
+impl CleanPolicy {
+    pub fn of(config: &MessageStoreConfig) -> CleanPolicy {
+        CleanPolicy {
+            delete_when: config.delete_when.clone(),
+            file_reserved_time_hours: config.file_reserved_time_hours,
+            disk_max_used_space_ratio: config.disk_max_used_space_ratio,
+        }
+    }
+}
+
 /// Java's rules, from the hour of day and the disk's used ratio.
-pub fn decide(config: &MessageStoreConfig, hour: u32, disk_used_ratio: f64) -> CleanDecision {
+pub fn decide(config: &CleanPolicy, hour: u32, disk_used_ratio: f64) -> CleanDecision {
     let time_up = config.delete_when.split(';').filter_map(|h| h.trim().parse::<u32>().ok()).any(|h| h == hour);
     let max_ratio = config.disk_max_used_space_ratio.clamp(10, 95) as f64 / 100.0;
     let disk_full = disk_used_ratio > WARNING_LEVEL_RATIO;
@@ -86,18 +107,18 @@ mod tests {
         assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
         assert_eq!((ratio * 100.0).round() / 100.0, ratio);
         assert_eq!(disk_used_ratio(Path::new("/no/such/dir/at/all")), -1.0);
-        assert_eq!(decide(&MessageStoreConfig::default(), 12, -1.0), CleanDecision { delete: false, force: false, disk_full: false });
+        assert_eq!(decide(&CleanPolicy::of(&MessageStoreConfig::default()), 12, -1.0), CleanDecision { delete: false, force: false, disk_full: false });
     }
 
     #[test]
     fn files_go_at_delete_when_or_when_the_disk_fills() {
-        let c = MessageStoreConfig::default();
+        let c = CleanPolicy::of(&MessageStoreConfig::default());
         assert_eq!(decide(&c, 4, 0.1), CleanDecision { delete: true, force: false, disk_full: false });
         assert_eq!(decide(&c, 5, 0.1), CleanDecision { delete: false, force: false, disk_full: false });
         assert_eq!(decide(&c, 5, 0.80), CleanDecision { delete: true, force: false, disk_full: false });
         assert_eq!(decide(&c, 5, 0.86), CleanDecision { delete: true, force: true, disk_full: false });
         assert_eq!(decide(&c, 5, 0.95), CleanDecision { delete: true, force: true, disk_full: true });
-        let two_hours = MessageStoreConfig { delete_when: "03;04".into(), ..Default::default() };
+        let two_hours = CleanPolicy { delete_when: "03;04".into(), ..c };
         assert!(decide(&two_hours, 3, 0.0).delete);
     }
 

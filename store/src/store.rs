@@ -131,6 +131,8 @@ pub struct MessageStore {
     role: AtomicU8,
     /// Set when DLedger holds the commit log (`enableDLegerCommitLog`).
     pub(crate) dledger: Option<DLedgerMode>,
+    /// The cleaning rules now (`config`'s at open, then whatever the broker sets).
+    clean_policy: Mutex<cleanup::CleanPolicy>,
 }
 
 /// A store whose commit log DLedger holds (see [`crate::dledger_log`]).
@@ -195,7 +197,9 @@ impl MessageStore {
             None
         };
         let role = AtomicU8::new(role_byte(config.broker_role));
+        let clean_policy = Mutex::new(cleanup::CleanPolicy::of(&config));
         let store = Arc::new(MessageStore {
+            clean_policy,
             config,
             commit_log,
             queues,
@@ -609,6 +613,11 @@ impl MessageStore {
         }
     }
 
+    /// Replaces the cleaning rules; the next pass follows them.
+    pub fn set_clean_policy(&self, policy: cleanup::CleanPolicy) {
+        *self.clean_policy.lock() = policy;
+    }
+
     /// One cleaning pass now (the cleanup service's tick).
     fn clean_now(&self) {
         let hour = chrono::Timelike::hour(&chrono::Local::now());
@@ -619,7 +628,8 @@ impl MessageStore {
     /// One cleaning pass with the given clock, hour of day and disk usage; returns how many
     /// commit-log files were deleted.
     pub fn clean_once(&self, now: std::time::SystemTime, hour: u32, disk_used_ratio: f64) -> usize {
-        let decision = cleanup::decide(&self.config, hour, disk_used_ratio);
+        let policy = self.clean_policy.lock().clone();
+        let decision = cleanup::decide(&policy, hour, disk_used_ratio);
         if decision.disk_full != self.disk_full.swap(decision.disk_full, Ordering::AcqRel) {
             warn!(disk_used_ratio, full = decision.disk_full, "disk-full state changed");
         }
@@ -629,7 +639,7 @@ impl MessageStore {
             d.cleaned_below.swap(min, Ordering::AcqRel) < min
         });
         let deleted = if decision.delete {
-            let reserved = Duration::from_secs(self.config.file_reserved_time_hours * 3600);
+            let reserved = Duration::from_secs(policy.file_reserved_time_hours * 3600);
             self.commit_log.files().delete_expired(now, reserved, decision.force)
         } else {
             0

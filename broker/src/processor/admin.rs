@@ -114,7 +114,7 @@ fn disk_capacity(path: &std::path::Path) -> Option<String> {
 const NULL_UNLESS_SET: [&str; 7] =
     ["storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId"];
 
-fn without_unset_paths(printed: &str) -> String {
+pub(crate) fn without_unset_paths(printed: &str) -> String {
     printed
         .lines()
         .filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key)))
@@ -148,7 +148,7 @@ fn human_bytes(bytes: u64) -> String {
 }
 
 impl RequestProcessor for AdminProcessor {
-    fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
         let b = &self.broker;
         match request.request_code() {
             RequestCode::GET_BROKER_RUNTIME_INFO => Ok(Some(ok(&request).with_body(self.runtime_info()))),
@@ -195,7 +195,7 @@ impl RequestProcessor for AdminProcessor {
                     fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad SubscriptionGroupConfig: {e}")))?;
                 let group = GroupName::new(config.group_name.as_str()).map_err(|e| ProcessError::new(ResponseCode::INVALID_PARAMETER, e.to_string()))?;
                 // Its retry topic gets retryQueueNums queues: the same bound as a topic's.
-                check_queue_nums("retryQueueNums", config.retry_queue_nums, b.config.max_topic_queue_nums)?;
+                check_queue_nums("retryQueueNums", config.retry_queue_nums, b.config().max_topic_queue_nums)?;
                 b.groups.update(&group, config).map_err(|e| ProcessError::system(e.to_string()))?;
                 Ok(Some(ok(&request)))
             }
@@ -213,16 +213,32 @@ impl RequestProcessor for AdminProcessor {
             // broker (no pop yet) has none.
             RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(&br#"{"messageRequestModeMap":{}}"#[..]))),
             RequestCode::GET_BROKER_CONFIG => {
-                let version = fastjson::to_string(&b.topics.data_version(), JsonStyle::Fastjson);
-                let text = without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config, &b.store_config)));
+                let version = fastjson::to_string(&b.config_version.current(), JsonStyle::Fastjson);
+                let text = without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config(), &b.store_config())));
                 Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
             }
+            RequestCode::UPDATE_BROKER_CONFIG => self.update_config(channel, &request),
             _ => Ok(Some(remoting::server::not_supported(&request))),
         }
     }
 }
 
 impl AdminProcessor {
+    /// UPDATE_BROKER_CONFIG: the keys of [`crate::runtime_config::MUTABLE_KEYS`] take effect at
+    /// once and are persisted; a new permission is registered with the name servers at once.
+    fn update_config(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        tracing::info!(peer = %channel.remote_addr(), "updateBrokerConfig called");
+        let Some(body) = request.body.as_ref() else { return Ok(Some(ok(request))) };
+        let text = std::str::from_utf8(body).map_err(|_| ProcessError::system("string2Properties error"))?;
+        let updated = crate::runtime_config::update(b, &remoting::properties::parse(text))?;
+        if updated.permission {
+            b.topics.next_data_version();
+            b.register_soon(false);
+        }
+        Ok(Some(ok(request)))
+    }
+
     /// The printed config with the id and role the broker has now (a DLedger broker's change with
     /// its group's leader, as Java sets them on its config objects).
     fn current_roles(&self, printed: &str) -> String {
@@ -247,7 +263,7 @@ impl AdminProcessor {
     fn runtime_info(&self) -> Vec<u8> {
         let b = &self.broker;
         let store = &b.store;
-        let disk = store::cleanup::disk_used_ratio(&b.store_config.commit_log_dir());
+        let disk = store::cleanup::disk_used_ratio(&b.store_config().commit_log_dir());
         // Java: -1 for both while the commit log has no file yet.
         let has_data = store.max_phy_offset() > 0;
         let earliest = if has_data { store.min_phy_offset() } else { -1 };
@@ -277,17 +293,17 @@ impl AdminProcessor {
         t.insert("getTransferredTps", transferred);
         let p = &self.pools;
         t.insert("sendThreadPoolQueueSize", p.send.queued().to_string());
-        t.insert("sendThreadPoolQueueCapacity", b.config.send_thread_pool_queue_capacity.to_string());
+        t.insert("sendThreadPoolQueueCapacity", b.config().send_thread_pool_queue_capacity.to_string());
         t.insert("pullThreadPoolQueueSize", p.pull.queued().to_string());
-        t.insert("pullThreadPoolQueueCapacity", b.config.pull_thread_pool_queue_capacity.to_string());
+        t.insert("pullThreadPoolQueueCapacity", b.config().pull_thread_pool_queue_capacity.to_string());
         t.insert("queryThreadPoolQueueSize", p.query.queued().to_string());
-        t.insert("queryThreadPoolQueueCapacity", b.config.query_thread_pool_queue_capacity.to_string());
+        t.insert("queryThreadPoolQueueCapacity", b.config().query_thread_pool_queue_capacity.to_string());
         t.insert("EndTransactionQueueSize", p.end_transaction.queued().to_string());
-        t.insert("EndTransactionThreadPoolQueueCapacity", b.config.end_transaction_pool_queue_capacity.to_string());
-        t.insert("startAcceptSendRequestTimeStamp", b.config.start_accept_send_request_timestamp_ms.to_string());
+        t.insert("EndTransactionThreadPoolQueueCapacity", b.config().end_transaction_pool_queue_capacity.to_string());
+        t.insert("startAcceptSendRequestTimeStamp", b.config().start_accept_send_request_timestamp_ms.to_string());
         let unflushed = (store.commit_log().max_offset() - store.commit_log().flushed_offset()).max(0) as u64;
         t.insert("remainHowManyDataToFlush", human_bytes(unflushed));
-        if let Some(capacity) = disk_capacity(&b.store_config.root_dir()) {
+        if let Some(capacity) = disk_capacity(&b.store_config().root_dir()) {
             t.insert("commitLogDirCapacity", capacity);
         }
         // We measure no queue-head wait or page-cache lock time.
@@ -310,7 +326,7 @@ impl AdminProcessor {
     fn ha_status(&self) -> Vec<u8> {
         let b = &self.broker;
         let max = b.store.commit_log().max_offset();
-        let gap = b.store_config.ha_fallbehind_max();
+        let gap = b.store_config().ha_fallbehind_max();
         let (connections, client) = match (b.ha.replication(), b.ha.slave_client()) {
             (Some(replication), _) => {
                 let connections: Vec<serde_json::Value> = replication
@@ -361,11 +377,11 @@ impl AdminProcessor {
         let b = &self.broker;
         // The name's characters and length are checked as the header is decoded (TopicName).
         let h: CreateTopicRequestHeader = request.decode_header()?;
-        if h.topic == b.config.broker_cluster_name || h.topic == system_topic::AUTO_CREATE_TEMPLATE {
+        if h.topic == b.config().broker_cluster_name || h.topic == system_topic::AUTO_CREATE_TEMPLATE {
             return Err(ProcessError::system(format!("the topic[{}] is conflict with system reserved words.", h.topic)));
         }
-        check_queue_nums("readQueueNums", h.read_queue_nums, b.config.max_topic_queue_nums)?;
-        check_queue_nums("writeQueueNums", h.write_queue_nums, b.config.max_topic_queue_nums)?;
+        check_queue_nums("readQueueNums", h.read_queue_nums, b.config().max_topic_queue_nums)?;
+        check_queue_nums("writeQueueNums", h.write_queue_nums, b.config().max_topic_queue_nums)?;
         if !(0..=perm::ALL).contains(&h.perm) {
             return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("perm {} is not a combination of the permission bits 0..={}", h.perm, perm::ALL)));
         }
@@ -389,12 +405,12 @@ impl AdminProcessor {
         };
         let mut entries = Vec::new();
         // A topic loaded from a file may predate the queue-count bound; the body stays bounded.
-        for q in 0..tc.write_queue_nums.clamp(0, b.config.max_topic_queue_nums as i32) {
+        for q in 0..tc.write_queue_nums.clamp(0, b.config().max_topic_queue_nums as i32) {
             let (min, max) = (b.store.min_offset_in_queue(&h.topic, q), b.store.max_offset_in_queue(&h.topic, q));
             let last = if max > 0 { b.store.message_store_timestamp(&h.topic, q, max - 1).unwrap_or(0) } else { 0 };
             entries.push(format!(
                 r#"{}:{{"lastUpdateTimestamp":{last},"maxOffset":{max},"minOffset":{min}}}"#,
-                mq_key(&h.topic, &b.config.broker_name, q)
+                mq_key(&h.topic, &b.config().broker_name, q)
             ));
         }
         let body = format!(r#"{{"offsetTable":{{{}}},"topicPutTps":0.0}}"#, entries.join(","));
@@ -428,13 +444,13 @@ impl AdminProcessor {
         let mut body_bytes = 0;
         for topic in topics {
             let Some(tc) = b.topics.select(&topic) else { continue };
-            for q in 0..tc.read_queue_nums.clamp(0, b.config.max_topic_queue_nums as i32) {
+            for q in 0..tc.read_queue_nums.clamp(0, b.config().max_topic_queue_nums as i32) {
                 let broker_offset = b.store.max_offset_in_queue(&topic, q);
                 let consumer_offset = b.offsets.query_offset(&h.consumer_group, &topic, q).unwrap_or(0).max(0);
                 let last = if consumer_offset > 0 { b.store.message_store_timestamp(&topic, q, consumer_offset - 1).unwrap_or(0) } else { 0 };
                 let entry = format!(
                     r#"{}:{{"brokerOffset":{broker_offset},"consumerOffset":{consumer_offset},"lastTimestamp":{last},"pullOffset":{consumer_offset}}}"#,
-                    mq_key(&topic, &b.config.broker_name, q)
+                    mq_key(&topic, &b.config().broker_name, q)
                 );
                 body_bytes += entry.len() + 1;
                 if body_bytes > MAX_STATS_BODY_BYTES {

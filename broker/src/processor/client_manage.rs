@@ -53,7 +53,7 @@ impl ClientManageProcessor {
                 warn!(group = consumer.group_name, client = data.client_id, "heartbeat for an illegal consumer group ignored");
                 continue;
             };
-            if let Some(group) = b.groups.find_or_create(&group_name, b.config.auto_create_subscription_group) {
+            if let Some(group) = b.groups.find_or_create(&group_name, b.config().auto_create_subscription_group) {
                 let obtained = b.topics.create_topic_in_send_message_back_method(&retry, group.retry_queue_nums, perm::READ | perm::WRITE, 0);
                 if obtained.was_created() {
                     b.register_soon(false);
@@ -111,7 +111,7 @@ impl ClientManageProcessor {
 
 /// Tells every member of a group that membership changed (oneway), unless the group opted out.
 pub fn notify_consumer_ids_changed(b: &Broker, group: &str) {
-    if !b.config.notify_consumer_ids_changed_enable {
+    if !b.config().notify_consumer_ids_changed_enable {
         return;
     }
     if b.groups.select(group).is_some_and(|g| !g.notify_consumer_ids_changed_enable) {

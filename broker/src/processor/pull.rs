@@ -52,9 +52,9 @@ impl PullProcessor {
             Err(e) => return err(ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
         if !b.is_readable() {
-            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] pulling message is forbidden", b.config.broker_ip1));
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] pulling message is forbidden", b.config().broker_ip1));
         }
-        let Some(group) = b.groups.find_or_create(&h.consumer_group, b.config.auto_create_subscription_group) else {
+        let Some(group) = b.groups.find_or_create(&h.consumer_group, b.config().auto_create_subscription_group) else {
             return err(
                 ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
                 format!("subscription group [{}] does not exist,{FAQ_SUFFIX}", h.consumer_group),
@@ -118,7 +118,7 @@ impl PullProcessor {
         // Java 4.9: with slave reads on, a consumer that falls behind (its messages no longer in
         // memory) is sent to the group's slow-consumer broker, else to the group's broker; off,
         // always to the master.
-        let mut suggest = if !b.config.slave_read_enable {
+        let mut suggest = if !b.config().slave_read_enable {
             MASTER_ID
         } else if result.suggest_pulling_from_slave {
             group.which_broker_when_consume_slowly
@@ -140,11 +140,11 @@ impl PullProcessor {
 
         if code == ResponseCode::PULL_NOT_FOUND && first_time && h.sys_flag & FLAG_SUSPEND != 0 {
             if let Some(hold) = b.hold() {
-                let timeout = if b.config.long_polling_enable {
+                let timeout = if b.config().long_polling_enable {
                     // The client's wish, up to the idle time after which its connection closes.
                     Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0)).min(MAX_SUSPEND)
                 } else {
-                    Duration::from_millis(b.config.short_polling_time_ms)
+                    Duration::from_millis(b.config().short_polling_time_ms)
                 };
                 let parked = hold.suspend(
                     &h.topic,

@@ -39,7 +39,7 @@ impl RequestProcessor for QueryProcessor {
             RequestCode::QUERY_MESSAGE => {
                 let h: QueryMessageRequestHeader = request.decode_header()?;
                 let unique = request.ext("_UNIQUE_KEY_QUERY") == Some("true");
-                let max = if unique { self.broker.store_config.default_query_max_num } else { usize::try_from(h.max_num).unwrap_or(0) };
+                let max = if unique { self.broker.store_config().default_query_max_num } else { usize::try_from(h.max_num).unwrap_or(0) };
                 let found = store.query_message(&h.topic, &h.key, max, h.begin_timestamp, h.end_timestamp);
                 if found.messages.is_empty() {
                     return Err(ProcessError::new(ResponseCode::QUERY_NOT_FOUND, "can not find message, maybe time range not correct"));

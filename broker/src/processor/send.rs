@@ -42,7 +42,7 @@ impl RequestProcessor for SendProcessor {
 
 /// What every send response carries besides its header.
 fn decorate(b: &Broker, response: RemotingCommand) -> RemotingCommand {
-    response.with_ext("MSG_REGION", b.config.region_id.clone()).with_ext("TRACE_ON", b.config.trace_on.to_string())
+    response.with_ext("MSG_REGION", b.config().region_id.clone()).with_ext("TRACE_ON", b.config().trace_on.to_string())
 }
 
 /// What the answer to a send needs once the store has a result.
@@ -112,7 +112,7 @@ impl SendProcessor {
         let b = &self.broker;
         let err = |code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
         if !b.is_writeable() {
-            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config().broker_ip1));
         }
         // The topic's characters and length were checked when the header was decoded (TopicName).
         if h.topic == system_topic::AUTO_CREATE_TEMPLATE {
@@ -133,14 +133,14 @@ impl SendProcessor {
             );
         }
         let prepared = h.sys_flag & SYSFLAG_TRANSACTION_MASK == TRANSACTION_PREPARED_TYPE;
-        if prepared && b.config.reject_transaction_message {
-            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config.broker_ip1));
+        if prepared && b.config().reject_transaction_message {
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config().broker_ip1));
         }
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
         if let Err(remark) = timer::refuse_timer_message(&mut props) {
             return err(ResponseCode::SYSTEM_ERROR, remark.to_owned());
         }
-        props.insert("CLUSTER".to_owned(), b.config.broker_cluster_name.clone());
+        props.insert("CLUSTER".to_owned(), b.config().broker_cluster_name.clone());
         let base = MessageToStore {
             topic: h.topic.to_string(),
             queue_id,
@@ -168,7 +168,7 @@ impl SendProcessor {
                 if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
                     return err(code, remark);
                 }
-                apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
+                apply_delay(&mut msg, b.store_config().delay_levels_ms().len());
             }
             vec![msg]
         };
@@ -201,7 +201,7 @@ impl SendProcessor {
         // message asks (as Java's DLedgerCommitLog); its quorum is the replication.
         let dledger = b.store.is_dledger();
         let replicated = !dledger && b.store.role() == BrokerRole::SyncMaster && waits;
-        let flushed = b.store_config.flush_disk_type == FlushDiskType::SyncFlush && waits;
+        let flushed = b.store_config().flush_disk_type == FlushDiskType::SyncFlush && waits;
         if !replicated && !flushed && !dledger {
             return Some(respond(b.store.put_messages(msgs), None));
         }
@@ -256,11 +256,11 @@ impl SendProcessor {
             }
             Err(e) => return err(ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
-        let Some(group) = b.groups.find_or_create(&h.group, b.config.auto_create_subscription_group) else {
+        let Some(group) = b.groups.find_or_create(&h.group, b.config().auto_create_subscription_group) else {
             return err(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {} {FAQ_SUFFIX}", h.group));
         };
         if !b.is_writeable() {
-            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config.broker_ip1));
+            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config().broker_ip1));
         }
         if group.retry_queue_nums <= 0 {
             return Some(RemotingCommand::response_to(request, ResponseCode::SUCCESS));
@@ -309,7 +309,7 @@ impl SendProcessor {
         msg.prepared_transaction_offset = 0;
         msg.reconsume_times = original.reconsume_times + 1;
         msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        apply_delay(&mut msg, b.store_config.delay_levels_ms().len());
+        apply_delay(&mut msg, b.store_config().delay_levels_ms().len());
         let answer_to = skeleton(request);
         // As Java's send-back: the store's result decides; the slaves' is not asked for.
         self.store_and_answer(channel, request, std::slice::from_ref(&msg), move |r, _| match r.status {
@@ -326,11 +326,9 @@ impl SendProcessor {
             return Some(tc);
         }
         let remote = channel.remote_addr().to_string();
-        let mut obtained = if b.config.auto_create_topic_enable {
-            b.topics.create_topic_in_send_message_method(&h.topic, &h.default_topic, &remote, h.default_topic_queue_nums, 0)
-        } else {
-            None
-        };
+        // As Java, asked even when auto-creation is off: the template then loses INHERIT.
+        let auto_create = b.config().auto_create_topic_enable;
+        let mut obtained = b.topics.create_topic_in_send_message_method(&h.topic, &h.default_topic, &remote, h.default_topic_queue_nums, 0, auto_create);
         if obtained.is_none() && h.topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX) {
             obtained = Some(b.topics.create_topic_in_send_message_back_method(&h.topic, 1, perm::READ | perm::WRITE, 0));
         }
