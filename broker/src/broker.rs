@@ -57,6 +57,8 @@ pub struct Broker {
     pub master_addr: parking_lot::RwLock<Option<String>>,
     /// Messages stored and handed out, and their rates (GET_BROKER_RUNTIME_INFO).
     pub stats: crate::stats::StoreStats,
+    /// Per-topic and per-group counters and their windows (VIEW_BROKER_STATS_DATA).
+    pub broker_stats: crate::stats_manager::BrokerStatsManager,
     /// Asks the registration task for a registration with every name server (coalesced).
     pub registration: RegistrationRequests,
     /// The id registered with the name servers: `brokerId`, or in DLedger mode 0 while leading,

@@ -210,6 +210,7 @@ async fn open(
         topics: TopicConfigManager::open(&config, &root)?,
         groups: SubscriptionGroupManager::open(&root)?,
         offsets: ConsumerOffsetManager::open(&root)?,
+        broker_stats: crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name),
         live_config: ArcSwap::from_pointee(config),
         live_store_config: ArcSwap::from_pointee(store_config),
         config_file,
@@ -253,6 +254,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let query = Arc::new(QueryProcessor { broker: broker.clone() });
     let lock = Arc::new(LockProcessor { broker: broker.clone() });
     let pools = QueuedPools { send: send_pool.clone(), pull: pull_pool.clone(), query: query_pool.clone(), end_transaction: end_tx_pool.clone() };
+    let broker_stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
     let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools });
     let hold = long_polling(broker, &pull, &pull_pool);
 
@@ -269,6 +271,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     on(&[R::UNREGISTER_CLIENT, R::CHECK_CLIENT_CONFIG], client, &client_pool);
     on(&[R::GET_CONSUMER_LIST_BY_GROUP, R::UPDATE_CONSUMER_OFFSET, R::QUERY_CONSUMER_OFFSET], consumer, &consumer_pool);
     on(&[R::LOCK_BATCH_MQ, R::UNLOCK_BATCH_MQ], lock, &consumer_pool);
+    on(&[R::VIEW_BROKER_STATS_DATA, R::GET_BROKER_CONSUME_STATS], broker_stats, &admin_pool);
     on(
         &[R::GET_MAX_OFFSET, R::GET_MIN_OFFSET, R::GET_EARLIEST_MSG_STORETIME, R::SEARCH_OFFSET_BY_TIMESTAMP, R::QUERY_MESSAGE, R::VIEW_MESSAGE_BY_ID],
         query,
@@ -411,6 +414,14 @@ fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<Jo
             }
         }));
     }
+    let me = broker.clone();
+    tasks.push(tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(Duration::from_millis(crate::stats_manager::TICK_MS));
+        loop {
+            ticker.tick().await;
+            me.broker_stats.tick(store::commit_log::now_ms());
+        }
+    }));
     let me = broker.clone();
     let period = Duration::from_millis(broker.config().register_name_server_period_ms.clamp(10_000, 60_000));
     tasks.push(tokio::spawn(async move {

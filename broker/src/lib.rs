@@ -33,6 +33,7 @@ pub mod runtime_config;
 pub mod schedule;
 pub mod slave_sync;
 pub mod stats;
+pub mod stats_manager;
 pub mod subscription_group;
 pub mod topic_config;
 pub mod timer;

@@ -78,17 +78,8 @@ fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError>
     Ok(())
 }
 
-/// The largest stats body we build: well inside the 16 MiB frame a client accepts.
-const MAX_STATS_BODY_BYTES: usize = 8 * 1024 * 1024;
+use super::broker_stats::{consume_stats_json, mq_key, offset_entries, Queues, MAX_STATS_BODY_BYTES};
 
-/// A `MessageQueue` written as fastjson writes map keys of that type: the object itself.
-fn mq_key(topic: &str, broker: &str, queue_id: i32) -> String {
-    format!(r#"{{"brokerName":{},"queueId":{queue_id},"topic":{}}}"#, json_str(broker), json_str(topic))
-}
-
-fn json_str(s: &str) -> String {
-    fastjson::to_string(s, JsonStyle::Fastjson)
-}
 
 /// How long the broker has run, as Java's `StoreStatsService` writes it.
 fn java_runtime(millis: i64) -> String {
@@ -157,6 +148,7 @@ impl RequestProcessor for AdminProcessor {
                 let h: TopicHeader = request.decode_header()?;
                 b.topics.delete(&h.topic).map_err(|e| ProcessError::system(e.to_string()))?;
                 b.store.delete_topic(&h.topic);
+                b.broker_stats.on_topic_deleted(&h.topic);
                 b.register_soon(false);
                 Ok(Some(ok(&request)))
             }
@@ -203,6 +195,7 @@ impl RequestProcessor for AdminProcessor {
             RequestCode::DELETE_SUBSCRIPTIONGROUP => {
                 let h: DeleteGroupHeader = request.decode_header()?;
                 b.groups.delete(&h.group_name).map_err(|e| ProcessError::system(e.to_string()))?;
+                b.broker_stats.on_group_deleted(&h.group_name);
                 if h.remove_offset.or(h.clean_offset).unwrap_or(false) {
                     b.offsets.remove_group(&h.group_name);
                 }
@@ -440,27 +433,17 @@ impl AdminProcessor {
             Some(topic) => vec![topic.into_string()],
             None => b.offsets.topics_of_group(&h.consumer_group).into_iter().collect(),
         };
+        // Java's ConsumeStats of several topics: one offset table, the TPS summed.
+        let mut budget = MAX_STATS_BODY_BYTES;
         let mut entries = Vec::new();
-        let mut body_bytes = 0;
+        let mut tps = 0.0;
         for topic in topics {
-            let Some(tc) = b.topics.select(&topic) else { continue };
-            for q in 0..tc.read_queue_nums.clamp(0, b.config().max_topic_queue_nums as i32) {
-                let broker_offset = b.store.max_offset_in_queue(&topic, q);
-                let consumer_offset = b.offsets.query_offset(&h.consumer_group, &topic, q).unwrap_or(0).max(0);
-                let last = if consumer_offset > 0 { b.store.message_store_timestamp(&topic, q, consumer_offset - 1).unwrap_or(0) } else { 0 };
-                let entry = format!(
-                    r#"{}:{{"brokerOffset":{broker_offset},"consumerOffset":{consumer_offset},"lastTimestamp":{last},"pullOffset":{consumer_offset}}}"#,
-                    mq_key(&topic, &b.config().broker_name, q)
-                );
-                body_bytes += entry.len() + 1;
-                if body_bytes > MAX_STATS_BODY_BYTES {
-                    return Err(ProcessError::system(format!("the consume stats of group {} exceed {MAX_STATS_BODY_BYTES} bytes; ask per topic", h.consumer_group)));
-                }
-                entries.push(entry);
+            if let Some((of_topic, _)) = offset_entries(b, &h.consumer_group, &topic, Queues::Read, &mut budget)? {
+                entries.extend(of_topic);
+                tps += b.broker_stats.group_get_tps(&h.consumer_group, &topic);
             }
         }
-        let body = format!(r#"{{"consumeTps":0.0,"offsetTable":{{{}}}}}"#, entries.join(","));
-        Ok(Some(ok(request).with_body(body)))
+        Ok(Some(ok(request).with_body(consume_stats_json(&entries, tps))))
     }
 }
 

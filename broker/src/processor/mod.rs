@@ -1,6 +1,7 @@
 //! Request processors, one file per family of codes, as Java's.
 
 pub mod admin;
+pub mod broker_stats;
 pub mod client_manage;
 pub mod consumer_manage;
 pub mod end_transaction;

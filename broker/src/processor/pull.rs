@@ -174,6 +174,9 @@ impl PullProcessor {
             });
         b.stats.on_get(if code == ResponseCode::SUCCESS { result.messages.len() } else { 0 });
         if code == ResponseCode::SUCCESS {
+            b.broker_stats.on_get(&h.consumer_group, &h.topic, result.messages.len(), result.buffer_total_size);
+        }
+        if code == ResponseCode::SUCCESS {
             let mut body = BytesMut::with_capacity(result.buffer_total_size);
             for m in &result.messages {
                 body.extend_from_slice(m);

@@ -52,6 +52,8 @@ struct SendReply {
     queue_id: i32,
     transaction_id: Option<String>,
     messages: usize,
+    /// The topic stored into (the half or schedule topic for those messages), for the stats.
+    topic: String,
 }
 
 impl SendReply {
@@ -62,6 +64,7 @@ impl SendReply {
         let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
         if result.is_ok() {
             b.stats.on_put(self.messages);
+            b.broker_stats.on_put(&self.topic, self.messages, result.append.as_ref().map_or(0, |a| a.wrote_bytes));
         }
         let code = match result.status {
             PutStatus::PutOk => ResponseCode::SUCCESS,
@@ -179,6 +182,7 @@ impl SendProcessor {
             // As 5.x: a half message's transaction id is its UNIQ_KEY.
             transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
             messages: msgs.len(),
+            topic: msgs.first().map(|m| m.topic.clone()).unwrap_or_default(),
         };
         let broker = b.clone();
         self.store_and_answer(channel, request, &msgs, move |result, replica| decorate(&broker, reply.response(result, replica)))
@@ -311,9 +315,15 @@ impl SendProcessor {
         msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         apply_delay(&mut msg, b.store_config().delay_levels_ms().len());
         let answer_to = skeleton(request);
+        let (broker, group, back_topic) = (b.clone(), h.group.clone(), original.topic.to_owned());
+        let retry_of = props.get("RETRY_TOPIC").cloned();
         // As Java's send-back: the store's result decides; the slaves' is not asked for.
         self.store_and_answer(channel, request, std::slice::from_ref(&msg), move |r, _| match r.status {
-            PutStatus::PutOk => RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS),
+            PutStatus::PutOk => {
+                // As Java: counted under the message's own topic (its first one for a retry).
+                broker.broker_stats.on_send_back(&group, retry_of.as_deref().unwrap_or(&back_topic));
+                RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS)
+            }
             status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
         })
     }

@@ -359,6 +359,58 @@ class MqAdminAgainstRustBrokerTest {
 
     @Test
     @Order(9)
+    void statsAllAndBrokerConsumeStatsCountWhatWasSentAndConsumed() {
+        eachTools.concurrently("statsAll, brokerConsumeStats", mqadmin -> {
+            String topic = topic(mqadmin);
+            String group = group(mqadmin);
+            // Fresh sends, so the last minute's window has them (the hour and day windows of an item
+            // first count 10 minutes and an hour later, as in Java).
+            DriverRun producer = DriverRun.run("FeatureDriver", "rocketmq-client", mqadmin.version(), serializeType(mqadmin),
+                dir.resolve("drivers").resolve("stats-produce-" + tag(mqadmin)), namesrv.address(),
+                "produce:" + topic + ":S:" + MESSAGES);
+            producer.assertOk("produce");
+            // One sampling period (10 s) later statsAll shows the sends of the last minute.
+            Await.until("statsAll -t " + topic + " shows " + MESSAGES + " messages in", Duration.ofSeconds(30), () -> {
+                MqAdminRun run = mqadmin.run("statsAll", "-t", topic);
+                return rows(run, topic).stream().anyMatch(c -> c.length >= 7 && c[1].equals(group)
+                    && Long.parseLong(c[5]) >= MESSAGES && Double.parseDouble(c[3]) > 0) ? run : null;
+            }, run -> run != null, this::diagnostics);
+            MqAdminRun stats = mqadmin.run("statsAll", "-t", topic);
+            assertSucceeded(stats);
+            assertTrue(stats.stdoutLines().get(0).startsWith("#Topic"), stats.describe());
+
+            MqAdminRun consumeStats = mqadmin.run("brokerConsumeStats", "-b", broker.address());
+            assertSucceeded(consumeStats);
+            long ourDiff = 0;
+            int queues = 0;
+            for (String[] cols : rows(consumeStats, topic)) {
+                if (!cols[1].equals(group)) {
+                    continue;
+                }
+                int queue = Integer.parseInt(cols[3]);
+                long brokerOffset = Long.parseLong(cols[4]);
+                long consumerOffset = Long.parseLong(cols[5]);
+                assertEquals(BROKER, cols[2], consumeStats.describe());
+                try {
+                    assertEquals(brokerProbe.maxOffset(topic, queue), brokerOffset, "#Broker Offset of queue " + queue + consumeStats.describe());
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+                assertEquals(brokerOffset - consumerOffset, Long.parseLong(cols[6]), "#Diff" + consumeStats.describe());
+                ourDiff += brokerOffset - consumerOffset;
+                queues++;
+            }
+            // The tool prints the queues the group has consumed from: the read queues.
+            assertEquals(READ_QUEUES, queues, "queues of " + topic + " for " + group + consumeStats.describe());
+            long total = consumeStats.stdoutLines().stream().filter(l -> l.startsWith("Diff Total: ")).mapToLong(
+                l -> Long.parseLong(l.substring("Diff Total: ".length()).trim())).findFirst()
+                .orElseThrow(() -> new AssertionError("no Diff Total" + consumeStats.describe()));
+            assertTrue(total >= ourDiff && ourDiff > 0, "Diff Total " + total + " vs ours " + ourDiff + consumeStats.describe());
+        });
+    }
+
+    @Test
+    @Order(10)
     void consumerConnectionOfAnOfflineGroupFailsWithConsumerNotOnline() {
         eachTools.concurrently("consumerConnection -g (offline)", mqadmin -> {
             String group = group(mqadmin);
@@ -371,7 +423,7 @@ class MqAdminAgainstRustBrokerTest {
     }
 
     @Test
-    @Order(10)
+    @Order(11)
     void brokerStatusPrintsOurBrokersRuntimeTable() throws Exception {
         eachTools.concurrently("brokerStatus -b", mqadmin -> {
             MqAdminRun run = mqadmin.run("brokerStatus", "-b", broker.address());
@@ -405,7 +457,7 @@ class MqAdminAgainstRustBrokerTest {
      * store host and that offset (the 4.9.7 tool reads only offset ids, the 5.3.3 tool needs -t).
      */
     @Test
-    @Order(11)
+    @Order(12)
     void queryMsgByKeyByUniqueKeyAndByIdFindTheSentMessage() {
         eachTools.concurrently("queryMsgByKey / queryMsgByUniqueKey / queryMsgById", mqadmin -> {
             String topic = topic(mqadmin);
@@ -447,7 +499,7 @@ class MqAdminAgainstRustBrokerTest {
     }
 
     @Test
-    @Order(12)
+    @Order(13)
     void deleteSubGroupWithRemoveOffsetDropsTheGroupAndItsOffsets() {
         eachTools.concurrently("deleteSubGroup -b -r true", mqadmin -> {
             String group = group(mqadmin);
@@ -466,7 +518,7 @@ class MqAdminAgainstRustBrokerTest {
     }
 
     @Test
-    @Order(13)
+    @Order(14)
     void deleteTopicOnTheClusterRemovesTheRouteAndTheTopic() {
         eachTools.concurrently("deleteTopic -c", mqadmin -> {
             String topic = topic(mqadmin);
