@@ -51,8 +51,8 @@ pub enum StartError {
     BadAddress(String),
     #[error("cannot start: {0}")]
     Io(#[from] std::io::Error),
-    #[error("aclEnable=true, but this broker does not implement ACL yet; refusing to start without the access control asked for")]
-    AclUnsupported,
+    #[error("aclEnable=true: {0}")]
+    Acl(String),
     #[error(transparent)]
     DLedger(#[from] crate::dledger::DLedgerStartError),
 }
@@ -166,11 +166,20 @@ impl BrokerController {
     }
 }
 
-fn refuse_what_is_not_built(config: &BrokerConfig) -> Result<(), StartError> {
-    if config.acl_enable {
-        return Err(StartError::AclUnsupported);
-    }
+fn refuse_what_is_not_built(_config: &BrokerConfig) -> Result<(), StartError> {
     Ok(())
+}
+
+/// The ACL of `aclEnable=true`, from `<rocketmqHome>/conf/plain_acl.yml` and `conf/acl/`.
+fn open_acl(config: &BrokerConfig) -> Result<Option<Arc<crate::acl::Acl>>, StartError> {
+    if !config.acl_enable {
+        return Ok(None);
+    }
+    if config.rocketmq_home.trim().is_empty() {
+        return Err(StartError::Acl("set rocketmqHome (or ROCKETMQ_HOME): the ACL files are its conf/plain_acl.yml and conf/acl/*.yml".into()));
+    }
+    let acl = crate::acl::Acl::open(std::path::Path::new(config.rocketmq_home.trim())).map_err(StartError::Acl)?;
+    Ok(Some(Arc::new(acl)))
 }
 
 /// Opens and starts the store and replication (the classic HA service, or in DLedger mode the
@@ -211,6 +220,7 @@ async fn open(
         groups: SubscriptionGroupManager::open(&root)?,
         offsets: ConsumerOffsetManager::open(&root)?,
         broker_stats: crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name),
+        acl: open_acl(&config)?,
         live_config: ArcSwap::from_pointee(config),
         live_store_config: ArcSwap::from_pointee(store_config),
         config_file,
@@ -259,7 +269,13 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let hold = long_polling(broker, &pull, &pull_pool);
 
     let mut registry = ProcessorRegistry::new();
+    let acl = broker.acl.clone();
     let mut on = |codes: &[RequestCode], processor: Arc<dyn remoting::server::RequestProcessor>, pool: &Arc<BusinessPool>| {
+        // With aclEnable every request is checked before its processor, as Java's RPC hook does.
+        let processor: Arc<dyn remoting::server::RequestProcessor> = match &acl {
+            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone() }),
+            None => processor,
+        };
         for code in codes {
             registry.register(*code, processor.clone(), pool);
         }
@@ -411,6 +427,17 @@ fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<Jo
                 if let Some(master) = master {
                     crate::slave_sync::sync_all(&me, &delay_offsets, &master).await;
                 }
+            }
+        }));
+    }
+    if let Some(acl) = broker.acl.clone() {
+        // Java's AclFileWatchService: a changed file is loaded again.
+        tasks.push(tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(crate::acl::WATCH_INTERVAL);
+            loop {
+                ticker.tick().await;
+                let acl = acl.clone();
+                let _ = tokio::task::spawn_blocking(move || acl.reload_if_changed()).await;
             }
         }));
     }

@@ -15,6 +15,7 @@
 //!   following the group's leader);
 //! - [`long_polling`] (parked pulls) and [`namesrv_client`] (registration with name servers).
 
+pub mod acl;
 pub mod broker;
 pub mod client;
 pub mod config;

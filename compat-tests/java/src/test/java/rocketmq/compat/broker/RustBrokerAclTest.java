@@ -1,0 +1,151 @@
+package rocketmq.compat.broker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.client.DriverRun;
+import rocketmq.compat.harness.Await;
+import rocketmq.compat.harness.DumpLogsOnFailure;
+import rocketmq.compat.mqadmin.MqAdmin;
+import rocketmq.compat.mqadmin.MqAdminRun;
+import rocketmq.compat.namesrv.NameServer;
+import rocketmq.compat.namesrv.NamesrvProbe;
+import rocketmq.compat.runtime.Versions;
+
+/**
+ * ACL 1.0 ({@code aclEnable=true}, {@code conf/plain_acl.yml}) on our broker, driven by the Java 4.9.7 client's
+ * {@code AclClientRPCHook} and by mqadmin 4.9.7 with {@code conf/tools.yml}: the right credentials work; a wrong
+ * secret, no credentials, a topic the account may not publish to and an admin command from a non-admin account are
+ * refused with code 1 and the AclException text of a 4.9.7 broker; a rewritten plain_acl.yml takes effect while the
+ * broker runs.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(DumpLogsOnFailure.class)
+class RustBrokerAclTest {
+    private static final String CLUSTER = "AclCluster";
+    private static final String BROKER = "broker-acl";
+    private static final String USER = "RocketMQUser";
+    private static final String USER_SECRET = "12345678";
+    private static final String ADMIN = "RocketMQAdmin";
+    private static final String ADMIN_SECRET = "87654321";
+    private static final String ACL = """
+        globalWhiteRemoteAddresses:
+        accounts:
+          - accessKey: RocketMQUser
+            secretKey: 12345678
+            whiteRemoteAddress:
+            admin: false
+            defaultTopicPerm: DENY
+            defaultGroupPerm: SUB
+            topicPerms:
+              - AclTopic=PUB|SUB
+              - OtherTopic=%s
+          - accessKey: RocketMQAdmin
+            secretKey: 87654321
+            admin: true
+        """;
+
+    @TempDir
+    static Path dir;
+    private NameServer namesrv;
+    private RustBroker broker;
+    private NamesrvProbe probe;
+
+    @BeforeAll
+    void start() throws Exception {
+        Path brokerDir = dir.resolve("broker");
+        Files.createDirectories(brokerDir.resolve("conf"));
+        Files.writeString(brokerDir.resolve("conf/plain_acl.yml"), ACL.formatted("SUB"));
+        namesrv = NameServer.start(dir.resolve("namesrv"));
+        broker = RustBroker.start(brokerDir, namesrv.address(), CLUSTER, BROKER, Map.of("aclEnable", "true"));
+        probe = NamesrvProbe.connect(namesrv.address());
+        Await.until("our broker " + BROKER + " registered", Duration.ofSeconds(30), probe::clusterInfo,
+            info -> info.getBrokerAddrTable() != null && info.getBrokerAddrTable().containsKey(BROKER), () -> broker.describe(40));
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        for (AutoCloseable c : new AutoCloseable[] {probe, broker, namesrv}) {
+            if (c != null) {
+                c.close();
+            }
+        }
+    }
+
+    private MqAdmin mqadmin(String name, String accessKey, String secretKey) throws Exception {
+        Path home = dir.resolve(name);
+        Files.createDirectories(home.resolve("conf"));
+        Files.writeString(home.resolve("conf/tools.yml"), "accessKey: " + accessKey + "\nsecretKey: " + secretKey + "\n");
+        return new MqAdmin(Versions.JAVA_49, "JSON", namesrv.address(), home);
+    }
+
+    private DriverRun client(String tag, String accessKey, String secretKey, String step) {
+        return DriverRun.run("AclDriver", "rocketmq-tools", Versions.JAVA_49, "JSON", dir.resolve("drivers").resolve(tag),
+            namesrv.address(), accessKey, secretKey, step);
+    }
+
+    private static String line(DriverRun run, String prefix) {
+        return run.lines(prefix).stream().map(w -> String.join(" ", w)).findFirst()
+            .orElseThrow(() -> new AssertionError("no " + prefix + " line\n" + run.summary()));
+    }
+
+    @Test
+    void credentialsPermissionsAndAdminCodesAreCheckedAsJavaChecksThem() throws Exception {
+        // The admin account creates the topics; the user account may not.
+        MqAdmin admin = mqadmin("mqadmin-admin", ADMIN, ADMIN_SECRET);
+        for (String topic : new String[] {"AclTopic", "OtherTopic"}) {
+            MqAdminRun created = admin.run("updateTopic", "-c", CLUSTER, "-t", topic);
+            assertTrue(created.succeeded() && created.stdout().contains("create topic to " + broker.address() + " success"),
+                created.describe());
+        }
+        MqAdminRun refused = mqadmin("mqadmin-user", USER, USER_SECRET).run("updateTopic", "-b", broker.address(), "-t", "UserTopic");
+        String all = refused.stdout() + refused.stderr();
+        assertTrue(all.contains("CODE: 1") && all.contains("org.apache.rocketmq.acl.common.AclException: Need admin permission for request code=17, but accessKey="
+            + USER + " is not"), refused.describe());
+
+        // The right credentials publish and subscribe.
+        DriverRun sent = client("send-ok", USER, USER_SECRET, "send:AclTopic:10");
+        assertEquals("10", line(sent, "SENT "), sent.summary());
+        DriverRun consumed = client("consume-ok", USER, USER_SECRET, "consume:AclTopic:AclGroup:10:60");
+        assertEquals("10", line(consumed, "CONSUMED "), consumed.summary());
+        // The 5.3.3 client's hook signs the same way.
+        DriverRun five = DriverRun.run("AclDriver", "rocketmq-tools", Versions.JAVA_5, "ROCKETMQ", dir.resolve("drivers").resolve("send-5"),
+            namesrv.address(), USER, USER_SECRET, "send:AclTopic:3");
+        assertEquals("3", line(five, "SENT "), five.summary());
+        DriverRun fiveRefused = DriverRun.run("AclDriver", "rocketmq-tools", Versions.JAVA_5, "ROCKETMQ",
+            dir.resolve("drivers").resolve("send-5-bad"), namesrv.address(), USER, "not-the-secret", "send:AclTopic:1");
+        assertTrue(line(fiveRefused, "SEND_FAILED ").contains("Check signature failed for accessKey=" + USER), fiveRefused.summary());
+
+        // A wrong secret, no credentials, a topic without PUB.
+        assertTrue(line(client("send-bad-secret", USER, "not-the-secret", "send:AclTopic:1"), "SEND_FAILED ")
+            .contains("CODE: 1  DESC: org.apache.rocketmq.acl.common.AclException: Check signature failed for accessKey=" + USER));
+        assertTrue(line(client("send-anonymous", "-", "-", "send:AclTopic:1"), "SEND_FAILED ")
+            .contains("org.apache.rocketmq.acl.common.AclException: No accessKey is configured"));
+        assertTrue(line(client("send-unknown", "NoSuchAccount", "12345678", "send:AclTopic:1"), "SEND_FAILED ")
+            .contains("No acl config for NoSuchAccount"));
+        assertTrue(line(client("send-sub-only", USER, USER_SECRET, "send:OtherTopic:1"), "SEND_FAILED ")
+            .contains("No default permission for topic:OtherTopic"));
+
+        // plain_acl.yml rewritten while the broker runs: OtherTopic becomes PUB for the user.
+        Files.writeString(dir.resolve("broker/conf/plain_acl.yml"), ACL.formatted("PUB"));
+        Await.until("the rewritten plain_acl.yml lets the user publish to OtherTopic", Duration.ofSeconds(30),
+            () -> client("send-reloaded-" + System.nanoTime(), USER, USER_SECRET, "send:OtherTopic:1"),
+            run -> run.lines("SENT ").stream().anyMatch(w -> w[0].equals("1")), () -> broker.describe(40));
+
+        // A file that does not load leaves the last good config in force.
+        Files.writeString(dir.resolve("broker/conf/plain_acl.yml"), "accounts: [\n");
+        Thread.sleep(2_000);
+        assertTrue(broker.isAlive(), broker.describe(40));
+        assertEquals("1", line(client("send-after-bad-file", USER, USER_SECRET, "send:OtherTopic:1"), "SENT "));
+    }
+}
