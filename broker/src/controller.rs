@@ -288,6 +288,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     on(&[R::GET_CONSUMER_LIST_BY_GROUP, R::UPDATE_CONSUMER_OFFSET, R::QUERY_CONSUMER_OFFSET], consumer, &consumer_pool);
     on(&[R::LOCK_BATCH_MQ, R::UNLOCK_BATCH_MQ], lock, &consumer_pool);
     on(&[R::VIEW_BROKER_STATS_DATA, R::GET_BROKER_CONSUME_STATS], broker_stats, &admin_pool);
+    on(&crate::acl::admin::CODES, Arc::new(crate::acl::admin::AclAdminProcessor { broker: broker.clone() }), &admin_pool);
     on(
         &[R::GET_MAX_OFFSET, R::GET_MIN_OFFSET, R::GET_EARLIEST_MSG_STORETIME, R::SEARCH_OFFSET_BY_TIMESTAMP, R::QUERY_MESSAGE, R::VIEW_MESSAGE_BY_ID],
         query,

@@ -60,6 +60,10 @@ pub struct AclState {
     pub accounts: HashMap<String, Account>,
     /// The files read, in order.
     pub files: Vec<PathBuf>,
+    /// The file each access key was taken from.
+    pub file_of: HashMap<String, PathBuf>,
+    /// Each file's `dataVersion` (counter, timestamp): 0 and 0 when it has none.
+    pub versions: Vec<(PathBuf, i64, i64)>,
 }
 
 /// `plain_acl.yml` and `conf/acl/` of a RocketMQ home.
@@ -110,7 +114,22 @@ fn strings(y: &Yaml) -> Vec<String> {
     }
 }
 
-fn account(y: &Yaml) -> Result<Account, String> {
+/// Reads one file's YAML document (an empty map for an empty or missing file).
+pub fn read_doc(path: &Path) -> Result<Yaml, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let docs = YamlLoader::load_from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    match docs.into_iter().next() {
+        None | Some(Yaml::Null) => Ok(Yaml::Hash(Default::default())),
+        Some(doc @ Yaml::Hash(_)) => Ok(doc),
+        Some(_) => Err(format!("{}: not a YAML map of globalWhiteRemoteAddresses and accounts", path.display())),
+    }
+}
+
+pub(super) fn account(y: &Yaml) -> Result<Account, String> {
     let field = |k: &str| scalar(&y[k]);
     let (access_key, secret_key) = (field("accessKey"), field("secretKey"));
     let (Some(access_key), Some(secret_key)) = (access_key.clone().filter(|a| a.len() > 6), secret_key.clone().filter(|s| s.len() > 6)) else {
@@ -166,9 +185,13 @@ fn load_file(path: &Path, state: &mut AclState) -> Result<(), String> {
                 tracing::warn!(access_key = account.access_key, file = %path.display(), "the access key is repeated in several ACL files; the first is used");
                 continue;
             }
+            state.file_of.insert(account.access_key.clone(), path.to_owned());
             state.accounts.insert(account.access_key.clone(), account);
         }
     }
+    let version = &doc["dataVersion"][0];
+    let number = |y: &Yaml| scalar(y).and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+    state.versions.push((path.to_owned(), number(&version["counter"]), number(&version["timestamp"])));
     state.files.push(path.to_owned());
     Ok(())
 }

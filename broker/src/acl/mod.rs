@@ -13,6 +13,7 @@
 //! change that does not load is logged and the last good config stays.
 
 pub mod address;
+pub mod admin;
 pub mod config;
 mod resources;
 
@@ -44,6 +45,8 @@ pub struct Acl {
     state: ArcSwap<AclState>,
     /// What the files looked like at the last load: (path, modified, length).
     seen: parking_lot::Mutex<Vec<(PathBuf, Option<SystemTime>, u64)>>,
+    /// The admin codes rewrite files one at a time.
+    writing: parking_lot::Mutex<()>,
 }
 
 fn fingerprint(home: &Path) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
@@ -77,7 +80,7 @@ impl Acl {
         let seen = fingerprint(home);
         let state = config::load(home)?;
         info!(files = ?state.files, accounts = state.accounts.len(), "ACL loaded");
-        Ok(Acl { home: home.to_owned(), state: ArcSwap::from_pointee(state), seen: parking_lot::Mutex::new(seen) })
+        Ok(Acl { home: home.to_owned(), state: ArcSwap::from_pointee(state), seen: parking_lot::Mutex::new(seen), writing: Default::default() })
     }
 
     /// Reloads when a file changed, appeared or went; returns whether the config changed.

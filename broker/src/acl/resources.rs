@@ -13,9 +13,10 @@ use super::config::perm;
 
 const RETRY_PREFIX: &str = "%RETRY%";
 
-/// Java's `Permission.ADMIN_CODE`, and the ACL codes (which 4.9.7 leaves to any account).
+/// Java's `Permission.ADMIN_CODE`, and the ACL codes (which 4.9.7 leaves to any account, though
+/// GET_BROKER_CLUSTER_ACL_CONFIG hands out every secret key), and the offset reset.
 pub fn needs_admin(code: i32) -> bool {
-    const ADMIN: [i32; 10] = [
+    const ADMIN: [i32; 11] = [
         RequestCode::UPDATE_AND_CREATE_TOPIC.0,
         RequestCode::UPDATE_BROKER_CONFIG.0,
         RequestCode::DELETE_TOPIC_IN_BROKER.0,
@@ -24,6 +25,7 @@ pub fn needs_admin(code: i32) -> bool {
         50, // UPDATE_AND_CREATE_ACL_CONFIG
         51, // DELETE_ACL_CONFIG
         53, // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
+        54, // GET_BROKER_CLUSTER_ACL_CONFIG: every account's secret key
         RequestCode::INVOKE_BROKER_TO_RESET_OFFSET.0,
         RequestCode::UPDATE_NAMESRV_CONFIG.0,
     ];

@@ -142,6 +142,29 @@ class RustBrokerAclTest {
             () -> client("send-reloaded-" + System.nanoTime(), USER, USER_SECRET, "send:OtherTopic:1"),
             run -> run.lines("SENT ").stream().anyMatch(w -> w[0].equals("1")), () -> broker.describe(40));
 
+        // The ACL admin codes through mqadmin 4.9.7: a new account, the white list, the versions, the config, delete.
+        MqAdminRun update = admin.run("updateAclConfig", "-b", broker.address(), "-a", "NewUser01", "-s", "11112222",
+            "-t", "AclTopic=PUB", "-i", "DENY", "-u", "SUB", "-m", "false");
+        assertTrue(update.succeeded() && update.stdout().contains("create or update plain access config to " + broker.address() + " success"),
+            update.describe());
+        assertEquals("2", line(client("send-new-user", "NewUser01", "11112222", "send:AclTopic:2"), "SENT "));
+        MqAdminRun userUpdate = mqadmin("mqadmin-user", USER, USER_SECRET).run("updateAclConfig", "-b", broker.address(),
+            "-a", "Sneaky01", "-s", "11112222", "-m", "true");
+        assertTrue((userUpdate.stdout() + userUpdate.stderr()).contains("Need admin permission for request code=50"), userUpdate.describe());
+        MqAdminRun config = admin.run("getAclConfig", "-b", broker.address());
+        assertTrue(config.succeeded() && config.stdout().contains("NewUser01") && config.stdout().contains("AclTopic=PUB")
+            && !config.stdout().contains("Sneaky01"), config.describe());
+        MqAdminRun white = admin.run("updateGlobalWhiteAddr", "-b", broker.address(), "-g", "10.99.99.*");
+        assertTrue(white.succeeded() && white.stdout().contains("update global white remote addresses to " + broker.address() + " success"),
+            white.describe());
+        assertTrue(Files.readString(dir.resolve("broker/conf/plain_acl.yml")).contains("10.99.99.*"));
+        MqAdminRun versions = admin.run("clusterAclConfigVersion", "-c", CLUSTER);
+        assertTrue(versions.succeeded() && versions.stdout().contains(BROKER) && versions.stdout().contains(broker.address()), versions.describe());
+        MqAdminRun delete = admin.run("deleteAccessConfig", "-b", broker.address(), "-a", "NewUser01");
+        assertTrue(delete.succeeded() && delete.stdout().contains("delete plain access config account from " + broker.address() + " success"),
+            delete.describe());
+        assertTrue(line(client("send-deleted-user", "NewUser01", "11112222", "send:AclTopic:1"), "SEND_FAILED ").contains("No acl config for NewUser01"));
+
         // A file that does not load leaves the last good config in force.
         Files.writeString(dir.resolve("broker/conf/plain_acl.yml"), "accounts: [\n");
         Thread.sleep(2_000);
