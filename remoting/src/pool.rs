@@ -20,8 +20,8 @@ pub const DEFAULT_QUEUE_CAPACITY_BYTES: usize = 256 * 1024 * 1024;
 /// nothing. (A channel that spins and yields before it parks burned a fifth of a core with the
 /// twenty idle pull workers Java's defaults give.)
 struct Queue {
-    /// Each job with the bytes it was admitted with.
-    jobs: VecDeque<(usize, Job)>,
+    /// Each job with the bytes it was admitted with and when it was queued.
+    jobs: VecDeque<(usize, std::time::Instant, Job)>,
     capacity: usize,
     bytes: usize,
     capacity_bytes: usize,
@@ -51,7 +51,7 @@ impl Shared {
     fn next(&self) -> Option<Job> {
         let mut queue = self.queue.lock();
         loop {
-            if let Some((bytes, job)) = queue.jobs.pop_front() {
+            if let Some((bytes, _, job)) = queue.jobs.pop_front() {
                 queue.bytes -= bytes;
                 return Some(job);
             }
@@ -98,6 +98,12 @@ impl BusinessPool {
         self.shared.queue.lock().jobs.len()
     }
 
+    /// How long the oldest waiting job has waited, in ms (0 with none): Java's
+    /// `headSlowTimeMills`, which brokerStatus reports per pool.
+    pub fn head_wait_ms(&self) -> u64 {
+        self.shared.queue.lock().jobs.front().map_or(0, |(_, at, _)| at.elapsed().as_millis() as u64)
+    }
+
     /// Bytes held by the jobs waiting for a worker.
     pub fn queued_bytes(&self) -> usize {
         self.shared.queue.lock().bytes
@@ -116,7 +122,7 @@ impl BusinessPool {
             return Err(Rejected::Full);
         }
         queue.bytes += job_bytes;
-        queue.jobs.push_back((job_bytes, Box::new(job)));
+        queue.jobs.push_back((job_bytes, std::time::Instant::now(), Box::new(job)));
         drop(queue);
         self.shared.ready.notify_one();
         Ok(())

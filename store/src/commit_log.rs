@@ -280,6 +280,15 @@ impl CommitLog {
         self.pool.as_ref().map_or(0, |p| p.available())
     }
 
+    /// Java's `remainHowManyDataToCommit`: written into pool buffers, not yet in the files.
+    pub fn uncommitted_bytes(&self) -> u64 {
+        if self.pool.is_some() {
+            self.files.uncommitted_bytes()
+        } else {
+            0
+        }
+    }
+
     /// Copies pool buffers into their files; wakes the flusher when bytes moved.
     pub fn commit(&self, least_pages: usize) {
         let _one_committer = self.commit_lock.lock();

@@ -161,6 +161,11 @@ impl MappedFileQueue {
         files.last().map_or(0, |f| f.from_offset() + f.size() as u64)
     }
 
+    /// Bytes written into transient-pool buffers but not yet committed to their files.
+    pub fn uncommitted_bytes(&self) -> u64 {
+        self.files().iter().map(|f| f.wrote_position().saturating_sub(f.committed_position()) as u64).sum()
+    }
+
     /// Commits transient-pool buffers into their files (see [`MappedFile::commit`]); returns
     /// whether any bytes moved.
     pub fn commit(&self, least_pages: usize) -> bool {

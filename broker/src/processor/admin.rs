@@ -296,12 +296,24 @@ impl AdminProcessor {
         t.insert("startAcceptSendRequestTimeStamp", b.config().start_accept_send_request_timestamp_ms.to_string());
         let unflushed = (store.commit_log().max_offset() - store.commit_log().flushed_offset()).max(0) as u64;
         t.insert("remainHowManyDataToFlush", human_bytes(unflushed));
+        // Java: the pool's free buffers, Integer.MAX_VALUE without a pool; what waits to be committed only with one.
+        if store.commit_log().uses_transient_pool() {
+            t.insert("remainTransientStoreBufferNumbs", store.commit_log().transient_pool_available().to_string());
+            t.insert("remainHowManyDataToCommit", human_bytes(store.commit_log().uncommitted_bytes()));
+        } else {
+            t.insert("remainTransientStoreBufferNumbs", i32::MAX.to_string());
+        }
         if let Some(capacity) = disk_capacity(&b.store_config().root_dir()) {
             t.insert("commitLogDirCapacity", capacity);
         }
-        // We measure no queue-head wait or page-cache lock time.
-        for key in ["sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", "queryThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills"] {
-            t.insert(key, "0".into());
+        // How long the oldest queued request of each pool has waited (Java's headSlowTimeMills).
+        t.insert("sendThreadPoolQueueHeadWaitTimeMills", p.send.head_wait_ms().to_string());
+        t.insert("pullThreadPoolQueueHeadWaitTimeMills", p.pull.head_wait_ms().to_string());
+        t.insert("queryThreadPoolQueueHeadWaitTimeMills", p.query.head_wait_ms().to_string());
+        // Appends hold no page-cache lock that could be measured as Java's putMessage spin lock.
+        t.insert("pageCacheLockTimeMills", "0".into());
+        for (key, value) in b.stats.put_figures() {
+            t.insert(key, value);
         }
         t.insert("earliestMessageTimeStamp", earliest_time.to_string());
         t.insert("commitLogDiskRatio", java_double(disk));

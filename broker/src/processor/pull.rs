@@ -90,7 +90,9 @@ impl PullProcessor {
         };
 
         let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
+        let read_started = std::time::Instant::now();
         let mut result = b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max, |code| subscription.matches_tags_code(code));
+        b.stats.on_get_done(read_started.elapsed());
         // A slave may lag its master: it never corrects the consumer's offset (Java's
         // `nextOffsetCorrection` without `offsetCheckInSlave`). Corrected, an offset past the
         // slave's end would send the client back to 0, or forward past messages still coming.

@@ -54,6 +54,8 @@ struct SendReply {
     messages: usize,
     /// The topic stored into (the half or schedule topic for those messages), for the stats.
     topic: String,
+    /// When the put began: brokerStatus's put times run from here to the result.
+    started: std::time::Instant,
 }
 
 impl SendReply {
@@ -62,6 +64,7 @@ impl SendReply {
     fn response(self, result: PutMessageResult, replica: Option<Outcome>) -> RemotingCommand {
         let b = &self.broker;
         let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
+        b.stats.on_put_done(self.started.elapsed(), result.append.as_ref().map_or(0, |a| a.wrote_bytes), result.is_ok());
         if result.is_ok() {
             b.stats.on_put(self.messages);
             b.broker_stats.on_put(&self.topic, self.messages, result.append.as_ref().map_or(0, |a| a.wrote_bytes));
@@ -183,6 +186,7 @@ impl SendProcessor {
             transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
             messages: msgs.len(),
             topic: msgs.first().map(|m| m.topic.clone()).unwrap_or_default(),
+            started: std::time::Instant::now(),
         };
         let broker = b.clone();
         self.store_and_answer(channel, request, &msgs, move |result, replica| decorate(&broker, reply.response(result, replica)))

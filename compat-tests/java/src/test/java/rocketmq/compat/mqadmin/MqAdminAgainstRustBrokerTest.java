@@ -448,6 +448,13 @@ class MqAdminAgainstRustBrokerTest {
             // both tools' producers sent MESSAGES each, and their consumers pulled the readable ones
             assertTrue(Long.parseLong(status.get("msgPutTotalTodayNow")) >= 2L * MESSAGES, "msgPutTotalTodayNow" + run.describe());
             assertTrue(Long.parseLong(status.get("msgGetTotalTodayNow")) > 0, "msgGetTotalTodayNow" + run.describe());
+            // StoreStatsService's put figures, as Java's brokerStatus prints them
+            assertTrue(status.get("putMessageDistributeTime").matches("(\\[[^\\]]+\\]:\\d+ ?){13}"), "putMessageDistributeTime" + run.describe());
+            assertTrue(Long.parseLong(status.get("putMessageTimesTotal")) >= 2L * MESSAGES, "putMessageTimesTotal" + run.describe());
+            assertTrue(Long.parseLong(status.get("putMessageSizeTotal")) > 0, "putMessageSizeTotal" + run.describe());
+            assertTrue(status.get("putLatency99").matches("\\d+\\.\\d\\d"), "putLatency99" + run.describe());
+            assertEquals(Integer.toString(Integer.MAX_VALUE), status.get("remainTransientStoreBufferNumbs"), run.describe());
+            assertTrue(Long.parseLong(status.get("sendThreadPoolQueueHeadWaitTimeMills")) >= 0, run.describe());
         });
     }
 
