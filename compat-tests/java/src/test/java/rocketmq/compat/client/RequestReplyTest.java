@@ -15,6 +15,7 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import rocketmq.compat.broker.BrokerProbe;
+import rocketmq.compat.broker.JavaBroker;
 import rocketmq.compat.broker.RustBroker;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
@@ -105,6 +106,22 @@ class RequestReplyTest {
             // orphan reply too (Java stores it even though the push failed).
             long stored = brokerProbe.maxOffset(REPLY_TOPIC, 0) - storedBefore;
             assertTrue(stored >= replied.size() + 1, stored + " replies stored, " + replied.size() + " sent + 1 orphan");
+        }
+    }
+
+    @Test
+    @DisplayName("a Java 5.3.3 broker refuses the same orphan reply with the same code and remark")
+    void javaBrokerRefusesTheOrphanAlike() {
+        String javaCluster = "JavaReplyCluster";
+        try (NameServer javaNamesrv = NameServer.start(dir.resolve("namesrv-java"));
+             NamesrvProbe javaProbe = NamesrvProbe.connect(javaNamesrv.address());
+             JavaBroker java = JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), javaNamesrv.address(), javaCluster, "java-reply-a")) {
+            Await.until("route of " + javaCluster + "_REPLY_TOPIC", Duration.ofSeconds(60), () -> javaProbe.route(javaCluster + "_REPLY_TOPIC"),
+                (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), () -> java.describe(40));
+            DriverRun run = DriverRun.run("ReplyTraceDriver", "rocketmq-client", Versions.JAVA_49, "JSON",
+                dir.resolve("orphan-java"), javaNamesrv.address(), "replyToNobody:" + javaCluster);
+            System.out.println("against Java 5.3.3: " + run.summary());
+            run.assertOk("replyToNobody");
         }
     }
 }
