@@ -9,26 +9,36 @@
 //! (`__compare` with `convertStringExpressions`, which Java's parser always turns on), and an
 //! evaluation error (a string that is not a number compared with a number) meaning "no match".
 
+mod broker;
 pub mod parse;
+
+pub use broker::{check_subscription, pull_filter, subscription_of_pull};
 
 use std::cmp::Ordering;
 
 use parse::{CompareOp, Literal, Syntax, TextOp};
 
-/// The remark Java answers for an expression that does not compile (`MQFilterException`'s message).
-pub const INVALID_SELECTOR: &str = "Invalid MessageSelector. ";
-
 /// Java's `ExpressionType.SQL92`.
 pub const SQL92: &str = "SQL92";
 
+/// Why an expression does not compile. Its text is what Java answers as the remark: the message of
+/// `MQFilterException`, which is its cause's `toString()` (a JavaCC `ParseException` or
+/// `TokenMgrError` for the syntax, a `RuntimeException` from the parser's checks). JavaCC's list
+/// of expected tokens is left out.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{INVALID_SELECTOR}{detail}")]
+#[error("{remark}")]
 pub struct FilterError {
-    pub detail: String,
+    pub remark: String,
 }
 
-fn refuse<T>(detail: impl Into<String>) -> Result<T, FilterError> {
-    Err(FilterError { detail: detail.into() })
+impl FilterError {
+    fn semantic(detail: impl std::fmt::Display) -> FilterError {
+        FilterError { remark: format!("java.lang.RuntimeException: {detail}") }
+    }
+}
+
+fn refuse<T>(detail: impl std::fmt::Display) -> Result<T, FilterError> {
+    Err(FilterError::semantic(detail))
 }
 
 /// A value during evaluation (Java's boxed types; NULL is `None`).
@@ -58,9 +68,23 @@ pub enum Expr {
     Text { op: TextOp, not: bool, value: Box<Expr>, search: String },
 }
 
+/// Java's `ExpressionType.isTagType`: no type, empty, or TAG.
+pub fn is_tag_type(expression_type: &str) -> bool {
+    expression_type.is_empty() || expression_type == "TAG"
+}
+
+/// Whether a stored record (a commit-log entry, as a pull returns it) matches: its properties
+/// evaluated. A record that does not decode does not match.
+pub fn record_matches(expr: &Expr, record: &[u8]) -> bool {
+    match store::message::record::decode_record(record, false) {
+        Ok(store::message::record::RecordAt::Record(r)) => expr.matches(&store::message::properties::parse(r.properties)),
+        _ => false,
+    }
+}
+
 /// Parses and builds `text` as Java's `SelectorParser.parse` does.
 pub fn compile(text: &str) -> Result<Expr, FilterError> {
-    let syntax = parse::parse(text).map_err(|detail| FilterError { detail })?;
+    let syntax = parse::parse(text).map_err(|remark| FilterError { remark })?;
     build(syntax)
 }
 
@@ -187,7 +211,7 @@ fn between(not: bool, value: Expr, low: Expr, high: Expr) -> Result<Expr, Filter
     }
     if let (Expr::Const(lv), Expr::Const(hv)) = (&low, &high) {
         let (Some(lv), Some(hv)) = (lv, hv) else { return refuse("Illegal values of between, values can not be null!") };
-        if java_compare(hv, lv).map_err(|e| FilterError { detail: e })? == Ordering::Less {
+        if java_compare(hv, lv).map_err(FilterError::semantic)? == Ordering::Less {
             return refuse(format!("Illegal values of between, left value({lv:?}) must less than or equal to right value({hv:?})"));
         }
     }

@@ -60,21 +60,36 @@ pub enum Literal {
 /// The reserved words; an identifier may not be one of them (case-insensitive).
 const KEYWORDS: [&str; 12] = ["NOT", "AND", "OR", "BETWEEN", "IN", "TRUE", "FALSE", "NULL", "IS", "CONTAINS", "STARTSWITH", "ENDSWITH"];
 
-/// Parses `text`; the error says where it stopped.
+/// Parses `text`; the error is worded as Java's (`ParseException` / `TokenMgrError`).
 pub fn parse(text: &str) -> Result<Syntax, String> {
     let mut input = text;
-    let expr = preceded(skip, or_expr).parse_next(&mut input).map_err(|e| describe(text, input, &e))?;
+    let expr = preceded(skip, or_expr).parse_next(&mut input).map_err(|_| unexpected(text, input))?;
     // Java reads one token past the expression (its loops peek); one that does not lex fails.
     let rest = input.trim_start();
     if !rest.is_empty() && token(&mut &*rest).is_err() {
-        return Err(format!("lexical error at offset {}", text.len() - rest.len()));
+        let (line, column) = position(text, text.len() - rest.len());
+        let c = rest.chars().next().unwrap_or(' ');
+        return Err(format!(
+            "org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line {line}, column {column}.  Encountered: \"{c}\" ({}), after : \"\"",
+            u32::from(c)
+        ));
     }
     Ok(expr)
 }
 
-fn describe(text: &str, rest: &str, e: &ErrMode<ContextError>) -> String {
-    let at = text.len() - rest.len();
-    format!("syntax error at offset {at} near {:?}: {e}", rest.chars().take(20).collect::<String>())
+/// Java's 1-based line and column of a byte offset.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn unexpected(text: &str, rest: &str) -> String {
+    let rest = rest.trim_start();
+    let (line, column) = position(text, text.len() - rest.len());
+    let image: String = if rest.is_empty() { "<EOF>".into() } else { rest.split_whitespace().next().unwrap_or("").chars().take(40).collect() };
+    format!("org.apache.rocketmq.filter.parser.ParseException: Encountered \"{image}\" at line {line}, column {column}.")
 }
 
 // ---------------------------------------------------------------------------------------------
