@@ -85,11 +85,45 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// JavaCC's `ParseException` message, first line: the token found, as `" <kind> "<image> ""`.
 fn unexpected(text: &str, rest: &str) -> String {
     let rest = rest.trim_start();
     let (line, column) = position(text, text.len() - rest.len());
-    let image: String = if rest.is_empty() { "<EOF>".into() } else { rest.split_whitespace().next().unwrap_or("").chars().take(40).collect() };
-    format!("org.apache.rocketmq.filter.parser.ParseException: Encountered \"{image}\" at line {line}, column {column}.")
+    let found = match token_at(rest) {
+        None => "<EOF>".to_owned(),
+        Some((kind, image)) => format!(" {kind} \"{image} \""),
+    };
+    format!("org.apache.rocketmq.filter.parser.ParseException: Encountered \"{found}\" at line {line}, column {column}.")
+}
+
+/// What `f` consumes at the start of `p`.
+fn taken<'s>(p: &'s str, mut f: impl FnMut(&mut &'s str) -> ModalResult<()>) -> Option<&'s str> {
+    let mut rest = p;
+    f(&mut rest).ok().map(|()| &p[..p.len() - rest.len()])
+}
+
+/// The token at the start of `rest`: JavaCC's token image (`"AND"`, `<ID>`, `"="`...) and its text.
+fn token_at(rest: &str) -> Option<(String, &str)> {
+    if rest.is_empty() {
+        return None;
+    }
+    if let Some(w) = taken(rest, |i| word.void().parse_next(i)) {
+        let kind = KEYWORDS.iter().find(|k| w.eq_ignore_ascii_case(k)).map_or_else(|| "<ID>".to_owned(), |k| format!("\"{k}\""));
+        return Some((kind, w));
+    }
+    if let Some(t) = taken(rest, |i| delimited('\'', repeat::<_, _, (), _, _>(0.., alt(("''".void(), none_of('\'').void()))), '\'').parse_next(i)) {
+        return Some(("<STRING_LITERAL>".into(), t));
+    }
+    if let Ok(n) = number(&mut &*rest) {
+        let kind = if matches!(n, Literal::Float(_)) { "<FLOATING_POINT_LITERAL>" } else { "<DECIMAL_LITERAL>" };
+        let image = match n {
+            Literal::Float(t) | Literal::Decimal(t) => t,
+            _ => String::new(),
+        };
+        return Some((kind.into(), &rest[..image.len()]));
+    }
+    let symbol = [">=", "<=", "<>", "=", ">", "<", "(", ")", ",", "+", "-"].into_iter().find(|s| rest.starts_with(s))?;
+    Some((format!("\"{symbol}\""), symbol))
 }
 
 // ---------------------------------------------------------------------------------------------

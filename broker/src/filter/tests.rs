@@ -109,7 +109,11 @@ fn integer_and_long_literals_are_told_apart_as_java_does() {
 #[test]
 fn a_syntax_error_is_worded_as_javacc_words_it() {
     let e = compile("a >= AND").unwrap_err();
-    assert_eq!(e.remark, "org.apache.rocketmq.filter.parser.ParseException: Encountered \"AND\" at line 1, column 6.");
+    assert_eq!(e.remark, "org.apache.rocketmq.filter.parser.ParseException: Encountered \" \"AND\" \"AND \"\" at line 1, column 6.");
+    let e = compile("a = 1 OR").unwrap_err();
+    assert_eq!(e.remark, "org.apache.rocketmq.filter.parser.ParseException: Encountered \"<EOF>\" at line 1, column 9.");
+    let e = compile("a in (x)").unwrap_err();
+    assert_eq!(e.remark, "org.apache.rocketmq.filter.parser.ParseException: Encountered \" <ID> \"x \"\" at line 1, column 7.");
     let e = compile("a between 10 and 0").unwrap_err();
     assert!(e.remark.starts_with("java.lang.RuntimeException: Illegal values of between"), "{e}");
     let e = compile("a = 1 #").unwrap_err();
