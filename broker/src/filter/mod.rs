@@ -82,8 +82,54 @@ pub fn record_matches(expr: &Expr, record: &[u8]) -> bool {
     }
 }
 
+/// Bounds on what an expression from the network may make us recurse through: the parser
+/// recurses per parenthesis and unary operator, building and evaluation per operator. Java's
+/// parser would end in a StackOverflowError, which it reports as a bad expression; a Rust stack
+/// overflow would abort the broker, so deeper expressions are refused first.
+const MAX_NESTING: usize = 128;
+const MAX_OPERATORS: usize = 1024;
+
+/// Counts, outside string literals, what nests (`(`, `+`, `-`, NOT) and what chains (AND, OR).
+fn too_complex(text: &str) -> Option<String> {
+    let (mut nesting, mut operators, mut in_string) = (0usize, 0usize, false);
+    let mut word = String::new();
+    let end_word = |word: &mut String, operators: &mut usize, nesting: &mut usize| {
+        match word.to_ascii_uppercase().as_str() {
+            "AND" | "OR" | "BETWEEN" | "IN" | "IS" => *operators += 1,
+            "NOT" => *nesting += 1,
+            _ => {}
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if in_string {
+            in_string = c != '\'';
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+            word.push(c);
+            continue;
+        }
+        end_word(&mut word, &mut operators, &mut nesting);
+        match c {
+            '\'' => in_string = true,
+            '(' | '+' | '-' => nesting += 1,
+            '=' | '<' | '>' => operators += 1,
+            _ => {}
+        }
+    }
+    end_word(&mut word, &mut operators, &mut nesting);
+    if nesting > MAX_NESTING {
+        return Some(format!("the expression nests more than {MAX_NESTING} parentheses and unary operators"));
+    }
+    (operators > MAX_OPERATORS).then(|| format!("the expression has more than {MAX_OPERATORS} operators"))
+}
+
 /// Parses and builds `text` as Java's `SelectorParser.parse` does.
 pub fn compile(text: &str) -> Result<Expr, FilterError> {
+    if let Some(why) = too_complex(text) {
+        return refuse(why);
+    }
     let syntax = parse::parse(text).map_err(|remark| FilterError { remark })?;
     build(syntax)
 }

@@ -119,3 +119,29 @@ fn a_syntax_error_is_worded_as_javacc_words_it() {
     let e = compile("a = 1 #").unwrap_err();
     assert!(e.remark.starts_with("org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line 1, column 7."), "{e}");
 }
+
+#[test]
+fn garbage_is_an_error_or_an_expression_never_a_panic() {
+    let inputs = [
+        "é", "a = 'é'", "'unterminated", "/* open", "--", "-- c", "1e", "1e+", ".", "..", "0x10", "a = 007", "a > 1e309", "a = -9223372036854775808",
+        "a = 9223372036854775808", "((((((a = 1", "a in ('x',)", "a between 1", "NOT", "a is not", "a = 1 -- trailing", "\u{0}", "a\u{3000}= 1",
+    ];
+    for input in inputs {
+        let _ = compile(input).map(|e| e.matches(&props(&[("a", "1")])));
+    }
+    assert!(matches("a = 'é'", &[("a", "é")]));
+}
+
+#[test]
+fn an_expression_too_deep_for_the_stack_is_refused_not_a_crash() {
+    let deep = format!("{}a = 1{}", "(".repeat(100_000), ")".repeat(100_000));
+    assert!(compile(&deep).is_err());
+    assert!(compile(&format!("{}1 = a", "- ".repeat(100_000))).is_err());
+    assert!(compile(&format!("{}a", "NOT ".repeat(100_000))).is_err());
+    let long = vec!["a = 1"; 100_000].join(" OR ");
+    assert!(compile(&long).is_err());
+    let fine = format!("{}a = 1{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+    assert!(matches(&fine, &[("a", "1")]));
+    let parens = "(".repeat(136);
+    assert!(matches(&format!("a = '{parens}'"), &[("a", parens.as_str())]), "parentheses in a string do not count");
+}

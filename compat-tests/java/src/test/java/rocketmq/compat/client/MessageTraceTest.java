@@ -141,6 +141,29 @@ class MessageTraceTest {
         });
     }
 
+    @Test
+    @Order(3)
+    @DisplayName("with the defaults (traceTopicEnable=false) the trace topic is not made at start; the first trace record auto-creates it")
+    void defaultsAutoCreateTheTraceTopic() throws Exception {
+        try (NameServer ns = NameServer.start(dir.resolve("namesrv-default"));
+             NamesrvProbe nsProbe = NamesrvProbe.connect(ns.address());
+             RustBroker plain = RustBroker.start(dir.resolve("broker-default"), ns.address(), "PlainCluster", "plain-broker-a");
+             BrokerProbe plainProbe = BrokerProbe.connect(plain.address(), "plain-broker-a")) {
+            assertFalse(plainProbe.hasTopic(TRACE_TOPIC), TRACE_TOPIC + " made at start without traceTopicEnable");
+            plainProbe.createTopic("PlainTraceTopic", 4);
+            Await.until("route of PlainTraceTopic", ROUTE_TIMEOUT, () -> nsProbe.route("PlainTraceTopic"),
+                (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), () -> plain.describe(40));
+            DriverRun produced = DriverRun.run("ReplyTraceDriver", "rocketmq-client", Versions.JAVA_49, "JSON",
+                dir.resolve("produce-default"), ns.address(), "traceProduce:PlainTraceTopic:plain_trace_producer:1");
+            produced.assertOk("traceProduce");
+            String msgId = produced.lines("TRACED ").get(0)[0];
+            MqAdmin admin = new MqAdmin(Versions.JAVA_5, "ROCKETMQ", ns.address(), dir.resolve("mqadmin-default"));
+            Await.until("queryMsgTraceById " + msgId + " shows the Pub record", TRACE_TIMEOUT,
+                () -> admin.run("queryMsgTraceById", "-i", msgId), r -> hasRecord(r, "Pub", "plain_trace_producer"), () -> plain.describe(20));
+            assertTrue(plainProbe.hasTopic(TRACE_TOPIC), TRACE_TOPIC + " auto-created by the first trace record");
+        }
+    }
+
     /** A line of the trace table: the type (Pub, Sub), then the group. */
     private static boolean hasRecord(MqAdminRun run, String type, String group) {
         return run.stdoutLines().stream().map(l -> l.trim().split("\\s+"))
