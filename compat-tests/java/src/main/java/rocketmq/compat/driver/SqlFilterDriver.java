@@ -30,6 +30,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  *       {@code a >= 10 AND color = 'red'} must get exactly 10, 12, 14, 16 and 18.
  *   <li>{@code sqlRefused:TOPIC:GROUP} a push consumer whose expression does not parse fails to start: the
  *       broker answers CHECK_CLIENT_CONFIG with SUBSCRIPTION_PARSE_FAILED (23) and the parser's error.
+ *   <li>{@code sqlUnsupported:TOPIC:GROUP} with {@code enablePropertyFilter=false} a bySql consumer fails to start:
+ *       SYSTEM_ERROR (1), "The broker does not support consumer to filter message by SQL92".
  * </ul>
  */
 public final class SqlFilterDriver {
@@ -57,6 +59,7 @@ public final class SqlFilterDriver {
                 switch (s[0]) {
                     case "sqlFilter" -> driver.sqlFilter(s[1], s[2], facts);
                     case "sqlRefused" -> driver.sqlRefused(s[1], s[2], facts);
+                    case "sqlUnsupported" -> driver.sqlUnsupported(s[1], s[2], facts);
                     default -> throw new Steps.Failure("unknown step " + s[0]);
                 }
             });
@@ -131,6 +134,23 @@ public final class SqlFilterDriver {
             String remark = String.valueOf(e.getErrorMessage());
             check(remark.startsWith("org.apache.rocketmq.filter.parser.ParseException: Encountered \" \"AND\" \"AND \"\" at line 1, column 6."),
                 "remark: " + remark);
+        } finally {
+            consumer.shutdown();
+        }
+    }
+
+    private void sqlUnsupported(String topic, String group, Map<String, Object> facts) throws Exception {
+        DefaultMQPushConsumer consumer = consumer(group);
+        consumer.subscribe(topic, MessageSelector.bySql(EXPRESSION));
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> ConsumeConcurrentlyStatus.CONSUME_SUCCESS);
+        try {
+            consumer.start();
+            throw new Steps.Failure("a SQL92 consumer started on a broker without enablePropertyFilter");
+        } catch (MQClientException e) {
+            facts.put("code", e.getResponseCode());
+            facts.put("remark", e.getErrorMessage());
+            check(e.getResponseCode() == 1 && "The broker does not support consumer to filter message by SQL92".equals(e.getErrorMessage()),
+                "code " + e.getResponseCode() + ": " + e.getErrorMessage());
         } finally {
             consumer.shutdown();
         }

@@ -91,6 +91,23 @@ class SqlFilterTest {
     }
 
     @Test
+    @DisplayName("without enablePropertyFilter a bySql consumer is refused at start with Java's code and remark")
+    void refusedWithoutPropertyFilter() throws Exception {
+        try (NameServer ns = NameServer.start(dir.resolve("namesrv-off"));
+             NamesrvProbe nsProbe = NamesrvProbe.connect(ns.address());
+             RustBroker off = RustBroker.start(dir.resolve("broker-off"), ns.address(), "SqlOffCluster", "sql-off-a");
+             BrokerProbe offProbe = BrokerProbe.connect(off.address(), "sql-off-a")) {
+            offProbe.createTopic("SqlOffTopic", 4);
+            Await.until("route of SqlOffTopic", ROUTE_TIMEOUT, () -> nsProbe.route("SqlOffTopic"),
+                (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), () -> off.describe(40));
+            DriverRun run = DriverRun.run("SqlFilterDriver", "rocketmq-client", Versions.JAVA_5, "JSON", dir.resolve("sql-off"),
+                ns.address(), "sqlUnsupported:SqlOffTopic:sql_off_group");
+            System.out.println(run.summary());
+            run.assertOk("sqlUnsupported");
+        }
+    }
+
+    @Test
     @DisplayName("a Java 5.3.3 broker filters and refuses alike")
     void javaBrokerAlike() throws Exception {
         try (NameServer javaNamesrv = NameServer.start(dir.resolve("namesrv-java"));
