@@ -176,7 +176,9 @@ struct Answer {
 }
 
 impl Answer {
-    /// Stores the reply if the broker keeps replies, then answers.
+    /// Stores the reply if the broker keeps replies, then answers (under SYNC_FLUSH once flushed).
+    /// A SYNC_MASTER does not wait for its slaves here: Java counts a slave timeout or absence
+    /// as a stored reply, so waiting could only delay the same answer.
     fn store_then_send(self, msg: MessageToStore, pushed: Pushed) {
         if !self.broker.config.store_reply_message_enable {
             let response = self.response(&pushed, None);
