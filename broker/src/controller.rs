@@ -34,6 +34,7 @@ use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::processor::lock::LockProcessor;
 use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
+use crate::processor::reply::ReplyProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
 use crate::schedule::ScheduleService;
@@ -256,6 +257,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let consumer_pool = pool("ConsumerManageThread", c.consumer_manage_thread_pool_nums, c.consumer_manager_thread_pool_queue_capacity)?;
     let admin_pool = pool("AdminBrokerThread", c.admin_broker_thread_pool_nums, 10_000)?;
     let end_tx_pool = pool("EndTransactionThread", c.end_transaction_thread_pool_nums, c.end_transaction_pool_queue_capacity)?;
+    let reply_pool = pool("ProcessReplyMessageThread", c.process_reply_message_thread_pool_nums, c.reply_thread_pool_queue_capacity)?;
 
     let send = Arc::new(SendProcessor { broker: broker.clone() });
     let pull = Arc::new(PullProcessor { broker: broker.clone() });
@@ -320,6 +322,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
         &admin_pool,
     );
     on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
+    on(&[R::SEND_REPLY_MESSAGE, R::SEND_REPLY_MESSAGE_V2], Arc::new(ReplyProcessor { broker: broker.clone() }), &reply_pool);
     registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
     Ok((registry, hold))
 }

@@ -13,6 +13,7 @@
 //! - who is connected: [`client`] (consumer and producer groups by connection);
 //! - [`replication`] (master/slave HA) and [`dledger`] (the commit log on a DLedger group, roles
 //!   following the group's leader);
+//! - [`filter`]: SQL92 property filters (Java's selector grammar and evaluation);
 //! - [`long_polling`] (parked pulls) and [`namesrv_client`] (registration with name servers).
 
 pub mod acl;
@@ -24,6 +25,7 @@ pub mod consumer_offset;
 pub mod controller;
 pub mod delay_offset;
 pub mod dledger;
+pub mod filter;
 pub mod long_polling;
 pub mod namesrv_client;
 pub mod persister;

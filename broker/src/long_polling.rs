@@ -29,7 +29,8 @@ pub struct HeldPull {
 impl HeldPull {
     fn wants(&self, tags_code: Option<i64>) -> bool {
         match (&self.subscription, tags_code) {
-            (Some(sub), Some(code)) => sub.matches_tags_code(code),
+            // A property filter cannot be judged by the tags code: any arrival may match.
+            (Some(sub), Some(code)) => !crate::filter::is_tag_type(&sub.expression_type) || sub.matches_tags_code(code),
             _ => true,
         }
     }

@@ -664,6 +664,20 @@ impl MessageStore {
     /// Reads messages of a queue from `offset`, with Java's batch limits and offset rules.
     /// `filter` sees each unit's tags code.
     pub fn get_message(&self, topic: &str, queue_id: i32, offset: i64, max_msg_nums: usize, filter: impl Fn(i64) -> bool) -> GetMessageResult {
+        self.get_message_filtered(topic, queue_id, offset, max_msg_nums, filter, |_| true)
+    }
+
+    /// As [`MessageStore::get_message`], with a second filter on each stored record read (Java's
+    /// `isMatchedByCommitLog`, which SQL92 filters need: they look at the properties).
+    pub fn get_message_filtered(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: usize,
+        filter: impl Fn(i64) -> bool,
+        record_filter: impl Fn(&[u8]) -> bool,
+    ) -> GetMessageResult {
         let max_offset_py = self.max_phy_offset();
         let mut r = GetMessageResult {
             status: GetMessageStatus::NoMatchedLogicQueue,
@@ -729,6 +743,11 @@ impl MessageStore {
                 continue;
             }
             match self.read_phy(unit.phy_offset, unit.size as usize) {
+                Some(bytes) if !record_filter(&bytes) => {
+                    if r.buffer_total_size == 0 {
+                        r.status = GetMessageStatus::NoMatchedMessage;
+                    }
+                }
                 Some(bytes) => {
                     r.buffer_total_size += bytes.len();
                     r.messages.push(bytes);

@@ -56,6 +56,14 @@ impl ProducerManager {
         self.groups.read().get(group).map(|m| m.values().cloned().collect()).unwrap_or_default()
     }
 
+    /// The live connection of the client with this id, in whichever group (Java's `findChannel`):
+    /// where a reply to that client's request goes.
+    pub fn find_channel(&self, client_id: &str) -> Option<Channel> {
+        let groups = self.groups.read();
+        let mut clients = groups.values().flat_map(|m| m.values());
+        clients.find(|c| c.client_id == client_id && !c.channel.is_closed()).map(|c| c.channel.clone())
+    }
+
     /// Any one live connection of a group (where a transaction check goes).
     pub fn any_channel(&self, group: &str) -> Option<Channel> {
         self.groups.read().get(group)?.values().find(|c| !c.channel.is_closed()).map(|c| c.channel.clone())

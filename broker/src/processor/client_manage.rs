@@ -99,12 +99,10 @@ impl ClientManageProcessor {
             subscription_data: Option<remoting::protocol::heartbeat::SubscriptionData>,
         }
         let body: Body = fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad CHECK_CLIENT_CONFIG body: {e}")))?;
-        match body.subscription_data {
-            Some(sub) if sub.expression_type != "TAG" => Err(ProcessError::system(format!(
-                "The broker does not support consumer to filter message by {}",
-                sub.expression_type
-            ))),
-            _ => Ok(Some(ok(request))),
+        let checked = body.subscription_data.as_ref().map_or(Ok(()), |sub| crate::filter::check_subscription(&self.broker, sub));
+        match checked {
+            Ok(()) => Ok(Some(ok(request))),
+            Err((code, remark)) => Err(ProcessError::new(code, remark)),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod end_transaction;
 pub mod lock;
 pub mod pull;
 pub mod query;
+pub mod reply;
 pub mod send;
 
 use remoting::RemotingCommand;

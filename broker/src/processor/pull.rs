@@ -89,9 +89,18 @@ impl PullProcessor {
             Err((code, remark)) => return err(code, remark),
         };
 
+        let sql = match crate::filter::pull_filter(b, &subscription) {
+            Ok(sql) => sql,
+            Err((code, remark)) => return err(code, remark),
+        };
         let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
         let read_started = std::time::Instant::now();
-        let mut result = b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max, |code| subscription.matches_tags_code(code));
+        let mut result = match &sql {
+            // Without Java's bloom-filter bitmap every consume-queue entry is a candidate; the
+            // record's properties decide.
+            Some(expr) => b.store.get_message_filtered(&h.topic, h.queue_id, h.queue_offset, max, |_| true, |r| crate::filter::record_matches(expr, r)),
+            None => b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max, |code| subscription.matches_tags_code(code)),
+        };
         b.stats.on_get_done(read_started.elapsed());
         // A slave may lag its master: it never corrects the consumer's offset (Java's
         // `nextOffsetCorrection` without `offsetCheckInSlave`). Corrected, an offset past the
@@ -192,8 +201,8 @@ impl PullProcessor {
     fn subscription(&self, h: &PullMessageRequestHeader) -> Result<SubscriptionData, (ResponseCode, String)> {
         if h.sys_flag & FLAG_SUBSCRIPTION != 0 {
             let expression_type = h.expression_type.as_deref().unwrap_or("TAG");
-            if expression_type != "TAG" {
-                return Err((ResponseCode::SUBSCRIPTION_PARSE_FAILED, format!("the filter type {expression_type} is not supported by this broker")));
+            if !crate::filter::is_tag_type(expression_type) {
+                return crate::filter::subscription_of_pull(&h.topic, expression_type, h.subscription.as_deref().unwrap_or(""), h.sub_version);
             }
             return Ok(SubscriptionData::from_expression(&h.topic, h.subscription.as_deref().unwrap_or("*"), java_string_hash));
         }

@@ -6,6 +6,7 @@ use bytes::{Buf, Bytes};
 use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use remoting::protocol::name::GroupName;
 use remoting::protocol::perm;
+use remoting::protocol::topic::TopicConfig;
 use remoting::header::HeaderError;
 use remoting::server::{Channel, ProcessResult, Reply, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
@@ -41,8 +42,8 @@ impl RequestProcessor for SendProcessor {
 }
 
 /// What every send response carries besides its header.
-fn decorate(b: &Broker, response: RemotingCommand) -> RemotingCommand {
-    response.with_ext("MSG_REGION", b.config().region_id.clone()).with_ext("TRACE_ON", b.config().trace_on.to_string())
+pub(crate) fn decorate(b: &Broker, response: RemotingCommand) -> RemotingCommand {
+    response.with_ext(MSG_REGION, b.config().region_id.clone()).with_ext(TRACE_ON, b.config().trace_on.to_string())
 }
 
 /// What the answer to a send needs once the store has a result.
@@ -117,27 +118,10 @@ impl SendProcessor {
     fn send(&self, channel: &Channel, request: &RemotingCommand, h: SendMessageRequestHeader, batch: bool) -> Option<RemotingCommand> {
         let b = &self.broker;
         let err = |code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
-        if !b.is_writeable() {
-            return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config().broker_ip1));
-        }
-        // The topic's characters and length were checked when the header was decoded (TopicName).
-        if h.topic == system_topic::AUTO_CREATE_TEMPLATE {
-            return err(ResponseCode::SYSTEM_ERROR, format!("the topic[{}] is conflict with system topic.", h.topic));
-        }
-        if system_topic::is_not_allowed_send(&h.topic) {
-            return err(ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic));
-        }
-        let Some(topic) = self.topic_config(channel, &h) else {
-            return err(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!{FAQ_SUFFIX}", h.topic));
+        let (_, queue_id) = match msg_check(b, channel, &h) {
+            Ok(checked) => checked,
+            Err((code, remark)) => return err(code, remark),
         };
-        let max_queues = topic.write_queue_nums.max(topic.read_queue_nums);
-        let queue_id = if h.queue_id < 0 { random_queue(topic.write_queue_nums) } else { h.queue_id };
-        if queue_id >= max_queues {
-            return err(
-                ResponseCode::SYSTEM_ERROR,
-                format!("request queueId[{queue_id}] is illegal, {topic:?} Producer: {}", channel.remote_addr()),
-            );
-        }
         let prepared = h.sys_flag & SYSFLAG_TRANSACTION_MASK == TRANSACTION_PREPARED_TYPE;
         if prepared && b.config().reject_transaction_message {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config().broker_ip1));
@@ -146,6 +130,7 @@ impl SendProcessor {
         if let Err(remark) = timer::refuse_timer_message(&mut props) {
             return err(ResponseCode::SYSTEM_ERROR, remark.to_owned());
         }
+        add_region_and_trace_switch(b, &mut props);
         props.insert("CLUSTER".to_owned(), b.config().broker_cluster_name.clone());
         let base = MessageToStore {
             topic: h.topic.to_string(),
@@ -331,32 +316,71 @@ impl SendProcessor {
             status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
         })
     }
-
-    /// The topic's config, auto-creating it from its template (or as a retry topic) as Java does;
-    /// a new topic is registered with the name servers at once.
-    fn topic_config(&self, channel: &Channel, h: &SendMessageRequestHeader) -> Option<remoting::protocol::topic::TopicConfig> {
-        let b = &self.broker;
-        if let Some(tc) = b.topics.select(&h.topic) {
-            return Some(tc);
-        }
-        let remote = channel.remote_addr().to_string();
-        // As Java, asked even when auto-creation is off: the template then loses INHERIT.
-        let auto_create = b.config().auto_create_topic_enable;
-        let mut obtained = b.topics.create_topic_in_send_message_method(&h.topic, &h.default_topic, &remote, h.default_topic_queue_nums, 0, auto_create);
-        if obtained.is_none() && h.topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX) {
-            obtained = Some(b.topics.create_topic_in_send_message_back_method(&h.topic, 1, perm::READ | perm::WRITE, 0));
-        }
-        let obtained = obtained?;
-        if obtained.was_created() {
-            b.register_soon(true);
-        }
-        Some(obtained.into_config())
-    }
 }
+
+/// Java's `msgCheck`, shared by sends and replies: the broker takes writes, the topic may be sent
+/// to and exists (or is auto-created), and the queue id is in range. Gives the topic's config and
+/// the queue to write (a random one when the producer left it to the broker).
+pub(crate) fn msg_check(b: &Arc<Broker>, channel: &Channel, h: &SendMessageRequestHeader) -> Result<(TopicConfig, i32), (ResponseCode, String)> {
+    if !b.is_writeable() {
+        return Err((ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config().broker_ip1)));
+    }
+    // The topic's characters and length were checked when the header was decoded (TopicName).
+    if h.topic == system_topic::AUTO_CREATE_TEMPLATE {
+        return Err((ResponseCode::SYSTEM_ERROR, format!("the topic[{}] is conflict with system topic.", h.topic)));
+    }
+    if system_topic::is_not_allowed_send(&h.topic) {
+        return Err((ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic)));
+    }
+    let Some(topic) = topic_config(b, channel, h) else {
+        return Err((ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!{FAQ_SUFFIX}", h.topic)));
+    };
+    let max_queues = topic.write_queue_nums.max(topic.read_queue_nums);
+    let queue_id = if h.queue_id < 0 { random_queue(topic.write_queue_nums) } else { h.queue_id };
+    if queue_id >= max_queues {
+        return Err((
+            ResponseCode::SYSTEM_ERROR,
+            format!("request queueId[{queue_id}] is illegal, {topic:?} Producer: {}", channel.remote_addr()),
+        ));
+    }
+    Ok((topic, queue_id))
+}
+
+/// The topic's config, auto-creating it from its template (or as a retry topic) as Java does;
+/// a new topic is registered with the name servers at once.
+fn topic_config(b: &Broker, channel: &Channel, h: &SendMessageRequestHeader) -> Option<TopicConfig> {
+    if let Some(tc) = b.topics.select(&h.topic) {
+        return Some(tc);
+    }
+    let remote = channel.remote_addr().to_string();
+    // As Java, asked even when auto-creation is off: the template then loses INHERIT.
+    let auto_create = b.config().auto_create_topic_enable;
+    let mut obtained = b.topics.create_topic_in_send_message_method(&h.topic, &h.default_topic, &remote, h.default_topic_queue_nums, 0, auto_create);
+    if obtained.is_none() && h.topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX) {
+        obtained = Some(b.topics.create_topic_in_send_message_back_method(&h.topic, 1, perm::READ | perm::WRITE, 0));
+    }
+    let obtained = obtained?;
+    if obtained.was_created() {
+        b.register_soon(true);
+    }
+    Some(obtained.into_config())
+}
+
+/// What Java 5.x's `buildMsgContext` adds to every message a producer sends (and so what it stores
+/// and pushes): the broker's region and trace switch. The 5.x client's consume-trace hook skips
+/// messages without a region, so without these no consumer trace is ever written.
+pub(crate) fn add_region_and_trace_switch(b: &Broker, props: &mut indexmap::IndexMap<String, String>) {
+    props.insert(MSG_REGION.to_owned(), b.config().region_id.clone());
+    props.insert(TRACE_ON.to_owned(), b.config().trace_on.to_string());
+}
+
+/// Java's `MessageConst.PROPERTY_MSG_REGION` and `PROPERTY_TRACE_SWITCH`.
+pub(crate) const MSG_REGION: &str = "MSG_REGION";
+pub(crate) const TRACE_ON: &str = "TRACE_ON";
 
 /// What a response takes from its request (code, version, opaque, flag, serialize type), without
 /// the body and header fields, for an answer built later.
-fn skeleton(request: &RemotingCommand) -> RemotingCommand {
+pub(crate) fn skeleton(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand {
         code: request.code,
         version: request.version,
@@ -387,7 +411,11 @@ fn random_queue(write_queue_nums: i32) -> i32 {
 /// override every inner one, Java issue #9416).
 fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
     let mut buf: Bytes = base.body.clone();
-    let cluster = properties::get(&base.properties, "CLUSTER").unwrap_or_default().to_owned();
+    // What the broker adds to the wrapper, Java 5.x appends to every inner message.
+    let added: Vec<(String, String)> = [MSG_REGION, TRACE_ON, "CLUSTER"]
+        .iter()
+        .filter_map(|name| properties::get(&base.properties, name).map(|v| (name.to_string(), v.to_owned())))
+        .collect();
     let mut out = Vec::new();
     while buf.has_remaining() {
         if buf.remaining() < 22 {
@@ -411,7 +439,7 @@ fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
             return Err(format!("batch entry size {total} does not match its content"));
         }
         let mut map = properties::parse(&props);
-        map.insert("CLUSTER".to_owned(), cluster.clone());
+        map.extend(added.iter().cloned());
         out.push(MessageToStore {
             flag,
             body,

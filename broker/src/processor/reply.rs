@@ -1,0 +1,277 @@
+//! SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2 (Java `ReplyMessageProcessor`): a replier answers
+//! a request message; the broker pushes the reply to the requesting client
+//! (PUSH_REPLY_MESSAGE_TO_CLIENT on that client's producer connection, found by the client id in
+//! the reply's `REPLY_TO_CLIENT` property) and, with `storeReplyMessageEnable`, also stores it in
+//! the reply topic. The push decides the response code; the store only fills in the message id
+//! and offset, as in Java.
+//!
+//! The push waits up to 10 s for the requester's answer (Java's `callClient`), so it runs as an
+//! async task and answers through a [`Reply`]: no pool thread waits on a slow requester.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use remoting::command_header;
+use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use remoting::server::{Channel, ProcessResult, Reply, RequestProcessor};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use store::commit_log::{now_ms, PutMessageResult, PutStatus};
+use store::message::{properties, MessageToStore};
+use tracing::{debug, warn};
+
+use crate::broker::Broker;
+use crate::processor::send::{add_region_and_trace_switch, decorate, msg_check, skeleton};
+
+/// Java's `MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT`: the requester's client id.
+pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+/// Java's `MessageConst.PROPERTY_PUSH_REPLY_TIME`: when the broker pushed the reply.
+pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
+/// How long the push waits for the requester (Java's `Broker2Client.callClient`).
+pub const PUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+command_header! {
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT (broker to requester): the reply's send header, plus where it
+    /// was born and stored.
+    pub struct ReplyMessageRequestHeader {
+        pub producer_group: String => "producerGroup",
+        pub topic: String => "topic",
+        pub default_topic: String => "defaultTopic",
+        pub default_topic_queue_nums: i32 => "defaultTopicQueueNums",
+        pub queue_id: i32 => "queueId",
+        pub sys_flag: i32 => "sysFlag",
+        pub born_timestamp: i64 => "bornTimestamp",
+        pub flag: i32 => "flag",
+        pub properties: Option<String> => "properties",
+        pub reconsume_times: Option<i32> => "reconsumeTimes",
+        pub unit_mode: bool => "unitMode",
+        pub born_host: String => "bornHost",
+        pub store_host: String => "storeHost",
+        pub store_timestamp: i64 => "storeTimestamp",
+    }
+}
+
+pub struct ReplyProcessor {
+    pub broker: Arc<Broker>,
+}
+
+impl RequestProcessor for ReplyProcessor {
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        let header: SendMessageRequestHeader = match request.request_code() {
+            RequestCode::SEND_REPLY_MESSAGE => request.decode_header()?,
+            _ => request.decode_header::<SendMessageRequestHeaderV2>()?.into(),
+        };
+        Ok(self.reply(channel, &request, header))
+    }
+}
+
+/// Whether the push reached the requester, and if not, Java's remark.
+type Pushed = Result<(), String>;
+
+impl ReplyProcessor {
+    /// Checks the reply as a send, then pushes and stores it from an async task; None, as that
+    /// task answers.
+    fn reply(&self, channel: &Channel, request: &RemotingCommand, mut h: SendMessageRequestHeader) -> Option<RemotingCommand> {
+        let b = &self.broker;
+        let err = |code, remark: String| Some(decorate(b, RemotingCommand::error_response(request, code, remark)));
+        let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
+        // Java 5.x adds these before anything else, so both the push and the stored copy carry them.
+        add_region_and_trace_switch(b, &mut props);
+        h.properties = Some(serialize(&props));
+        if now_ms() < b.config().start_accept_send_request_timestamp_ms {
+            let until = b.config().start_accept_send_request_timestamp_ms;
+            return err(ResponseCode::SYSTEM_ERROR, format!("broker unable to service, until {until} (startAcceptSendRequestTimeStamp)"));
+        }
+        let queue_id = match msg_check(b, channel, &h) {
+            Ok((_, queue_id)) => queue_id,
+            Err((code, remark)) => return err(code, remark),
+        };
+        // As Java: the stored copy has no sys flag of its own (only the push carries the
+        // sender's), no CLUSTER, and the properties as the replier sent them.
+        let msg = MessageToStore {
+            topic: h.topic.to_string(),
+            queue_id,
+            flag: h.flag,
+            sys_flag: 0,
+            born_timestamp: h.born_timestamp,
+            born_host: channel.remote_addr(),
+            store_host: b.store_host,
+            reconsume_times: h.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+            body: request.body.clone().unwrap_or_default(),
+            properties: h.properties.clone().unwrap_or_default(),
+        };
+        let requester = props.get(REPLY_TO_CLIENT).cloned();
+        let target = requester.as_deref().and_then(|id| b.producers.find_channel(id));
+        match (requester.as_deref(), &target) {
+            (Some(_), Some(_)) => {
+                props.insert(PUSH_REPLY_TIME.to_owned(), now_ms().to_string());
+            }
+            (Some(id), None) => warn!(requester = id, "reply: the requester is not connected"),
+            (None, _) => warn!("reply: {REPLY_TO_CLIENT} is missing; nobody to push the reply to"),
+        }
+        let push = push_request(&h, channel.remote_addr(), b.store_host, serialize(&props), msg.body.clone());
+        let answer = Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id };
+        b.runtime.spawn(async move {
+            let pushed = push_to(requester.as_deref(), target, push).await;
+            answer.store_then_send(msg, pushed);
+        });
+        None
+    }
+}
+
+fn serialize(props: &indexmap::IndexMap<String, String>) -> String {
+    properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// PUSH_REPLY_MESSAGE_TO_CLIENT with the reply's header and body (the body as sent, compressed
+/// or not: the sys flag tells the requester).
+fn push_request(h: &SendMessageRequestHeader, born: SocketAddr, stored: SocketAddr, props: String, body: bytes::Bytes) -> RemotingCommand {
+    let header = ReplyMessageRequestHeader {
+        producer_group: h.producer_group.clone(),
+        topic: h.topic.to_string(),
+        default_topic: h.default_topic.clone(),
+        default_topic_queue_nums: h.default_topic_queue_nums,
+        queue_id: h.queue_id,
+        sys_flag: h.sys_flag,
+        born_timestamp: h.born_timestamp,
+        flag: h.flag,
+        properties: Some(props),
+        reconsume_times: h.reconsume_times,
+        unit_mode: h.unit_mode.unwrap_or(false),
+        born_host: born.to_string(),
+        store_host: stored.to_string(),
+        store_timestamp: now_ms(),
+    };
+    RemotingCommand::request_with_header(RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT, &header).with_body(body)
+}
+
+/// Pushes the reply to the requester, with Java's remarks for each way it fails.
+async fn push_to(requester: Option<&str>, target: Option<Channel>, push: RemotingCommand) -> Pushed {
+    let Some(id) = requester else {
+        return Err(format!("reply message properties[{REPLY_TO_CLIENT}] is null"));
+    };
+    let Some(channel) = target else {
+        return Err(format!("push reply message fail, channel of <{id}> not found."));
+    };
+    match channel.invoke(push, PUSH_TIMEOUT).await {
+        Ok(response) if response.code == ResponseCode::SUCCESS.0 => Ok(()),
+        Ok(response) => {
+            warn!(requester = id, code = response.code, remark = ?response.remark, "reply: the requester refused the push");
+            Err(format!("push reply message to {id}fail."))
+        }
+        Err(e) => {
+            warn!(requester = id, error = %e, "reply: push failed");
+            Err(format!("push reply message to {id}fail."))
+        }
+    }
+}
+
+/// What the answer to a reply needs once the push is done.
+struct Answer {
+    broker: Arc<Broker>,
+    reply: Reply,
+    request: RemotingCommand,
+    queue_id: i32,
+}
+
+impl Answer {
+    /// Stores the reply if the broker keeps replies, then answers (under SYNC_FLUSH once flushed).
+    /// A SYNC_MASTER does not wait for its slaves here: Java counts a slave timeout or absence
+    /// as a stored reply, so waiting could only delay the same answer.
+    fn store_then_send(self, msg: MessageToStore, pushed: Pushed) {
+        if !self.broker.config().store_reply_message_enable {
+            let response = self.response(&pushed, None);
+            return self.reply.send(response);
+        }
+        let store = self.broker.store.clone();
+        store.put_messages_then(std::slice::from_ref(&msg), Box::new(move |result| {
+            let response = self.response(&pushed, Some(&result));
+            self.reply.send(response);
+        }));
+    }
+
+    /// Java's `handlePushReplyResult` then `handlePutMessageResult`: the push sets the code; a
+    /// stored copy sets the message id and offset (else "0" and 0, which clients can decode).
+    fn response(&self, pushed: &Pushed, stored: Option<&PutMessageResult>) -> RemotingCommand {
+        let b = &self.broker;
+        let stored = stored.and_then(|r| {
+            if !matches!(r.status, PutStatus::PutOk | PutStatus::FlushDiskTimeout) {
+                debug!(status = ?r.status, remark = ?r.remark, "reply not stored");
+            }
+            r.append.as_ref().filter(|_| matches!(r.status, PutStatus::PutOk | PutStatus::FlushDiskTimeout))
+        });
+        if stored.is_some() {
+            b.stats.on_put(1);
+        }
+        let header = match (pushed, stored) {
+            (_, Some(a)) => Some(SendMessageResponseHeader {
+                msg_id: a.msg_ids.join(","),
+                queue_id: self.queue_id,
+                queue_offset: a.logics_offset,
+                transaction_id: None,
+            }),
+            (Ok(()), None) => Some(SendMessageResponseHeader { msg_id: "0".into(), queue_id: self.queue_id, queue_offset: 0, transaction_id: None }),
+            (Err(_), None) => None,
+        };
+        let mut response = match pushed {
+            Ok(()) => RemotingCommand::response_to(&self.request, ResponseCode::SUCCESS),
+            Err(remark) => RemotingCommand::error_response(&self.request, ResponseCode::SYSTEM_ERROR, remark.clone()),
+        };
+        if let Some(header) = header {
+            response = response.with_header(&header);
+        }
+        decorate(b, response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remoting::header::CommandHeader;
+    use remoting::protocol::name::TopicName;
+
+    fn send_header(props: &str) -> SendMessageRequestHeader {
+        SendMessageRequestHeader {
+            producer_group: "replier".into(),
+            topic: TopicName::new("C_REPLY_TOPIC").unwrap(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id: -1,
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_000,
+            flag: 0,
+            properties: Some(props.into()),
+            reconsume_times: None,
+            unit_mode: None,
+            batch: None,
+            max_reconsume_times: None,
+            broker_name: None,
+        }
+    }
+
+    #[test]
+    fn the_push_carries_javas_header_fields_as_strings() {
+        let born: SocketAddr = "10.0.0.1:5555".parse().unwrap();
+        let stored: SocketAddr = "10.0.0.2:10911".parse().unwrap();
+        let push = push_request(&send_header("a\u{1}b\u{2}"), born, stored, "a\u{1}b\u{2}".into(), bytes::Bytes::from_static(b"hi"));
+        assert_eq!(push.code, RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT.0);
+        let ext = push.ext_fields.clone().unwrap();
+        assert_eq!(ext.get("bornHost").map(String::as_str), Some("10.0.0.1:5555"));
+        assert_eq!(ext.get("storeHost").map(String::as_str), Some("10.0.0.2:10911"));
+        assert_eq!(ext.get("unitMode").map(String::as_str), Some("false"));
+        assert_eq!(ext.get("queueId").map(String::as_str), Some("-1"));
+        assert!(ext.get("storeTimestamp").is_some_and(|t| t.parse::<i64>().is_ok()));
+        assert!(!ext.contains_key("reconsumeTimes"), "an absent optional is not sent");
+        let back = ReplyMessageRequestHeader::read_from(&ext).unwrap();
+        assert_eq!(back.topic, "C_REPLY_TOPIC");
+        assert_eq!(push.body.as_deref(), Some(&b"hi"[..]));
+    }
+
+    #[tokio::test]
+    async fn a_reply_without_a_requester_or_whose_requester_is_gone_fails_with_javas_remarks() {
+        let push = RemotingCommand::request(RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT);
+        assert_eq!(push_to(None, None, push.clone()).await, Err("reply message properties[REPLY_TO_CLIENT] is null".into()));
+        assert_eq!(push_to(Some("127.0.0.1@1"), None, push).await, Err("push reply message fail, channel of <127.0.0.1@1> not found.".into()));
+    }
+}
