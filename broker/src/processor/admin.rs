@@ -82,7 +82,7 @@ fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError>
 const MAX_STATS_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// A `MessageQueue` written as fastjson writes map keys of that type: the object itself.
-fn mq_key(topic: &str, broker: &str, queue_id: i32) -> String {
+pub(crate) fn mq_key(topic: &str, broker: &str, queue_id: i32) -> String {
     format!(r#"{{"brokerName":{},"queueId":{queue_id},"topic":{}}}"#, json_str(broker), json_str(topic))
 }
 
