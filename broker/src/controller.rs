@@ -286,7 +286,16 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let relay = Arc::new(RelayProcessor { broker: broker.clone() });
     on(&[R::INVOKE_BROKER_TO_RESET_OFFSET, R::INVOKE_BROKER_TO_GET_CONSUMER_STATUS, R::GET_CONSUMER_RUNNING_INFO, R::CONSUME_MESSAGE_DIRECTLY], relay, &admin_pool);
     let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
-    let codes = [R::GET_SYSTEM_TOPIC_LIST_FROM_BROKER, R::CLEAN_EXPIRED_CONSUMEQUEUE, R::DELETE_EXPIRED_COMMITLOG, R::CLEAN_UNUSED_TOPIC, R::QUERY_CONSUME_QUEUE, R::GET_ALL_PRODUCER_INFO];
+    let codes = [
+        R::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+        R::CLEAN_EXPIRED_CONSUMEQUEUE,
+        R::DELETE_EXPIRED_COMMITLOG,
+        R::CLEAN_UNUSED_TOPIC,
+        R::QUERY_CONSUME_QUEUE,
+        R::GET_ALL_PRODUCER_INFO,
+        R::UPDATE_AND_CREATE_TOPIC_LIST,
+        R::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+    ];
     on(&codes, maintenance, &admin_pool);
     on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
     registry.set_connection_listener(Arc::new(OnClose(broker.clone())));

@@ -1,6 +1,7 @@
 //! The smaller admin codes of mqadmin: GET_SYSTEM_TOPIC_LIST_FROM_BROKER (exportMetadata),
 //! CLEAN_EXPIRED_CONSUMEQUEUE (cleanExpiredCQ), DELETE_EXPIRED_COMMITLOG (deleteExpiredCommitLog),
-//! CLEAN_UNUSED_TOPIC (cleanUnusedTopic),
+//! CLEAN_UNUSED_TOPIC (cleanUnusedTopic), 5.x's UPDATE_AND_CREATE_TOPIC_LIST and
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (updateTopicList, updateSubGroupList),
 //! QUERY_CONSUME_QUEUE (queryCq) and GET_ALL_PRODUCER_INFO (producer), as Java's
 //! `AdminBrokerProcessor` answers them.
 
@@ -108,6 +109,8 @@ impl RequestProcessor for MaintenanceProcessor {
                 b.store.delete_expired_files_manually();
                 Ok(Some(ok(&request)))
             }
+            RequestCode::UPDATE_AND_CREATE_TOPIC_LIST => super::batch_create::create_topic_list(b, &request),
+            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => super::batch_create::create_group_list(b, &request),
             RequestCode::QUERY_CONSUME_QUEUE => super::consume_queue_query::query_consume_queue(b, &request),
             RequestCode::GET_ALL_PRODUCER_INFO => {
                 let (now_ms, now) = (store::commit_log::now_ms(), Instant::now());

@@ -1,6 +1,7 @@
 //! Request processors, one file per family of codes, as Java's.
 
 pub mod admin;
+pub mod batch_create;
 pub mod client_manage;
 pub mod consume_queue_query;
 pub mod consumer_manage;

@@ -365,6 +365,39 @@ class MqAdminRelaysTest {
         });
     }
 
+    /** 5.3.3's updateTopicList and updateSubGroupList (UPDATE_AND_CREATE_TOPIC_LIST / _SUBSCRIPTIONGROUP_LIST). */
+    @Test
+    @Order(11)
+    void updateTopicListAndUpdateSubGroupListCreateEveryEntry() {
+        eachTools.concurrently("updateTopicList / updateSubGroupList", mqadmin -> {
+            if (!isFive(mqadmin)) {
+                return; // 4.9.7 has neither command
+            }
+            Path topics = dir.resolve("topics.json");
+            Files.writeString(topics, "[{\"topicName\":\"RelaysListA\",\"readQueueNums\":2,\"writeQueueNums\":2,\"perm\":6},"
+                + "{\"topicName\":\"RelaysListB\",\"readQueueNums\":1,\"writeQueueNums\":1,\"perm\":6}]");
+            MqAdminRun run = mqadmin.run("updateTopicList", "-b", broker.address(), "-f", topics.toString());
+            assertSucceeded(run);
+            assertEquals(List.of("submit batch of topic config to " + broker.address() + " success, please check the result later."),
+                run.stdoutLines(), run.describe());
+            assertTrue(probe.hasTopic("RelaysListA") && probe.hasTopic("RelaysListB"), "both topics created");
+
+            Path system = dir.resolve("system-topics.json");
+            Files.writeString(system, "[{\"topicName\":\"TBW102\",\"readQueueNums\":2,\"writeQueueNums\":2,\"perm\":6}]");
+            MqAdminRun refused = mqadmin.run("updateTopicList", "-b", broker.address(), "-f", system.toString());
+            assertTrue(refused.stderr().contains("CODE: 29  DESC: The topic[TBW102] is conflict with system topic."),
+                refused.describe());
+
+            Path groups = dir.resolve("groups.json");
+            Files.writeString(groups, "[{\"groupName\":\"RelaysListGroup\",\"retryQueueNums\":1}]");
+            MqAdminRun created = mqadmin.run("updateSubGroupList", "-b", broker.address(), "-f", groups.toString());
+            assertSucceeded(created);
+            assertEquals(List.of("submit batch of group config to " + broker.address() + " success, please check the result later."),
+                created.stdoutLines(), created.describe());
+            assertEquals(16, probe.groupRetryMaxTimes("RelaysListGroup"), "the group exists with Java's default retries");
+        });
+    }
+
     // ------------------------------------------------------------------------------------------------
 
     private DefaultMQPushConsumer consumer(String group, String instance, AtomicInteger count, Map<String, String> seen)
