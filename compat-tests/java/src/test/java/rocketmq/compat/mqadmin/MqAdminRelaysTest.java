@@ -296,7 +296,7 @@ class MqAdminRelaysTest {
     @Order(7)
     void maintenanceCommandsSucceedAndKeepLiveQueues() throws Exception {
         Map<Integer, Long> before = maxOffsets();
-        eachTools.inTurn("cleanExpiredCQ / cleanUnusedTopic / deleteExpiredCommitLog", mqadmin -> {
+        eachTools.concurrently("cleanExpiredCQ / cleanUnusedTopic / deleteExpiredCommitLog", mqadmin -> {
             for (String command : List.of("cleanExpiredCQ", "cleanUnusedTopic", "deleteExpiredCommitLog")) {
                 MqAdminRun run = mqadmin.run(command, "-b", broker.address());
                 assertSucceeded(run);
