@@ -135,6 +135,16 @@ pub fn offset_table_json(entries: &[(String, String, i32, i64)]) -> String {
     format!("{{{}}}", table.join(","))
 }
 
+/// `ResetOffsetBodyForC`, what Java sends the clients when the admin request came from C++:
+/// `{"offsetTable":[{"brokerName":..,"offset":..,"queueId":..,"topic":..},...]}`.
+pub fn offset_list_for_c_json(entries: &[(String, String, i32, i64)]) -> String {
+    let list: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(topic, broker, q, offset)| serde_json::json!({ "brokerName": broker, "offset": offset, "queueId": q, "topic": topic }))
+        .collect();
+    fastjson::to_string(&serde_json::json!({ "offsetTable": list }), JsonStyle::Fastjson)
+}
+
 /// A client's `messageQueueTable` written back with fastjson's object keys; keys that are not
 /// queues are dropped rather than passed on unchecked.
 fn client_offsets_json(body: &[u8]) -> Option<String> {
@@ -196,6 +206,8 @@ impl RelayProcessor {
             entries.push((h.topic.to_string(), broker_name.clone(), q, reset_target(consumer_offset, timestamp_offset, h.is_force)));
         }
         let body = format!(r#"{{"offsetTable":{}}}"#, offset_table_json(&entries));
+        // Java sends the C++ body to every client when the request came from a C++ admin tool.
+        let client_body = if request.language.name() == "CPP" { offset_list_for_c_json(&entries) } else { body.clone() };
         let clients: Vec<ClientChannelInfo> = b.consumers.group(&h.group).map(|g| g.channels.into_values().collect()).unwrap_or_default();
         if clients.is_empty() {
             return Err(ProcessError::new(
@@ -208,7 +220,7 @@ impl RelayProcessor {
         }
         let header = ResetClientOffsetHeader { topic: h.topic.to_string(), group: h.group.to_string(), timestamp: h.timestamp, is_force: false };
         for client in &clients {
-            let cmd = RemotingCommand::request_with_header(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header).with_body(body.clone());
+            let cmd = RemotingCommand::request_with_header(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header).with_body(client_body.clone());
             match client.channel.invoke_oneway(cmd) {
                 Ok(()) => tracing::info!(topic = %h.topic, group = %h.group, client = client.client_id, "[reset-offset] reset offset sent"),
                 Err(e) => tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent"),
@@ -322,6 +334,14 @@ mod tests {
     fn the_offset_table_reads_as_fastjson_writes_it() {
         let table = offset_table_json(&[("T".into(), "b".into(), 0, 5), ("T".into(), "b".into(), 1, 7)]);
         assert_eq!(table, r#"{{"brokerName":"b","queueId":0,"topic":"T"}:5,{"brokerName":"b","queueId":1,"topic":"T"}:7}"#);
+    }
+
+    #[test]
+    fn a_cpp_tool_gets_the_list_body() {
+        assert_eq!(
+            offset_list_for_c_json(&[("T".into(), "b".into(), 2, 9)]),
+            r#"{"offsetTable":[{"brokerName":"b","offset":9,"queueId":2,"topic":"T"}]}"#
+        );
     }
 
     #[test]
