@@ -53,13 +53,15 @@ fn old_version_desc(version: i32) -> &'static str {
 }
 
 command_header! {
-    /// INVOKE_BROKER_TO_RESET_OFFSET (5.x adds queueId and offset for its server-side reset,
-    /// which this broker does not do: see [`RelayProcessor::reset_offset`]).
+    /// INVOKE_BROKER_TO_RESET_OFFSET. 5.x adds queueId (-1: every queue) and offset for a reset
+    /// of one queue (mqadmin 5.x `resetOffsetByTime -b -q`).
     pub struct ResetOffsetHeader {
         pub topic: TopicName => "topic",
         pub group: GroupName => "group",
         pub timestamp: i64 => "timestamp",
         pub is_force: bool => "isForce",
+        pub queue_id: Option<i32> => "queueId",
+        pub offset: Option<i64> => "offset",
     }
 }
 
@@ -192,6 +194,9 @@ impl RelayProcessor {
     fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let b = &self.broker;
         let h: ResetOffsetHeader = request.decode_header()?;
+        if let Some(queue_id) = h.queue_id.filter(|q| *q >= 0) {
+            return self.reset_one_queue(request, &h, queue_id);
+        }
         let Some(tc) = b.topics.select(&h.topic) else {
             return Err(ProcessError::system(format!("[reset-offset] reset offset failed, no topic in this broker. topic={}", h.topic)));
         };
@@ -226,6 +231,48 @@ impl RelayProcessor {
                 Err(e) => tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent"),
             }
         }
+        Ok(Some(ok(request).with_body(body)))
+    }
+
+    /// Java 5.x's reset of one queue (`resetOffsetInner` with a queue id): the offset given (in
+    /// the queue's range) or found for the time is committed for the group. Java makes the next
+    /// pull of a live client start there; this broker tells the live clients with
+    /// RESET_CONSUMER_CLIENT_OFFSET for that queue alone, so a client cannot commit over it.
+    fn reset_one_queue(&self, request: &RemotingCommand, h: &ResetOffsetHeader, queue_id: i32) -> ProcessResult {
+        let b = &self.broker;
+        if b.is_slave() {
+            return Err(ProcessError::system("Can not reset offset in slave broker"));
+        }
+        let Some(tc) = b.topics.select(&h.topic) else {
+            return Err(ProcessError::new(ResponseCode::TOPIC_NOT_EXIST, format!("Topic {} does not exist", h.topic)));
+        };
+        if b.groups.select(&h.group).is_none() {
+            return Err(ProcessError::new(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("Group {} does not exist", h.group)));
+        }
+        if queue_id >= tc.read_queue_nums.max(tc.write_queue_nums) {
+            return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("queueId {queue_id} is not a queue of {}", h.topic)));
+        }
+        let offset = match h.offset.filter(|o| *o != -1) {
+            Some(offset) => {
+                let (min, max) = (b.store.min_offset_in_queue(&h.topic, queue_id), b.store.max_offset_in_queue(&h.topic, queue_id));
+                if (min >= 0 && offset < min) || offset > max + 1 {
+                    return Err(ProcessError::system(format!("Target offset {offset} not in consume queue range [{min}-{max}]")));
+                }
+                offset
+            }
+            None => b.store.offset_in_queue_by_time(&h.topic, queue_id, h.timestamp),
+        };
+        b.offsets.commit_offset("reset-offset", &h.group, &h.topic, queue_id, offset);
+        let entries = [(h.topic.to_string(), b.config.broker_name.clone(), queue_id, offset)];
+        let body = format!(r#"{{"offsetTable":{}}}"#, offset_table_json(&entries));
+        let header = ResetClientOffsetHeader { topic: h.topic.to_string(), group: h.group.to_string(), timestamp: h.timestamp, is_force: false };
+        for client in b.consumers.group(&h.group).map(|g| g.channels.into_values().collect::<Vec<_>>()).unwrap_or_default() {
+            let cmd = RemotingCommand::request_with_header(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header).with_body(body.clone());
+            if let Err(e) = client.channel.invoke_oneway(cmd) {
+                tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent");
+            }
+        }
+        tracing::info!(topic = %h.topic, group = %h.group, queue_id, offset, "reset offset of one queue");
         Ok(Some(ok(request).with_body(body)))
     }
 

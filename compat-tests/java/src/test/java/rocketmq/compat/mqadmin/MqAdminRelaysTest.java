@@ -398,6 +398,28 @@ class MqAdminRelaysTest {
         });
     }
 
+    /**
+     * 5.3.3's resetOffsetByTime -b -q -o resets one queue (INVOKE_BROKER_TO_RESET_OFFSET with queueId and offset):
+     * that queue moves, the others stay where they were (the whole-topic reset would have moved them all).
+     */
+    @Test
+    @Order(12)
+    void resetOffsetOfOneQueueMovesThatQueueOnly() {
+        eachTools.inTurn("resetOffsetByTime -b -q -o", mqadmin -> {
+            if (!isFive(mqadmin)) {
+                return; // 4.9.7 resets whole topics only
+            }
+            Map<Integer, Long> before = committed(OFFLINE_GROUP);
+            MqAdminRun run = mqadmin.run("resetOffsetByTime", "-g", OFFLINE_GROUP, "-t", TOPIC, "-s", "now", "-b",
+                broker.address(), "-q", "1", "-o", "2");
+            assertSucceeded(run);
+            assertTrue(run.stdout().contains("reset consumer offset to 2"), run.describe());
+            Map<Integer, Long> expected = new TreeMap<>(before);
+            expected.put(1, 2L);
+            assertEquals(expected, committed(OFFLINE_GROUP), "only queue 1 moved" + run.describe());
+        });
+    }
+
     // ------------------------------------------------------------------------------------------------
 
     private DefaultMQPushConsumer consumer(String group, String instance, AtomicInteger count, Map<String, String> seen)
