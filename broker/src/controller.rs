@@ -33,8 +33,10 @@ use crate::processor::consumer_manage::ConsumerManageProcessor;
 use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::processor::lock::LockProcessor;
 use crate::processor::pull::PullProcessor;
+use crate::processor::maintenance::MaintenanceProcessor;
 use crate::processor::query::QueryProcessor;
 use crate::processor::reply::ReplyProcessor;
+use crate::processor::relay::RelayProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
 use crate::schedule::ScheduleService;
@@ -321,6 +323,20 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
         admin,
         &admin_pool,
     );
+    let relay = Arc::new(RelayProcessor { broker: broker.clone() });
+    on(&[R::INVOKE_BROKER_TO_RESET_OFFSET, R::INVOKE_BROKER_TO_GET_CONSUMER_STATUS, R::GET_CONSUMER_RUNNING_INFO, R::CONSUME_MESSAGE_DIRECTLY], relay, &admin_pool);
+    let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
+    let codes = [
+        R::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+        R::CLEAN_EXPIRED_CONSUMEQUEUE,
+        R::DELETE_EXPIRED_COMMITLOG,
+        R::CLEAN_UNUSED_TOPIC,
+        R::QUERY_CONSUME_QUEUE,
+        R::GET_ALL_PRODUCER_INFO,
+        R::UPDATE_AND_CREATE_TOPIC_LIST,
+        R::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+    ];
+    on(&codes, maintenance, &admin_pool);
     on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
     on(&[R::SEND_REPLY_MESSAGE, R::SEND_REPLY_MESSAGE_V2], Arc::new(ReplyProcessor { broker: broker.clone() }), &reply_pool);
     registry.set_connection_listener(Arc::new(OnClose(broker.clone())));

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,10 @@ use crate::recovery::{self, RecoveryReport};
 use remoting::protocol::name::TopicName;
 
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+
+/// Java's `manualDeleteFileSeveralTimes`: how many cleanup passes a manual delete lasts.
+const MANUAL_DELETE_PASSES: u32 = 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -127,6 +131,9 @@ pub struct MessageStore {
     total_memory_bytes: u64,
     /// Set by the cleanup pass when the disk is above the warning level: writes are refused.
     disk_full: AtomicBool,
+    /// Cleaning passes left that delete expired files whatever the hour (Java's
+    /// `manualDeleteFileSeveralTimes`, set by DELETE_EXPIRED_COMMITLOG).
+    manual_delete_passes: AtomicU32,
     /// The role now (a DLedger broker's changes with its member's); `BrokerRole` as a byte.
     role: AtomicU8,
     /// Set when DLedger holds the commit log (`enableDLegerCommitLog`).
@@ -216,6 +223,7 @@ impl MessageStore {
             _lock: lock,
             total_memory_bytes: total_memory_bytes(),
             disk_full: AtomicBool::new(false),
+            manual_delete_passes: AtomicU32::new(0),
             role,
             dledger: dledger.map(|log| DLedgerMode { log, divided: AtomicI64::new(-1), appender: OnceLock::new(), cleaned_below: AtomicI64::new(0) }),
         });
@@ -629,7 +637,9 @@ impl MessageStore {
     /// commit-log files were deleted.
     pub fn clean_once(&self, now: std::time::SystemTime, hour: u32, disk_used_ratio: f64) -> usize {
         let policy = self.clean_policy.lock().clone();
-        let decision = cleanup::decide(&policy, hour, disk_used_ratio);
+        let mut decision = cleanup::decide(&policy, hour, disk_used_ratio);
+        let manual = self.manual_delete_passes.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok();
+        decision.delete |= manual;
         if decision.disk_full != self.disk_full.swap(decision.disk_full, Ordering::AcqRel) {
             warn!(disk_used_ratio, full = decision.disk_full, "disk-full state changed");
         }
@@ -654,6 +664,54 @@ impl MessageStore {
             }
         }
         deleted
+    }
+
+    /// Java's `executeDeleteFilesManually`: the next passes of the cleanup service delete the
+    /// expired files (older than `fileReservedTime`) whatever `deleteWhen` says.
+    pub fn delete_expired_files_manually(&self) {
+        self.manual_delete_passes.store(MANUAL_DELETE_PASSES, Ordering::Release);
+    }
+
+    /// Java's `cleanExpiredConsumerQueue`: destroys every queue (but the delay queues') whose
+    /// last message lies wholly below the commit log's first offset, so its records are gone.
+    /// Returns how many queues were destroyed.
+    pub fn clean_expired_consume_queues(&self) -> usize {
+        let min = self.min_phy_offset();
+        let mut destroyed = 0;
+        let mut queues = self.queues.write();
+        for (topic, table) in queues.iter_mut() {
+            if topic == SCHEDULE_TOPIC {
+                continue;
+            }
+            table.retain(|queue_id, cq| {
+                let last_end = cq.max_physic_offset();
+                let expired = last_end >= 0 && last_end <= min;
+                if expired {
+                    info!(topic, queue_id, min_commit_log_offset = min, last_end, "cleanExpiredConsumerQueue: consume queue destroyed");
+                    cq.destroy();
+                    destroyed += 1;
+                }
+                !expired
+            });
+        }
+        queues.retain(|_, table| !table.is_empty());
+        destroyed
+    }
+
+    /// Java's `cleanUnusedTopic`: destroys the queues of every topic not in `keep` (the topic
+    /// configs), except the delay and transaction-op queues, which have no config of their own.
+    /// Returns how many topics were cleaned.
+    pub fn clean_unused_topics(&self, keep: &std::collections::HashSet<String>) -> usize {
+        let mut queues = self.queues.write();
+        let unused: Vec<String> =
+            queues.keys().filter(|t| !keep.contains(*t) && *t != SCHEDULE_TOPIC && *t != TRANS_OP_HALF_TOPIC).cloned().collect();
+        for topic in &unused {
+            if let Some(table) = queues.remove(topic) {
+                table.values().for_each(|cq| cq.destroy());
+                info!(topic, "cleanUnusedTopic: topic destroyed");
+            }
+        }
+        unused.len()
     }
 
     /// Whether writes are refused because the disk is full.

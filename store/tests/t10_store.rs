@@ -388,3 +388,54 @@ fn files_on_reused_transient_pool_buffers_hold_zeros_past_their_last_record() {
     assert!(store.commit_log().files().files().len() > 6, "files should have rolled past the pool's two buffers");
     assert_zero_past_the_last_record(&store);
 }
+
+#[test]
+fn a_manual_delete_cleans_expired_files_whatever_the_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..600 {
+        store.put_message(&message(i));
+    }
+    wait_dispatched(&store);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100 * 3600);
+    assert_eq!(store.clean_once(later, 5, 0.1), 0, "not the hour and the disk has room");
+    store.delete_expired_files_manually();
+    assert!(store.clean_once(later, 5, 0.1) > 0, "DELETE_EXPIRED_COMMITLOG deletes at any hour");
+    store.shutdown();
+}
+
+#[test]
+fn queues_whose_messages_are_all_deleted_are_destroyed_and_the_others_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..20 {
+        store.put_message(&MessageToStore { topic: "OLD".into(), ..message(i) });
+    }
+    for i in 0..600 {
+        store.put_message(&message(i));
+    }
+    wait_dispatched(&store);
+    assert_eq!(store.clean_expired_consume_queues(), 0, "nothing is expired yet");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100 * 3600);
+    assert!(store.clean_once(later, 4, 0.1) > 0);
+    assert!(store.find_queue("OLD", 0).is_some(), "the cleaning pass keeps a queue's last file");
+    assert!(store.clean_expired_consume_queues() >= 1);
+    assert!(store.find_queue("OLD", 0).is_none(), "every message of OLD is gone: its queue too");
+    assert!(store.find_queue("T0", 0).is_some() && store.find_queue("T2", 1).is_some());
+    store.shutdown();
+}
+
+#[test]
+fn topics_without_a_config_lose_their_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..30 {
+        store.put_message(&message(i));
+    }
+    wait_dispatched(&store);
+    let keep: std::collections::HashSet<String> = ["T0".to_owned(), "T1".to_owned()].into();
+    assert_eq!(store.clean_unused_topics(&keep), 1);
+    assert!(store.find_queue("T2", 0).is_none());
+    assert!(store.find_queue("T0", 0).is_some() && store.find_queue("T1", 1).is_some());
+    store.shutdown();
+}

@@ -14,9 +14,10 @@ use super::config::perm;
 const RETRY_PREFIX: &str = "%RETRY%";
 
 /// Java's `Permission.ADMIN_CODE`, and the ACL codes (which 4.9.7 leaves to any account, though
-/// GET_BROKER_CLUSTER_ACL_CONFIG hands out every secret key), and the offset reset.
+/// GET_BROKER_CLUSTER_ACL_CONFIG hands out every secret key), the offset reset, the batch creates
+/// and the clean-ups that delete data.
 pub fn needs_admin(code: i32) -> bool {
-    const ADMIN: [i32; 11] = [
+    const ADMIN: [i32; 16] = [
         RequestCode::UPDATE_AND_CREATE_TOPIC.0,
         RequestCode::UPDATE_BROKER_CONFIG.0,
         RequestCode::DELETE_TOPIC_IN_BROKER.0,
@@ -28,6 +29,12 @@ pub fn needs_admin(code: i32) -> bool {
         54, // GET_BROKER_CLUSTER_ACL_CONFIG: every account's secret key
         RequestCode::INVOKE_BROKER_TO_RESET_OFFSET.0,
         RequestCode::UPDATE_NAMESRV_CONFIG.0,
+        // 5.x's batch creates, and the destructive clean-ups (ours: admin only).
+        RequestCode::UPDATE_AND_CREATE_TOPIC_LIST.0,
+        RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST.0,
+        RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE.0,
+        RequestCode::CLEAN_UNUSED_TOPIC.0,
+        RequestCode::DELETE_EXPIRED_COMMITLOG.0,
     ];
     ADMIN.contains(&code)
 }

@@ -64,6 +64,11 @@ impl ProducerManager {
         clients.find(|c| c.client_id == client_id && !c.channel.is_closed()).map(|c| c.channel.clone())
     }
 
+    /// Every group with its live connections (GET_ALL_PRODUCER_INFO).
+    pub fn table(&self) -> Vec<(String, Vec<ClientChannelInfo>)> {
+        self.groups.read().iter().map(|(group, m)| (group.clone(), m.values().cloned().collect())).collect()
+    }
+
     /// Any one live connection of a group (where a transaction check goes).
     pub fn any_channel(&self, group: &str) -> Option<Channel> {
         self.groups.read().get(group)?.values().find(|c| !c.channel.is_closed()).map(|c| c.channel.clone())

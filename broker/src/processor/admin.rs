@@ -78,7 +78,8 @@ fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError>
     Ok(())
 }
 
-use super::broker_stats::{consume_stats_json, mq_key, offset_entries, Queues, MAX_STATS_BODY_BYTES};
+pub(crate) use super::broker_stats::mq_key;
+use super::broker_stats::{consume_stats_json, offset_entries, Queues, MAX_STATS_BODY_BYTES};
 
 
 /// How long the broker has run, as Java's `StoreStatsService` writes it.

@@ -2,13 +2,17 @@
 
 pub mod admin;
 pub mod broker_stats;
+pub mod batch_create;
 pub mod client_manage;
+pub mod consume_queue_query;
 pub mod consumer_manage;
 pub mod end_transaction;
 pub mod lock;
+pub mod maintenance;
 pub mod pull;
 pub mod query;
 pub mod reply;
+pub mod relay;
 pub mod send;
 
 use remoting::RemotingCommand;
