@@ -133,8 +133,31 @@ pub fn bodies(response: &RemotingCommand) -> Vec<(String, String, i32)> {
 }
 
 /// A port free right now on 127.0.0.1 (for a server that must register its real address).
+/// Ports come from 20000-32000, below Linux's ephemeral range: a port the OS hands out for
+/// port 0 is also what outgoing connections of the tests running alongside take, so it can be
+/// gone by the time the server binds it. A port is never handed out twice by one test binary.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    // Each test binary starts at its own place in the range (process id and clock), then walks it.
+    let seed = std::process::id().wrapping_mul(2_654_435_761) ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let _ = NEXT.compare_exchange(0, seed % SPAN + 1, Ordering::AcqRel, Ordering::Acquire);
+    for _ in 0..SPAN {
+        let port = (LOW + NEXT.fetch_add(7, Ordering::AcqRel) % SPAN) as u16;
+        let mut handed = HANDED_OUT.lock().unwrap();
+        if handed.contains(&port) {
+            continue;
+        }
+        let free = std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && std::net::TcpListener::bind(("0.0.0.0", port)).is_ok();
+        if free {
+            handed.push(port);
+            return port;
+        }
+    }
+    panic!("no free port in 20000-32000");
 }
 
 /// A name server on 127.0.0.1 with a free port and its files in `dir`.
