@@ -427,7 +427,9 @@ class MqAdminAgainstRustBrokerTest {
     void brokerStatusPrintsOurBrokersRuntimeTable() throws Exception {
         eachTools.concurrently("brokerStatus -b", mqadmin -> {
             MqAdminRun run = mqadmin.run("brokerStatus", "-b", broker.address());
-            assertSucceeded(run);
+            // not assertSucceeded: Java's own key putMessageFailedTimes reads as a "Failed" line
+            assertTrue(run.exitCode() == 0 && !run.stdout().contains("Exception") && !run.stderr().contains("Exception"),
+                "mqadmin failed" + run.describe());
             Map<String, String> status = parseLines(run, STATUS_LINE);
             KVTable after = brokerApi.getBrokerRuntimeInfo(broker.address(), RPC_TIMEOUT_MILLIS);
             assertEquals(new TreeMap<>(after.getTable()).keySet(), new TreeMap<>(status).keySet(),
