@@ -225,17 +225,30 @@ public final class HaDriver {
     /** {@code slow}: one consume thread and at most 16 messages cached per queue, so that the backlog stays on the broker. */
     private DefaultMQPushConsumer consumer(String group, String topic, MessageListenerConcurrently listener, boolean slow)
         throws Exception {
-        DefaultMQPushConsumer consumer = FeatureDriver.newPushConsumer(namesrv, group, instance("consumer"));
-        consumer.setConsumeThreadMin(slow ? 1 : 4);
-        consumer.setConsumeThreadMax(slow ? 1 : 4);
-        if (slow) {
-            consumer.setPullThresholdForQueue(16);
-            consumer.setPullBatchSize(8);
+        // The 5.x client gives up at start when its first route query fails (a name server
+        // connection reset on a busy machine); these tests are about replication, so start again.
+        for (int attempt = 1; ; attempt++) {
+            DefaultMQPushConsumer consumer = FeatureDriver.newPushConsumer(namesrv, group, instance("consumer"));
+            consumer.setConsumeThreadMin(slow ? 1 : 4);
+            consumer.setConsumeThreadMax(slow ? 1 : 4);
+            if (slow) {
+                consumer.setPullThresholdForQueue(16);
+                consumer.setPullBatchSize(8);
+            }
+            consumer.subscribe(topic, "*");
+            consumer.registerMessageListener(listener);
+            try {
+                consumer.start();
+                return consumer;
+            } catch (IllegalStateException e) {
+                consumer.shutdown();
+                if (attempt == 3) {
+                    throw e;
+                }
+                System.out.println("consumer start failed (" + e.getMessage() + "); starting again");
+                Thread.sleep(1_000);
+            }
         }
-        consumer.subscribe(topic, "*");
-        consumer.registerMessageListener(listener);
-        consumer.start();
-        return consumer;
     }
 
     private void consume(String topic, String group, String prefix, int count, int seconds, Map<String, Object> facts)
