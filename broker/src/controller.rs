@@ -104,7 +104,6 @@ impl BrokerController {
         store_config: MessageStoreConfig,
         config_file: Option<std::path::PathBuf>,
     ) -> Result<BrokerController, StartError> {
-        refuse_what_is_not_built(&config)?;
         let (broker, member) = open(config, store_config, config_file).await?;
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config().root_dir())?);
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
@@ -167,10 +166,6 @@ impl BrokerController {
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         info!("broker stopped");
     }
-}
-
-fn refuse_what_is_not_built(_config: &BrokerConfig) -> Result<(), StartError> {
-    Ok(())
 }
 
 /// The ACL of `aclEnable=true`, from `<rocketmqHome>/conf/plain_acl.yml` and `conf/acl/`.

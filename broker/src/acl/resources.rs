@@ -23,10 +23,11 @@ pub fn needs_admin(code: i32) -> bool {
         RequestCode::DELETE_TOPIC_IN_BROKER.0,
         RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.0,
         RequestCode::DELETE_SUBSCRIPTIONGROUP.0,
-        50, // UPDATE_AND_CREATE_ACL_CONFIG
-        51, // DELETE_ACL_CONFIG
-        53, // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
-        54, // GET_BROKER_CLUSTER_ACL_CONFIG: every account's secret key
+        super::admin::UPDATE_AND_CREATE_ACL_CONFIG.0,
+        super::admin::DELETE_ACL_CONFIG.0,
+        super::admin::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG.0,
+        // Every account's secret key.
+        super::admin::GET_BROKER_CLUSTER_ACL_CONFIG.0,
         RequestCode::INVOKE_BROKER_TO_RESET_OFFSET.0,
         RequestCode::UPDATE_NAMESRV_CONFIG.0,
         // 5.x's batch creates, and the destructive clean-ups (ours: admin only).
