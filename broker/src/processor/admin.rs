@@ -71,7 +71,7 @@ fn connections(clients: impl Iterator<Item = ClientChannelInfo>) -> Vec<Connecti
 
 /// A queue count from a client: 0 (a topic being drained) up to the broker's maximum, so neither
 /// the consume-queue folders nor a stats body can grow without bound.
-fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError> {
+pub(crate) fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError> {
     if value < 0 || value as u32 > max {
         return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("{key} {value} is out of range 0..={max} (maxTopicQueueNums)")));
     }

@@ -11,6 +11,7 @@ use remoting::server::{ProcessError, ProcessResult};
 use remoting::{RemotingCommand, ResponseCode};
 use serde::Deserialize;
 
+use super::admin::check_queue_nums;
 use super::ok;
 use crate::broker::Broker;
 use crate::subscription_group::SubscriptionGroupConfig;
@@ -34,13 +35,6 @@ struct GroupList {
 
 fn invalid(remark: impl Into<String>) -> ProcessError {
     ProcessError::new(ResponseCode::INVALID_PARAMETER, remark)
-}
-
-fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), ProcessError> {
-    if value < 0 || value as u32 > max {
-        return Err(invalid(format!("{key} {value} is out of range 0..={max} (maxTopicQueueNums)")));
-    }
-    Ok(())
 }
 
 /// Checks one topic of a list as Java does (name, and no system topic: 5.x's
