@@ -50,6 +50,8 @@ public final class AclDriver {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("acl-" + run);
         producer.setSendMsgTimeout(10_000);
+        // The first route query also pays for the JVM opening its first connection, seconds on a loaded machine.
+        producer.setMqClientApiTimeout(10_000);
         producer.setRetryTimesWhenSendFailed(0);
         producer.start();
         int sent = 0;

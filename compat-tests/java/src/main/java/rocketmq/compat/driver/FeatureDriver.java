@@ -128,6 +128,8 @@ public final class FeatureDriver {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName(instanceName);
         producer.setSendMsgTimeout(10_000);
+        // The first route query also pays for the JVM opening its first connection, seconds on a loaded machine.
+        producer.setMqClientApiTimeout(10_000);
         return producer;
     }
 

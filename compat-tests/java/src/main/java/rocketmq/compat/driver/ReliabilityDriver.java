@@ -144,6 +144,8 @@ public final class ReliabilityDriver {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName(instance("tx-producer"));
         producer.setSendMsgTimeout(10_000);
+        // The first route query also pays for the JVM opening its first connection, seconds on a loaded machine.
+        producer.setMqClientApiTimeout(10_000);
         producer.setTransactionListener(new TransactionListener() {
             @Override
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {

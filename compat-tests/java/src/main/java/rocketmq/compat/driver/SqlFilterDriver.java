@@ -83,6 +83,8 @@ public final class SqlFilterDriver {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("sql-producer-" + runId);
         producer.setSendMsgTimeout(10_000);
+        // The first route query also pays for the JVM opening its first connection, seconds on a loaded machine.
+        producer.setMqClientApiTimeout(10_000);
         producer.start();
         try {
             for (int i = 0; i < 20; i++) {
