@@ -435,7 +435,9 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     if broker.is_slave() && !role_changes {
         return Ok(vec![hold_check]);
     }
-    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config().delay_levels_ms().len() };
+    let me = broker.clone();
+    let on_delivered = Box::new(move |topic: &str, bytes: usize| me.metrics.on_delayed_delivery(topic, bytes));
+    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config().delay_levels_ms().len(), on_delivered };
     let me = broker.clone();
     let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || {
         if !me.is_slave() {

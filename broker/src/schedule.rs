@@ -42,6 +42,8 @@ pub struct ScheduleService {
     pub store: Arc<MessageStore>,
     pub offsets: std::sync::Arc<DelayOffsets>,
     pub levels: usize,
+    /// Told of each delivered message: its real topic and stored bytes (the metrics).
+    pub on_delivered: Box<dyn Fn(&str, usize) + Send + Sync>,
 }
 
 impl ScheduleService {
@@ -71,6 +73,7 @@ impl ScheduleService {
                     warn!(level, offset, status = ?r.status, "delivering a delayed message failed; will retry");
                     break;
                 }
+                (self.on_delivered)(&msg.topic, r.append.as_ref().map_or(0, |a| a.wrote_bytes));
             }
             offset += 1;
             self.offsets.set(level as i32, offset);
