@@ -36,6 +36,9 @@ pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
     msg.queue_id = (level - 1) as i32;
 }
 
+/// Told of a delivered message: its real topic and its stored bytes.
+pub type OnDelivered = Box<dyn Fn(&str, usize) + Send + Sync>;
+
 /// Delivers due delayed messages (its loop runs on a [`remoting::service::Service`] every 100 ms);
 /// the broker's persister writes its progress.
 pub struct ScheduleService {
@@ -43,7 +46,7 @@ pub struct ScheduleService {
     pub offsets: std::sync::Arc<DelayOffsets>,
     pub levels: usize,
     /// Told of each delivered message: its real topic and stored bytes (the metrics).
-    pub on_delivered: Box<dyn Fn(&str, usize) + Send + Sync>,
+    pub on_delivered: OnDelivered,
 }
 
 impl ScheduleService {
