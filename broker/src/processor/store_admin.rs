@@ -62,7 +62,9 @@ impl RequestProcessor for StoreAdminProcessor {
                     %from, ?topic, status = CHECK_NOT_OK,
                     "checkRocksdbCqWriteProgress result: rocksdbCQWriteEnable is false, checkRocksdbCqWriteProgressCommand is invalid"
                 );
-                Ok(Some(ok(&request).with_body(format!(r#"{{"checkStatus":{CHECK_IN_PROGRESS}}}"#).into_bytes())))
+                // Java leaves the remark its `createResponseCommand(null)` starts with.
+                let response = ok(&request).with_remark("not set any response code");
+                Ok(Some(response.with_body(format!(r#"{{"checkStatus":{CHECK_IN_PROGRESS}}}"#).into_bytes())))
             }
             RequestCode::EXPORT_ROCKSDB_CONFIG_TO_JSON => {
                 let types = request.ext_fields.as_ref().and_then(|f| f.get("configType"));
@@ -103,9 +105,9 @@ impl StoreAdminProcessor {
         let Some(fields) = request.ext_fields.as_ref() else {
             return Err(ProcessError::system("set commitlog readahead mode param error"));
         };
-        // Java's parse error lands in its catch-all, whose remark was overwritten by a copied line.
+        // Java's parse error (no mode, or not an int) lands in its catch-all.
         let Some(mode) = fields.get(READ_AHEAD_MODE).and_then(|m| m.parse::<i32>().ok()) else {
-            return Err(ProcessError::system("Can not get HARuntimeInfo, may be duplicationEnable is true"));
+            return Err(ProcessError::system("set commitlog readahead mode failed"));
         };
         if mode != MADV_RANDOM && mode != MADV_NORMAL {
             return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, "set commitlog readahead mode param value error"));
