@@ -5,11 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
+import org.apache.rocketmq.client.ClientConfig;
+import org.apache.rocketmq.client.impl.MQClientAPIImpl;
+import org.apache.rocketmq.remoting.netty.NettyClientConfig;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -48,6 +54,7 @@ class MqAdminStoreCommandsTest {
     private JavaBroker java;
     private NamesrvProbe probe;
     private MqAdmin mqadmin;
+    private MQClientAPIImpl api;
 
     @BeforeAll
     void start() {
@@ -60,10 +67,15 @@ class MqAdminStoreCommandsTest {
                 && info.getBrokerAddrTable().containsKey(JAVA_BROKER),
             () -> ours + " / " + java.describe(20));
         mqadmin = new MqAdmin(Versions.JAVA_5, "ROCKETMQ", namesrv.address(), dir.resolve("mqadmin-5"));
+        api = new MQClientAPIImpl(new NettyClientConfig(), null, null, new ClientConfig());
+        api.start();
     }
 
     @AfterAll
     void stop() throws Exception {
+        if (api != null) {
+            api.shutdown();
+        }
         for (AutoCloseable c : new AutoCloseable[] {probe, java, ours, namesrv}) {
             if (c != null) {
                 c.close();
@@ -85,6 +97,51 @@ class MqAdminStoreCommandsTest {
                 throw e.getCause();
             }
         }));
+    }
+
+    /** The same requests to both brokers: the same code, remark and body, byte for byte (bad inputs included). */
+    @Test
+    void rawAnswersAreJavasByteForByte() throws Exception {
+        // Four groups, so the config table's order is that of Java's ConcurrentHashMap.
+        List<String> requests = List.of(
+            "2001|body=rawB=5\nrawA=7\nRawGroupX=9\nzz1=-3\n", "2003|", "2001|body=rawA=8\n", "2003|",
+            "2001|body=bad\\u12=1\n", "2002|body=rawA", "2003|",
+            "2004|READ_AHEAD_MODE=1", "2004|READ_AHEAD_MODE=0", "2004|READ_AHEAD_MODE=2", "2004|READ_AHEAD_MODE=x", "2004|",
+            "908|masterFlushOffset=4096", "354|topic=SomeTopic|checkStoreTime=0", "1007|",
+            "355|configType=topics;subscriptionGroups;consumerOffsets;", "355|configType=TOPICS",
+            "2002|body=rawB", "2002|body=RawGroupX", "2002|body=zz1", "2003|");
+        List<String> fromJava = new ArrayList<>();
+        List<String> fromOurs = new ArrayList<>();
+        for (String r : requests) {
+            fromJava.add(r + "  ->  " + answer(java.address(), r));
+            fromOurs.add(r + "  ->  " + answer(ours.address(), r));
+        }
+        assertEquals(String.join("\n", fromJava), String.join("\n", fromOurs));
+        // An unknown config type: Java's remark adds the stack frame of its exception.
+        String javaRemark = answer(java.address(), "355|configType=bogus");
+        String ourRemark = answer(ours.address(), "355|configType=bogus");
+        assertTrue(javaRemark.startsWith(ourRemark.replace(" body null", "")), "Java: " + javaRemark + "\nours: " + ourRemark);
+        assertTrue(ourRemark.startsWith("code 1 remark java.lang.IllegalArgumentException: Unknown config type: bogus"), ourRemark);
+    }
+
+    /** "CODE|key=value|...", a "body=" entry being the body: sent with the 4.9.7 client's remoting. */
+    private String answer(String addr, String spec) throws Exception {
+        String[] parts = spec.split("\\|");
+        RemotingCommand request = RemotingCommand.createRequestCommand(Integer.parseInt(parts[0]), null);
+        for (int i = 1; i < parts.length; i++) {
+            if (parts[i].isEmpty()) {
+                continue;
+            }
+            String[] kv = parts[i].split("=", 2);
+            if (kv[0].equals("body")) {
+                request.setBody(kv[1].replace("\\n", "\n").getBytes(StandardCharsets.UTF_8));
+            } else {
+                request.addExtField(kv[0], kv[1]);
+            }
+        }
+        RemotingCommand response = api.getRemotingClient().invokeSync(addr, request, 5000);
+        String body = response.getBody() == null ? "null" : new String(response.getBody(), StandardCharsets.UTF_8);
+        return "code " + response.getCode() + " remark " + response.getRemark() + " body " + body;
     }
 
     private void coldDataFlowControl() {
