@@ -155,9 +155,22 @@ fn javas_order(table: &Table) -> Vec<(&str, i64)> {
     entries.into_iter().map(|(g, e)| (g, e.threshold)).collect()
 }
 
-/// `Properties.load` throws "Malformed \uxxxx encoding" on `\u` not followed by four hex digits.
+/// `Properties.load` throws "Malformed \uxxxx encoding" on `\u` not followed by four hex digits
+/// in a key or value (comment lines are not read; a line continued by a backslash is no comment).
 fn has_malformed_unicode_escape(text: &str) -> bool {
-    let bytes = text.as_bytes();
+    let mut continued = false;
+    for line in text.replace("\r\n", "\n").split(['\n', '\r']) {
+        let trimmed = line.trim_start_matches([' ', '\t', '\u{c}']);
+        let comment = !continued && (trimmed.starts_with('#') || trimmed.starts_with('!'));
+        continued = !comment && line.bytes().rev().take_while(|b| *b == b'\\').count() % 2 == 1;
+        if !comment && line_has_malformed_escape(line.as_bytes()) {
+            return true;
+        }
+    }
+    false
+}
+
+fn line_has_malformed_escape(bytes: &[u8]) -> bool {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'\\' {
@@ -234,6 +247,9 @@ mod tests {
         let err = ctr.update(b"g\\u12=5\n", now).unwrap_err();
         assert_eq!((err.code, err.remark.as_str()), (ResponseCode::SYSTEM_ERROR, "string2Properties error"));
         assert!(ctr.update(b"g\\\\u12=5\n", now).is_ok());
+        assert!(ctr.update(b"# a comment: \\u12\n  ! another \\u\ng\\u0041=5\n", now).is_ok());
+        assert!(ctr.update(b"g=1 \\\n# continued, no comment: \\u12\n", now).is_err());
+        assert!(ctr.update(b"g=1 \\\r\n# continued, no comment: \\u12\r\n", now).is_err());
     }
 
     #[test]
