@@ -290,6 +290,8 @@ impl AdminProcessor {
         let earliest = if has_data { store.min_phy_offset() } else { -1 };
         let earliest_time = earliest_message_time(store).unwrap_or(-1);
         let mut t: BTreeMap<&str, String> = BTreeMap::new();
+        // Keys made of a path or a level.
+        let mut named: Vec<(String, String)> = Vec::new();
         t.insert("brokerVersionDesc", "V4_9_8".into());
         t.insert("brokerVersion", remoting::command::CURRENT_VERSION.to_string());
         for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
@@ -338,13 +340,24 @@ impl AdminProcessor {
         }
         t.insert("earliestMessageTimeStamp", earliest_time.to_string());
         t.insert("commitLogDiskRatio", java_double(disk));
+        // Java also names the ratio by the commit log's path (one per path of a multi-path log).
+        let commit_log_dir = b.store_config().commit_log_dir();
+        named.push((format!("commitLogDiskRatio_{}", commit_log_dir.display()), java_double(disk)));
+        t.insert("consumeQueueDiskRatio", java_double(store::cleanup::disk_used_ratio(&b.store_config().consume_queue_dir())));
+        // The schedule service's progress per level: "delivered offset,max offset" (Java's buildRunningStats).
+        for (level, offset) in self.delay_offsets.snapshot().offset_table {
+            let max = store.max_offset_in_queue(system_topic::SCHEDULE, level - 1);
+            named.push((format!("scheduleMessageOffset_{level}"), format!("{offset},{max}")));
+        }
         t.insert("commitLogMinOffset", earliest.to_string());
         t.insert("commitLogMaxOffset", store.max_phy_offset().to_string());
         t.insert("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
         t.insert("brokerActive", "true".into());
         t.insert("bootTimestamp", b.boot_timestamp.to_string());
         t.insert("runtime", java_runtime(store::commit_log::now_ms() - b.boot_timestamp));
-        fastjson::to_vec(&serde_json::json!({ "table": t }), JsonStyle::Fastjson)
+        let mut table: BTreeMap<String, String> = t.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        table.extend(named);
+        fastjson::to_vec(&serde_json::json!({ "table": table }), JsonStyle::Fastjson)
     }
 
     /// 5.x's `HARuntimeInfo` (mqadmin haStatus): a master lists its slave connections, a slave

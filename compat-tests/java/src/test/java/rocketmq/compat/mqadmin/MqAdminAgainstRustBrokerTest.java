@@ -447,6 +447,11 @@ class MqAdminAgainstRustBrokerTest {
             assertTrue(earliest > 0 && earliest <= System.currentTimeMillis(), "earliestMessageTimeStamp" + run.describe());
             double disk = Double.parseDouble(status.get("commitLogDiskRatio"));
             assertTrue(disk > 0 && disk <= 1, "commitLogDiskRatio" + run.describe());
+            // As Java: the ratio again under the commit log's path, and the consume queues' own.
+            assertTrue(status.keySet().stream().anyMatch(k -> k.startsWith("commitLogDiskRatio_/") && k.endsWith("commitlog")),
+                "commitLogDiskRatio_<path>" + run.describe());
+            double queues = Double.parseDouble(status.get("consumeQueueDiskRatio"));
+            assertTrue(queues > 0 && queues <= 1, "consumeQueueDiskRatio" + run.describe());
             // both tools' producers sent MESSAGES each, and their consumers pulled the readable ones
             assertTrue(Long.parseLong(status.get("msgPutTotalTodayNow")) >= 2L * MESSAGES, "msgPutTotalTodayNow" + run.describe());
             assertTrue(Long.parseLong(status.get("msgGetTotalTodayNow")) > 0, "msgGetTotalTodayNow" + run.describe());
