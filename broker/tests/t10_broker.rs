@@ -256,3 +256,26 @@ async fn a_slave_can_copy_the_consumer_and_delay_offsets() {
     assert!(body.starts_with('{') && body.contains(r#""offsetTable":{"#), "{body}");
     broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_group_is_set_to_zero_only_on_a_young_queue_with_a_first_message_as_5_3_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let query = |extra: &[(&'static str, &'static str)]| {
+        let mut fields = vec![("consumerGroup", "new_group"), ("topic", "YoungTopic"), ("queueId", "0")];
+        fields.extend_from_slice(extra);
+        raw(RequestCode::QUERY_CONSUMER_OFFSET, &fields)
+    };
+    // An empty queue: the client decides where to start.
+    let r = c.invoke(&addr, query(&[]), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::QUERY_NOT_FOUND, Some("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")));
+    assert_eq!(c.invoke(&addr, send("YoungTopic", 0, "first", ""), TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    pull_found(&c, &addr, "YoungTopic", 0, 0).await;
+    let r = c.invoke(&addr, query(&[]), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.ext("offset")), (ResponseCode::SUCCESS, Some("0")), "{:?}", r.remark);
+    let r = c.invoke(&addr, query(&[("setZeroIfNotFound", "false")]), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::QUERY_NOT_FOUND, Some("Not found, do not set to zero, maybe this group boot first")));
+    broker.shutdown().await;
+}

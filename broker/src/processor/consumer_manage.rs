@@ -40,10 +40,14 @@ impl RequestProcessor for ConsumerManageProcessor {
                 if let Some(offset) = b.offsets.query_offset(&h.consumer_group, &h.topic, h.queue_id) {
                     return Ok(Some(ok(&request).with_ext("offset", offset.to_string())));
                 }
-                // A new group starts at 0 on a young queue whose first message is still in
-                // memory (Java's rule); otherwise the client decides where to start.
+                // As 5.3.3: a new group starts at 0 on a young queue whose first message is there
+                // (Java asks that it still be in memory); on an empty queue, or when the client asks
+                // not to be set to zero, the client decides where to start.
+                if h.set_zero_if_not_found == Some(false) {
+                    return Err(ProcessError::new(ResponseCode::QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"));
+                }
                 let min = b.store.min_offset_in_queue(&h.topic, h.queue_id);
-                if min <= 0 && h.set_zero_if_not_found != Some(false) {
+                if min <= 0 && b.store.max_offset_in_queue(&h.topic, h.queue_id) > 0 {
                     return Ok(Some(ok(&request).with_ext("offset", "0")));
                 }
                 Err(ProcessError::new(ResponseCode::QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"))
