@@ -277,6 +277,7 @@ class PrometheusMetricsTest {
         }, () -> side.driver.describe(60));
         for (String[] result : side.driver.lines("RESULT ")) {
             String line = String.join(" ", result);
+            System.out.println(side.who + ": " + line);
             if (!line.contains("status=OK")) {
                 side.stepFailures.add("workload step failed (see " + side.id + "-driver/driver.log): " + line);
             }
