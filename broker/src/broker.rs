@@ -59,6 +59,8 @@ pub struct Broker {
     pub stats: crate::stats::StoreStats,
     /// Per-topic and per-group counters and their windows (VIEW_BROKER_STATS_DATA).
     pub broker_stats: crate::stats_manager::BrokerStatsManager,
+    /// Prometheus metrics (`metricsExporterType=PROM`; no-ops otherwise).
+    pub metrics: crate::metrics::BrokerMetrics,
     /// The access validator of `aclEnable=true`.
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Asks the registration task for a registration with every name server (coalesced).

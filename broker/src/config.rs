@@ -163,6 +163,14 @@ java_config! {
         pub enable_detail_stat: bool = "enableDetailStat" => true,
         pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
         pub isolate_log_enable: bool = "isolateLogEnable" => false,
+        // 5.x metrics (BrokerMetricsManager): only the PROM exporter is built.
+        pub metrics_exporter_type: remoting::metrics::MetricsExporterType = "metricsExporterType" => Default::default(),
+        pub metrics_otel_cardinality_limit: usize = "metricsOtelCardinalityLimit" => 50_000,
+        pub metrics_prom_exporter_port: u16 = "metricsPromExporterPort" => 5557,
+        pub metrics_prom_exporter_host: String = "metricsPromExporterHost" => String::new(),
+        /// `key:value` pairs separated by commas, added to every series.
+        pub metrics_label: String = "metricsLabel" => String::new(),
+        pub metrics_in_delta: bool = "metricsInDelta" => false,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has

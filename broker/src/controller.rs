@@ -58,6 +58,8 @@ pub enum StartError {
     Acl(String),
     #[error(transparent)]
     DLedger(#[from] crate::dledger::DLedgerStartError),
+    #[error("metricsExporterType=PROM: cannot serve metrics: {0}")]
+    Metrics(std::io::Error),
 }
 
 /// Forgets clients whose connection closed and tells their groups.
@@ -83,6 +85,8 @@ pub struct BrokerController {
     /// Background threads, in start order; stopped in reverse, so the persister, started first,
     /// writes last.
     services: Vec<Service>,
+    /// The Prometheus endpoint of `metricsExporterType=PROM`.
+    metrics_exporter: Option<remoting::metrics::exporter::PromExporter>,
     /// The DLedger member holding the commit log, in DLedger mode.
     member: Option<dledger::server::DLedgerServer>,
 }
@@ -107,7 +111,9 @@ impl BrokerController {
         let (broker, member) = open(config, store_config, config_file).await?;
         let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config().root_dir())?);
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
-        let (registry, hold) = processors(&broker, &delay_offsets)?;
+        let (registry, hold, watermarks) = processors(&broker, &delay_offsets)?;
+        // As Java, a metrics port that cannot be had stops the start.
+        let metrics_exporter = crate::metrics::BrokerMetrics::start_exporter(&broker, watermarks).await.map_err(StartError::Metrics)?;
         let fast_server = match fast_port(broker.config().listen_port) {
             Some(port) => {
                 let fast = registry.clone_without(&[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE]);
@@ -136,7 +142,7 @@ impl BrokerController {
             m.server
         });
         info!(addr = %server.local_addr(), broker = broker.config().broker_name, "broker started");
-        Ok(BrokerController { broker, server, fast_server, tasks, services, member })
+        Ok(BrokerController { broker, server, fast_server, tasks, services, member, metrics_exporter })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -150,6 +156,9 @@ impl BrokerController {
             task.abort();
         }
         self.broker.unregister().await;
+        if let Some(exporter) = self.metrics_exporter.take() {
+            exporter.shutdown().await;
+        }
         if let Some(fast) = self.fast_server.take() {
             fast.shutdown().await;
         }
@@ -218,6 +227,7 @@ async fn open(
         groups: SubscriptionGroupManager::open(&root)?,
         offsets: ConsumerOffsetManager::open(&root)?,
         broker_stats: crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name),
+        metrics: crate::metrics::BrokerMetrics::new(&config),
         acl: open_acl(&config)?,
         live_config: ArcSwap::from_pointee(config),
         live_store_config: ArcSwap::from_pointee(store_config),
@@ -244,7 +254,10 @@ async fn open(
 
 /// Every request code on its processor and pool (one bounded pool per family, as Java), and the
 /// long-polling service that parks pulls.
-fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>), StartError> {
+/// The business pools under the processor names Java's `rocketmq_processor_watermark` gives them.
+type WatermarkPools = Vec<(&'static str, Arc<BusinessPool>)>;
+
+fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, WatermarkPools), StartError> {
     let c = &broker.config();
     let send_pool = pool("SendMessageThread", c.send_message_thread_pool_nums, c.send_thread_pool_queue_capacity)?;
     let pull_pool = pool("PullMessageThread", c.pull_message_thread_pool_nums, c.pull_thread_pool_queue_capacity)?;
@@ -255,6 +268,17 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let admin_pool = pool("AdminBrokerThread", c.admin_broker_thread_pool_nums, 10_000)?;
     let end_tx_pool = pool("EndTransactionThread", c.end_transaction_thread_pool_nums, c.end_transaction_pool_queue_capacity)?;
     let reply_pool = pool("ProcessReplyMessageThread", c.process_reply_message_thread_pool_nums, c.reply_thread_pool_queue_capacity)?;
+    let watermarks = vec![
+        ("send", send_pool.clone()),
+        ("pull", pull_pool.clone()),
+        ("query_message", query_pool.clone()),
+        ("client_manager", client_pool.clone()),
+        ("heartbeat", heartbeat_pool.clone()),
+        ("transaction", end_tx_pool.clone()),
+        ("consumer_manager", consumer_pool.clone()),
+        ("admin", admin_pool.clone()),
+        ("reply", reply_pool.clone()),
+    ];
 
     let send = Arc::new(SendProcessor { broker: broker.clone() });
     let pull = Arc::new(PullProcessor { broker: broker.clone() });
@@ -335,7 +359,10 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
     on(&[R::SEND_REPLY_MESSAGE, R::SEND_REPLY_MESSAGE_V2], Arc::new(ReplyProcessor { broker: broker.clone() }), &reply_pool);
     registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
-    Ok((registry, hold))
+    if let Some(observer) = broker.metrics.rpc_observer() {
+        registry.set_rpc_observer(observer);
+    }
+    Ok((registry, hold, watermarks))
 }
 
 /// The long-polling service: the store's dispatcher wakes parked pulls, which run again on the
@@ -344,9 +371,10 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
     let (processor, pool) = (pull.clone(), pull_pool.clone());
     let wake = move |held: HeldPull| {
         let processor = processor.clone();
-        let (channel, request) = (held.channel, held.request);
+        let (channel, request, parked_at) = (held.channel, held.request, held.parked_at);
         // Exactly one of the two answers: the job's, or SYSTEM_BUSY when the pool refuses it.
-        let (reply, busy) = (Reply::to(&channel, &request), Reply::to(&channel, &request));
+        let answer = || Reply::to(&channel, &request).since(parked_at).after_long_polling();
+        let (reply, busy) = (answer(), answer());
         let job = move || {
             if let Some(response) = processor.pull(&channel, request, false) {
                 reply.send(response);

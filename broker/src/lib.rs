@@ -27,6 +27,7 @@ pub mod delay_offset;
 pub mod dledger;
 pub mod filter;
 pub mod long_polling;
+pub mod metrics;
 pub mod namesrv_client;
 pub mod persister;
 pub mod processor;

@@ -20,6 +20,8 @@ pub struct HeldPull {
     pub request: RemotingCommand,
     pub channel: Channel,
     pub deadline: Instant,
+    /// When it was parked: its answer's latency runs from here.
+    pub parked_at: Instant,
     /// The queue offset the consumer asked for.
     pub pull_from_offset: i64,
     /// For filtering arrivals by tags code; `None` matches everything.
@@ -166,7 +168,7 @@ mod tests {
     }
 
     fn held(channel: &Channel, from: i64, deadline: Instant) -> HeldPull {
-        HeldPull { request: RemotingCommand::default(), channel: channel.clone(), deadline, pull_from_offset: from, subscription: None }
+        HeldPull { request: RemotingCommand::default(), channel: channel.clone(), deadline, parked_at: Instant::now(), pull_from_offset: from, subscription: None }
     }
 
     #[tokio::test]

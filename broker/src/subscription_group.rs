@@ -314,6 +314,11 @@ impl SubscriptionGroupManager {
         self.table.read().data_version.clone()
     }
 
+    /// The groups' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.table.read().subscription_group_table.keys().cloned().collect()
+    }
+
     /// Everything, as the file holds it (the GET_ALL_SUBSCRIPTIONGROUP_CONFIG body).
     pub fn snapshot(&self) -> SubscriptionGroupFile {
         self.table.read().clone()

@@ -151,6 +151,11 @@ impl TopicConfigManager {
         self.table.read().topics.get(topic).cloned()
     }
 
+    /// How many topics there are (Java's `getTopicConfigTable().size()`).
+    pub fn count(&self) -> usize {
+        self.table.read().topics.len()
+    }
+
     pub fn contains(&self, topic: &str) -> bool {
         self.table.read().topics.contains_key(topic)
     }

@@ -150,6 +150,9 @@ pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting:
         if !r.is_ok() {
             return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
         }
+        b.metrics.on_commit(&msg.topic, half.born_timestamp);
+    } else {
+        b.metrics.on_rollback(half.property(properties::REAL_TOPIC).unwrap_or(""));
     }
     write_op(b, half.queue_offset);
     Ok(())

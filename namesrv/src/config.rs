@@ -57,6 +57,13 @@ java_config! {
         pub enable_shutdown_gracefully: bool = "enableShutdownGracefully" => false,
         pub shutdown_wait_time_seconds: u64 = "shutdownWaitTimeSeconds" => 30,
         pub max_frame_bytes: usize = "frameMaxLength" => remoting::codec::DEFAULT_MAX_FRAME_BYTES,
+        // Not Java's name-server keys: the broker's metrics keys, so a name server exports request
+        // latency as a 5.x broker does (`rocketmq_rpc_latency`, node_type="namesrv").
+        pub metrics_exporter_type: remoting::metrics::MetricsExporterType = "metricsExporterType" => Default::default(),
+        pub metrics_prom_exporter_host: String = "metricsPromExporterHost" => String::new(),
+        pub metrics_prom_exporter_port: u16 = "metricsPromExporterPort" => 5557,
+        pub metrics_label: String = "metricsLabel" => String::new(),
+        pub metrics_otel_cardinality_limit: usize = "metricsOtelCardinalityLimit" => 50_000,
     }
 }
 

@@ -35,6 +35,8 @@ pub enum StartError {
     Listen { addr: SocketAddr, source: std::io::Error },
     #[error("cannot start the business pools: {0}")]
     Pool(std::io::Error),
+    #[error("metricsExporterType=PROM: cannot serve metrics: {0}")]
+    Metrics(std::io::Error),
 }
 
 struct RemoveBrokerOnClose(Arc<RouteInfoManager>);
@@ -48,6 +50,7 @@ impl ConnectionListener for RemoveBrokerOnClose {
 /// A running name server.
 pub struct NamesrvController {
     server: RemotingServer,
+    metrics: Option<remoting::metrics::exporter::PromExporter>,
     scanner: JoinHandle<()>,
     pub routes: Arc<RouteInfoManager>,
 }
@@ -78,6 +81,7 @@ impl NamesrvController {
             drain_timeout: Duration::from_secs(10),
             max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
         };
+        let metrics = metrics(&config, listen_addr).await?;
         let processor = Arc::new(NamesrvProcessor {
             config: Arc::new(RwLock::new(config)),
             routes: routes.clone(),
@@ -88,10 +92,17 @@ impl NamesrvController {
         registry.set_default(processor.clone(), &default_pool);
         registry.register(RequestCode::GET_ROUTEINFO_BY_TOPIC, processor, &client_pool);
         registry.set_connection_listener(Arc::new(RemoveBrokerOnClose(routes.clone())));
+        let exporter = match metrics {
+            Some((rpc, exporter)) => {
+                registry.set_rpc_observer(rpc);
+                Some(exporter)
+            }
+            None => None,
+        };
 
         let server = RemotingServer::start(server_config, registry).await.map_err(|source| StartError::Listen { addr: listen_addr, source })?;
         let scanner = tokio::spawn(scan_loop(routes.clone(), scan_interval));
-        Ok(NamesrvController { server, scanner, routes })
+        Ok(NamesrvController { server, metrics: exporter, scanner, routes })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -100,8 +111,35 @@ impl NamesrvController {
 
     pub async fn shutdown(self) {
         self.scanner.abort();
+        if let Some(metrics) = self.metrics {
+            metrics.shutdown().await;
+        }
         self.server.shutdown().await;
     }
+}
+
+/// With `metricsExporterType=PROM`: request latency, and the endpoint that serves it
+/// (`metricsPromExporterHost`, else `bindAddress`).
+async fn metrics(config: &NamesrvConfig, listen_addr: SocketAddr) -> Result<Option<(remoting::metrics::rpc::SharedRpcObserver, remoting::metrics::exporter::PromExporter)>, StartError> {
+    use remoting::metrics::MetricsExporterType;
+    match config.metrics_exporter_type {
+        MetricsExporterType::Prom => {}
+        MetricsExporterType::Disable => return Ok(None),
+        other => {
+            tracing::warn!(exporter = ?other, "only metricsExporterType=PROM is supported; metrics are not exported");
+            return Ok(None);
+        }
+    }
+    let bad = |e: String| StartError::Metrics(std::io::Error::new(std::io::ErrorKind::InvalidInput, e));
+    let host = if config.metrics_prom_exporter_host.trim().is_empty() { config.bind_address.trim() } else { config.metrics_prom_exporter_host.trim() };
+    let ip: IpAddr = host.parse().map_err(|_| bad(format!("metricsPromExporterHost {host} is not an IP address")))?;
+    let labels = remoting::metrics::constant_labels("namesrv-meter", &config.metrics_label, false, "namesrv", "", &listen_addr.to_string());
+    let registry = prometheus::Registry::new_custom(None, Some(labels)).map_err(|e| bad(e.to_string()))?;
+    let rpc = Arc::new(remoting::metrics::rpc::RpcLatency::new(&registry, config.metrics_otel_cardinality_limit.max(1)));
+    let exporter = remoting::metrics::exporter::PromExporter::start(SocketAddr::new(ip, config.metrics_prom_exporter_port), registry, Arc::new(|| {}))
+        .await
+        .map_err(StartError::Metrics)?;
+    Ok(Some((rpc, exporter)))
 }
 
 async fn scan_loop(routes: Arc<RouteInfoManager>, interval: Duration) {

@@ -171,6 +171,8 @@ struct Shared {
     started: Instant,
     /// Milliseconds since `started` of the last frame read or written.
     last_activity_ms: AtomicU64,
+    /// Told of each response sent on a server connection (request latency metrics).
+    rpc_observer: std::sync::OnceLock<crate::metrics::rpc::SharedRpcObserver>,
 }
 
 impl Shared {
@@ -252,6 +254,15 @@ impl std::hash::Hash for Channel {
 impl Channel {
     pub fn id(&self) -> u64 {
         self.shared.id
+    }
+
+    /// Sets who is told of the responses sent here (once; later calls are ignored).
+    pub fn set_rpc_observer(&self, observer: crate::metrics::rpc::SharedRpcObserver) {
+        let _ = self.shared.rpc_observer.set(observer);
+    }
+
+    pub(crate) fn rpc_observer(&self) -> Option<&crate::metrics::rpc::SharedRpcObserver> {
+        self.shared.rpc_observer.get()
     }
 
     pub fn remote_addr(&self) -> SocketAddr {
@@ -396,6 +407,7 @@ pub fn spawn(stream: TcpStream, config: &ConnectionConfig, side: Side, handler: 
             resume: Notify::new(),
             started: Instant::now(),
             last_activity_ms: AtomicU64::new(0),
+            rpc_observer: std::sync::OnceLock::new(),
         }),
     };
     let span = info_span!("conn", peer = %remote, id = channel.id());

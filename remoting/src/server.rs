@@ -22,6 +22,7 @@ use crate::code::{RequestCode, ResponseCode};
 use crate::command::{RemotingCommand, SerializeType, CURRENT_VERSION, FLAG_RESPONSE};
 use crate::connection::{self, ConnectionConfig, InFlight, InboundHandler, Side};
 use crate::header::HeaderError;
+use crate::metrics::rpc::{RpcRecord, RpcResult, SharedRpcObserver};
 use crate::pool::BusinessPool;
 
 pub use crate::connection::Channel;
@@ -80,6 +81,7 @@ pub struct ProcessorRegistry {
     routes: HashMap<i32, Route>,
     default: Option<Route>,
     listener: Option<Arc<dyn ConnectionListener>>,
+    rpc_observer: Option<SharedRpcObserver>,
 }
 
 impl ProcessorRegistry {
@@ -101,6 +103,11 @@ impl ProcessorRegistry {
         self.listener = Some(listener);
     }
 
+    /// Who is told of every response the server sends (see [`Reply::send`]).
+    pub fn set_rpc_observer(&mut self, observer: SharedRpcObserver) {
+        self.rpc_observer = Some(observer);
+    }
+
     /// The same processors, pools and listener, without `codes`: Java's broker serves its fast
     /// (VIP) port this way, everything but pulls.
     pub fn clone_without(&self, codes: &[RequestCode]) -> ProcessorRegistry {
@@ -108,6 +115,7 @@ impl ProcessorRegistry {
             routes: self.routes.iter().filter(|(code, _)| !codes.iter().any(|c| c.0 == **code)).map(|(code, route)| (*code, route.clone())).collect(),
             default: self.default.clone(),
             listener: self.listener.clone(),
+            rpc_observer: self.rpc_observer.clone(),
         }
     }
 
@@ -151,11 +159,35 @@ pub struct Reply {
     opaque: i32,
     serialize_type: SerializeType,
     oneway: bool,
+    /// For the request-latency record: the request's code, when it arrived, whether it was parked.
+    request_code: i32,
+    started: std::time::Instant,
+    long_polling: bool,
 }
 
 impl Reply {
     pub fn to(channel: &Channel, request: &RemotingCommand) -> Reply {
-        Reply { channel: channel.clone(), opaque: request.opaque, serialize_type: request.serialize_type, oneway: request.is_oneway() }
+        Reply {
+            channel: channel.clone(),
+            opaque: request.opaque,
+            serialize_type: request.serialize_type,
+            oneway: request.is_oneway(),
+            request_code: request.code,
+            started: std::time::Instant::now(),
+            long_polling: false,
+        }
+    }
+
+    /// The request arrived at `started` (a reply made after the request waited, e.g. parked).
+    pub fn since(mut self, started: std::time::Instant) -> Reply {
+        self.started = started;
+        self
+    }
+
+    /// The request was parked before this answer (Java's `isSuspended`, the `is_long_polling` label).
+    pub fn after_long_polling(mut self) -> Reply {
+        self.long_polling = true;
+        self
     }
 
     pub fn channel(&self) -> &Channel {
@@ -173,14 +205,27 @@ impl Reply {
     /// Sends `response` with the request's opaque and serialize type and the RESPONSE flag;
     /// nothing for a oneway request. A closed connection drops it (the requester has gone).
     pub fn send(self, mut response: RemotingCommand) {
+        let code = response.code;
         if self.oneway {
-            return;
+            return self.record(code, RpcResult::Oneway);
         }
         response.opaque = self.opaque;
         response.flag |= FLAG_RESPONSE;
         response.serialize_type = self.serialize_type;
-        if let Err(e) = self.channel.send(response) {
-            debug!(error = %e, "response not sent");
+        let result = match self.channel.send(response) {
+            Ok(()) => RpcResult::Success,
+            Err(e) => {
+                debug!(error = %e, "response not sent");
+                RpcResult::WriteChannelFailed
+            }
+        };
+        self.record(code, result);
+    }
+
+    fn record(&self, response_code: i32, result: RpcResult) {
+        if let Some(observer) = self.channel.rpc_observer() {
+            let record = RpcRecord { request_code: self.request_code, response_code, long_polling: self.long_polling, result, elapsed: self.started.elapsed() };
+            observer.on_rpc(&record);
         }
     }
 
@@ -355,6 +400,9 @@ fn serve(stream: TcpStream, peer: SocketAddr, config: &ConnectionConfig, dispatc
     match connection::spawn(stream, config, Side::Server, dispatcher.clone()) {
         Ok(channel) => {
             debug!(%peer, "connection accepted");
+            if let Some(observer) = &dispatcher.registry.rpc_observer {
+                channel.set_rpc_observer(observer.clone());
+            }
             let mut connections = dispatcher.connections.lock();
             connections.insert(channel.id(), channel.clone());
             // It may have closed before it was listed, when `on_close` found nothing to remove;

@@ -94,6 +94,24 @@ fn java_runtime(millis: i64) -> String {
     )
 }
 
+/// Whether a processor's answer is a SUCCESS response.
+pub(crate) fn answered_ok(answer: &ProcessResult) -> bool {
+    matches!(answer, Ok(Some(response)) if response.code == ResponseCode::SUCCESS.0)
+}
+
+/// The store time of the oldest message in the commit log (Java's `getEarliestMessageTime`);
+/// none while the commit log is empty.
+pub(crate) fn earliest_message_time(store: &store::store::MessageStore) -> Option<i64> {
+    if store.max_phy_offset() <= 0 {
+        return None;
+    }
+    let bytes = store.look_message_by_offset(store.min_phy_offset())?;
+    match store::message::record::decode_record(&bytes, false) {
+        Ok(store::message::record::RecordAt::Record(r)) => Some(r.store_timestamp),
+        _ => None,
+    }
+}
+
 /// Java's "Total : X, Free : Y." of the store root (`File.getTotalSpace` / `getUsableSpace`).
 fn disk_capacity(path: &std::path::Path) -> Option<String> {
     let s = nix::sys::statvfs::statvfs(path).ok()?;
@@ -144,7 +162,13 @@ impl RequestProcessor for AdminProcessor {
         let b = &self.broker;
         match request.request_code() {
             RequestCode::GET_BROKER_RUNTIME_INFO => Ok(Some(ok(&request).with_body(self.runtime_info()))),
-            RequestCode::UPDATE_AND_CREATE_TOPIC => self.create_topic(&request),
+            RequestCode::UPDATE_AND_CREATE_TOPIC => {
+                let started = std::time::Instant::now();
+                let answer = self.create_topic(&request);
+                let system = request.ext("topic").is_some_and(system_topic::is_system_topic);
+                b.metrics.on_topic_created(answered_ok(&answer), system, started.elapsed());
+                answer
+            }
             RequestCode::DELETE_TOPIC_IN_BROKER => {
                 let h: TopicHeader = request.decode_header()?;
                 b.topics.delete(&h.topic).map_err(|e| ProcessError::system(e.to_string()))?;
@@ -184,12 +208,15 @@ impl RequestProcessor for AdminProcessor {
                 Ok(Some(ok(&request).with_body(fastjson::to_vec(&body, JsonStyle::Fastjson))))
             }
             RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                let started = std::time::Instant::now();
                 let config: SubscriptionGroupConfig =
                     fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad SubscriptionGroupConfig: {e}")))?;
                 let group = GroupName::new(config.group_name.as_str()).map_err(|e| ProcessError::new(ResponseCode::INVALID_PARAMETER, e.to_string()))?;
                 // Its retry topic gets retryQueueNums queues: the same bound as a topic's.
                 check_queue_nums("retryQueueNums", config.retry_queue_nums, b.config().max_topic_queue_nums)?;
                 b.groups.update(&group, config).map_err(|e| ProcessError::system(e.to_string()))?;
+                // As Java, only a created group is timed.
+                b.metrics.on_group_created(true, started.elapsed());
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.groups.snapshot(), JsonStyle::Fastjson)))),
@@ -261,14 +288,7 @@ impl AdminProcessor {
         // Java: -1 for both while the commit log has no file yet.
         let has_data = store.max_phy_offset() > 0;
         let earliest = if has_data { store.min_phy_offset() } else { -1 };
-        let earliest_time = has_data
-            .then(|| store.look_message_by_offset(earliest))
-            .flatten()
-            .and_then(|bytes| match store::message::record::decode_record(&bytes, false) {
-                Ok(store::message::record::RecordAt::Record(r)) => Some(r.store_timestamp),
-                _ => None,
-            })
-            .unwrap_or(-1);
+        let earliest_time = earliest_message_time(store).unwrap_or(-1);
         let mut t: BTreeMap<&str, String> = BTreeMap::new();
         t.insert("brokerVersionDesc", "V4_9_8".into());
         t.insert("brokerVersion", remoting::command::CURRENT_VERSION.to_string());

@@ -109,8 +109,20 @@ impl RequestProcessor for MaintenanceProcessor {
                 b.store.delete_expired_files_manually();
                 Ok(Some(ok(&request)))
             }
-            RequestCode::UPDATE_AND_CREATE_TOPIC_LIST => super::batch_create::create_topic_list(b, &request),
-            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => super::batch_create::create_group_list(b, &request),
+            RequestCode::UPDATE_AND_CREATE_TOPIC_LIST => {
+                let started = Instant::now();
+                let answer = super::batch_create::create_topic_list(b, &request);
+                b.metrics.on_topic_created(super::admin::answered_ok(&answer), false, started.elapsed());
+                answer
+            }
+            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+                let started = Instant::now();
+                let answer = super::batch_create::create_group_list(b, &request);
+                if super::admin::answered_ok(&answer) {
+                    b.metrics.on_group_created(true, started.elapsed());
+                }
+                answer
+            }
             RequestCode::QUERY_CONSUME_QUEUE => super::consume_queue_query::query_consume_queue(b, &request),
             RequestCode::GET_ALL_PRODUCER_INFO => {
                 let (now_ms, now) = (store::commit_log::now_ms(), Instant::now());

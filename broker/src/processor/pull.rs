@@ -164,6 +164,7 @@ impl PullProcessor {
                         request,
                         channel: channel.clone(),
                         deadline: Instant::now() + timeout,
+                        parked_at: Instant::now(),
                         pull_from_offset: h.queue_offset,
                         subscription: Some(subscription),
                     },
@@ -184,9 +185,11 @@ impl PullProcessor {
                 max_offset: result.max_offset,
             });
         b.stats.on_get(if code == ResponseCode::SUCCESS { result.messages.len() } else { 0 });
+        let got = if code == ResponseCode::SUCCESS { (result.messages.len(), result.buffer_total_size) } else { (0, 0) };
         if code == ResponseCode::SUCCESS {
-            b.broker_stats.on_get(&h.consumer_group, &h.topic, result.messages.len(), result.buffer_total_size);
+            b.broker_stats.on_get(&h.consumer_group, &h.topic, got.0, got.1);
         }
+        b.metrics.on_get(&h.topic, &h.consumer_group, h.queue_id, result.next_begin_offset, got.0, got.1);
         if code == ResponseCode::SUCCESS {
             let mut body = BytesMut::with_capacity(result.buffer_total_size);
             for m in &result.messages {

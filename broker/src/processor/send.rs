@@ -57,6 +57,10 @@ struct SendReply {
     topic: String,
     /// When the put began: brokerStatus's put times run from here to the result.
     started: std::time::Instant,
+    /// The send's `message_type` metrics label.
+    message_type: &'static str,
+    /// For a half message, the topic it is for (the half-message gauge).
+    half_for: Option<String>,
 }
 
 impl SendReply {
@@ -68,7 +72,12 @@ impl SendReply {
         b.stats.on_put_done(self.started.elapsed(), result.append.as_ref().map_or(0, |a| a.wrote_bytes), result.is_ok());
         if result.is_ok() {
             b.stats.on_put(self.messages);
-            b.broker_stats.on_put(&self.topic, self.messages, result.append.as_ref().map_or(0, |a| a.wrote_bytes));
+            let bytes = result.append.as_ref().map_or(0, |a| a.wrote_bytes);
+            b.broker_stats.on_put(&self.topic, self.messages, bytes);
+            b.metrics.on_put(&self.topic, self.message_type, self.messages, bytes);
+            if let Some(real_topic) = &self.half_for {
+                b.metrics.on_half(real_topic);
+            }
         }
         let code = match result.status {
             PutStatus::PutOk => ResponseCode::SUCCESS,
@@ -127,6 +136,7 @@ impl SendProcessor {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config().broker_ip1));
         }
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
+        let message_type = crate::metrics::message_type(&props);
         if let Err(remark) = timer::refuse_timer_message(&mut props) {
             return err(ResponseCode::SYSTEM_ERROR, remark.to_owned());
         }
@@ -172,6 +182,8 @@ impl SendProcessor {
             messages: msgs.len(),
             topic: msgs.first().map(|m| m.topic.clone()).unwrap_or_default(),
             started: std::time::Instant::now(),
+            message_type,
+            half_for: prepared.then(|| h.topic.to_string()),
         };
         let broker = b.clone();
         self.store_and_answer(channel, request, &msgs, move |result, replica| decorate(&broker, reply.response(result, replica)))
@@ -284,6 +296,7 @@ impl SendProcessor {
             _ => group.retry_max_times,
         };
         let delay_level = if original.reconsume_times >= max || h.delay_level < 0 {
+            b.metrics.on_send_to_dlq(&h.group, h.origin_topic.as_deref().unwrap_or(original.topic));
             topic = dlq_topic;
             queue_id = 0;
             b.topics.create_topic_in_send_message_back_method(&topic, 1, perm::READ | perm::WRITE, 0);

@@ -19,6 +19,12 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// A broker on 127.0.0.1 with a free port, its store in `dir`, no name server; `extra` keys of
 /// broker.conf override the defaults.
 pub async fn start(dir: &Path, extra: &[(&str, &str)]) -> BrokerController {
+    try_start(dir, extra).await.unwrap()
+}
+
+/// As [`start`], for a start that may fail.
+#[allow(dead_code)]
+pub async fn try_start(dir: &Path, extra: &[(&str, &str)]) -> Result<BrokerController, broker::controller::StartError> {
     let props: indexmap::IndexMap<String, String> = [
         ("brokerIP1", "127.0.0.1"),
         ("brokerIP2", "127.0.0.1"),
@@ -34,7 +40,7 @@ pub async fn start(dir: &Path, extra: &[(&str, &str)]) -> BrokerController {
     .collect();
     let (mut broker, store, _) = apply_properties(&props).unwrap();
     apply_startup_rules(&mut broker, &store).unwrap();
-    BrokerController::start(broker, store).await.unwrap()
+    BrokerController::start(broker, store).await
 }
 
 pub fn topic(name: &str) -> TopicName {

@@ -1,0 +1,325 @@
+//! The broker's Prometheus metrics, Java 5.3.3's `BrokerMetricsManager` families under the names
+//! and labels its OpenTelemetry exporter gives them (see [`remoting::metrics`]).
+//!
+//! Counters and histograms are recorded where Java records them (sends, pulls, DLQ, transaction
+//! ends, creates; request latency by the server itself); gauges are computed at each scrape in
+//! [`gauges`]. With `metricsExporterType` other than PROM nothing is registered and every
+//! recording is a no-op, as Java's `Nop` instruments.
+
+mod gauges;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use prometheus::Registry;
+use remoting::metrics::exporter::PromExporter;
+use remoting::metrics::family::{Counters, Histograms};
+use remoting::metrics::rpc::{RpcLatency, SharedRpcObserver};
+use remoting::metrics::MetricsExporterType;
+use remoting::pool::BusinessPool;
+use store::message::properties;
+
+use crate::broker::Broker;
+use crate::config::BrokerConfig;
+use crate::subscription_group::system_group;
+use crate::topic_config::system_topic;
+
+/// Java's `BrokerMetricsConstant.OPEN_TELEMETRY_METER_NAME`.
+const METER: &str = "broker-meter";
+
+/// Java's buckets (`registerMetricsView`).
+const MESSAGE_SIZE_BUCKETS: [f64; 6] = [1024.0, 4096.0, 524_288.0, 1_048_576.0, 2_097_152.0, 4_194_304.0];
+/// In seconds, though the instrument says "ms" (Java records seconds into it).
+const FINISH_LATENCY_BUCKETS: [f64; 6] = [5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];
+const CREATE_TIME_BUCKETS_MS: [f64; 5] = [10.0, 100.0, 1000.0, 3000.0, 5000.0];
+
+/// Every family; present only when metrics are on.
+struct Families {
+    registry: Registry,
+    rpc: Arc<RpcLatency>,
+    messages_in: Counters,
+    throughput_in: Counters,
+    message_size: Histograms,
+    messages_out: Counters,
+    throughput_out: Counters,
+    send_to_dlq: Counters,
+    commit: Counters,
+    rollback: Counters,
+    finish_latency: Histograms,
+    topic_create: Histograms,
+    group_create: Histograms,
+    gauges: gauges::Gauges,
+    /// Half messages waiting for their end, by real topic (Java's `TransactionMetrics`).
+    half: Mutex<HashMap<String, i64>>,
+    /// The next offset each group pulls from, by `topic@group` and queue (Java's pull offset
+    /// table), for the in-flight and ready gauges.
+    pull_offsets: Mutex<HashMap<String, HashMap<i32, i64>>>,
+    /// The topics each group pulled lately, for groups with no heartbeat (pull consumers):
+    /// Java 5.x keeps them in its consumer compensation table, and reports their lag too.
+    pulled_topics: Mutex<HashMap<String, HashMap<String, std::time::Instant>>>,
+    limit: usize,
+}
+
+/// How long a pulled topic counts as subscribed without another pull (Java's
+/// `subscriptionExpiredTimeout`, 10 minutes).
+const PULLED_TOPIC_EXPIRY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The broker's metrics: recorders that do nothing unless `metricsExporterType=PROM`.
+#[derive(Default)]
+pub struct BrokerMetrics {
+    families: Option<Families>,
+}
+
+impl BrokerMetrics {
+    pub fn new(c: &BrokerConfig) -> BrokerMetrics {
+        match c.metrics_exporter_type {
+            MetricsExporterType::Prom => BrokerMetrics { families: Families::new(c) },
+            MetricsExporterType::Disable => BrokerMetrics::default(),
+            other => {
+                tracing::warn!(exporter = ?other, "only metricsExporterType=PROM is supported; metrics are not exported");
+                BrokerMetrics::default()
+            }
+        }
+    }
+
+    /// Request latency, for the servers to record every response into.
+    pub fn rpc_observer(&self) -> Option<SharedRpcObserver> {
+        self.families.as_ref().map(|f| f.rpc.clone() as SharedRpcObserver)
+    }
+
+    /// A stored send: `topic` is the topic stored into (the half or schedule topic for those).
+    pub fn on_put(&self, topic: &str, message_type: &str, messages: usize, bytes: usize) {
+        let Some(f) = &self.families else { return };
+        if is_retry_or_dlq(topic) || messages == 0 {
+            return;
+        }
+        let labels = [topic, message_type, bool_label(system_topic::is_system_topic(topic))];
+        f.messages_in.add(&labels, messages as u64);
+        f.throughput_in.add(&labels, bytes as u64);
+        f.message_size.observe(&labels, (bytes / messages) as f64);
+    }
+
+    /// Messages handed to a pull; `next_offset` is where the group pulls next.
+    pub fn on_get(&self, topic: &str, group: &str, queue_id: i32, next_offset: i64, messages: usize, bytes: usize) {
+        let Some(f) = &self.families else { return };
+        f.note_pull_offset(topic, group, queue_id, next_offset);
+        if messages == 0 || is_retry_or_dlq(topic) {
+            return;
+        }
+        let system = system_topic::is_system_topic(topic) || system_group::is_sys_consumer_group(group);
+        let labels = [topic, group, bool_label(system)];
+        f.messages_out.add(&labels, messages as u64);
+        f.throughput_out.add(&labels, bytes as u64);
+    }
+
+    /// A message sent back for the last time, to its group's DLQ.
+    pub fn on_send_to_dlq(&self, group: &str, origin_topic: &str) {
+        let Some(f) = &self.families else { return };
+        f.send_to_dlq.add(&[group, origin_topic, bool_label(is_system(origin_topic, group))], 1);
+    }
+
+    /// A half message stored for `real_topic`.
+    pub fn on_half(&self, real_topic: &str) {
+        let Some(f) = &self.families else { return };
+        f.add_half(real_topic, 1);
+    }
+
+    /// A transaction committed: its message reached `topic`, `born_ms` when the producer made it.
+    pub fn on_commit(&self, topic: &str, born_ms: i64) {
+        let Some(f) = &self.families else { return };
+        f.add_half(topic, -1);
+        f.commit.add(&[topic], 1);
+        let seconds = (store::commit_log::now_ms() - born_ms).max(0) / 1000;
+        f.finish_latency.observe(&[topic], seconds as f64);
+    }
+
+    pub fn on_rollback(&self, topic: &str) {
+        let Some(f) = &self.families else { return };
+        f.add_half(topic, -1);
+        f.rollback.add(&[topic], 1);
+    }
+
+    /// An UPDATE_AND_CREATE_TOPIC (or its list form) answered.
+    pub fn on_topic_created(&self, ok: bool, system: bool, elapsed: std::time::Duration) {
+        let Some(f) = &self.families else { return };
+        f.topic_create.observe(&[status(ok), bool_label(system)], elapsed.as_millis() as f64);
+    }
+
+    /// An UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (or its list form) answered.
+    pub fn on_group_created(&self, ok: bool, elapsed: std::time::Duration) {
+        let Some(f) = &self.families else { return };
+        f.group_create.observe(&[status(ok)], elapsed.as_millis() as f64);
+    }
+
+    /// Starts the endpoint (`metricsPromExporterHost`, else `brokerIP1`, and
+    /// `metricsPromExporterPort`); `pools` are the business pools by Java's processor names.
+    pub async fn start_exporter(broker: &Arc<Broker>, pools: Vec<(&'static str, Arc<BusinessPool>)>) -> std::io::Result<Option<PromExporter>> {
+        let Some(f) = &broker.metrics.families else { return Ok(None) };
+        let c = broker.config();
+        let host = if c.metrics_prom_exporter_host.trim().is_empty() { &c.broker_ip1 } else { &c.metrics_prom_exporter_host };
+        let ip: IpAddr = host.trim().parse().map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("metricsPromExporterHost {host} is not an IP address")))?;
+        let me = Arc::downgrade(broker);
+        let refresh = Arc::new(move || {
+            if let Some(broker) = me.upgrade() {
+                if let Some(f) = &broker.metrics.families {
+                    f.gauges.refresh(&broker, f, &pools);
+                }
+            }
+        });
+        let exporter = PromExporter::start(SocketAddr::new(ip, c.metrics_prom_exporter_port), f.registry.clone(), refresh).await?;
+        Ok(Some(exporter))
+    }
+}
+
+impl Families {
+    fn new(c: &BrokerConfig) -> Option<Families> {
+        let labels = remoting::metrics::constant_labels(METER, &c.metrics_label, c.metrics_in_delta, "broker", &c.broker_cluster_name, &c.broker_name);
+        let registry = match Registry::new_custom(None, Some(labels)) {
+            Ok(registry) => registry,
+            Err(e) => {
+                tracing::error!(error = %e, "metrics registry not made; metrics are not exported");
+                return None;
+            }
+        };
+        let limit = c.metrics_otel_cardinality_limit.max(1);
+        let r = &registry;
+        let put = ["topic", "message_type", "is_system"];
+        let get = ["topic", "consumer_group", "is_system"];
+        Some(Families {
+            rpc: Arc::new(RpcLatency::new(r, limit)),
+            messages_in: Counters::counters(r, "rocketmq_messages_in_total", "Total number of incoming messages", &put, limit),
+            throughput_in: Counters::counters(r, "rocketmq_throughput_in_total", "Total traffic of incoming messages", &put, limit),
+            message_size: Histograms::histograms(r, "rocketmq_message_size", "Incoming messages size", &put, &MESSAGE_SIZE_BUCKETS, limit),
+            messages_out: Counters::counters(r, "rocketmq_messages_out_total", "Total number of outgoing messages", &get, limit),
+            throughput_out: Counters::counters(r, "rocketmq_throughput_out_total", "Total traffic of outgoing messages", &get, limit),
+            send_to_dlq: Counters::counters(r, "rocketmq_send_to_dlq_messages_total", "Consumer send to DLQ messages", &["consumer_group", "topic", "is_system"], limit),
+            commit: Counters::counters(r, "rocketmq_commit_messages_total", "Total number of commit messages", &["topic"], limit),
+            rollback: Counters::counters(r, "rocketmq_rollback_messages_total", "Total number of rollback messages", &["topic"], limit),
+            finish_latency: Histograms::histograms(r, "rocketmq_finish_message_latency_milliseconds", "Transaction finish latency", &["topic"], &FINISH_LATENCY_BUCKETS, limit),
+            topic_create: Histograms::histograms(r, "rocketmq_topic_create_execution_time_milliseconds", "The distribution of create topic time", &["invocation_status", "is_system"], &CREATE_TIME_BUCKETS_MS, limit),
+            group_create: Histograms::histograms(r, "rocketmq_consumer_group_create_execution_time_milliseconds", "The distribution of create subscription time", &["invocation_status"], &CREATE_TIME_BUCKETS_MS, limit),
+            gauges: gauges::Gauges::new(r, limit),
+            half: Mutex::new(HashMap::new()),
+            pull_offsets: Mutex::new(HashMap::new()),
+            pulled_topics: Mutex::new(HashMap::new()),
+            limit,
+            registry,
+        })
+    }
+
+    fn add_half(&self, topic: &str, delta: i64) {
+        let mut half = self.half.lock();
+        if let Some(count) = half.get_mut(topic) {
+            *count = (*count + delta).max(0);
+        } else if delta > 0 && half.len() < self.limit {
+            half.insert(topic.to_owned(), delta);
+        }
+    }
+
+    /// The topics `group` pulled within [`PULLED_TOPIC_EXPIRY`]; expired ones are forgotten.
+    fn pulled_topics(&self, group: &str) -> Vec<String> {
+        let mut table = self.pulled_topics.lock();
+        let Some(topics) = table.get_mut(group) else { return Vec::new() };
+        topics.retain(|_, at| at.elapsed() < PULLED_TOPIC_EXPIRY);
+        let names = topics.keys().cloned().collect();
+        if topics.is_empty() {
+            table.remove(group);
+        }
+        names
+    }
+
+    fn note_pull_offset(&self, topic: &str, group: &str, queue_id: i32, next_offset: i64) {
+        {
+            let mut table = self.pulled_topics.lock();
+            let now = std::time::Instant::now();
+            if let Some(topics) = table.get_mut(group) {
+                if topics.len() < self.limit || topics.contains_key(topic) {
+                    topics.insert(topic.to_owned(), now);
+                }
+            } else if table.len() < self.limit {
+                table.insert(group.to_owned(), HashMap::from([(topic.to_owned(), now)]));
+            }
+        }
+        let key = crate::consumer_offset::topic_at_group(topic, group);
+        let mut table = self.pull_offsets.lock();
+        if let Some(queues) = table.get_mut(&key) {
+            queues.insert(queue_id, next_offset);
+        } else if table.len() < self.limit {
+            table.insert(key, HashMap::from([(queue_id, next_offset)]));
+        }
+    }
+
+    fn pull_offset(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
+        let key = crate::consumer_offset::topic_at_group(topic, group);
+        self.pull_offsets.lock().get(&key).and_then(|queues| queues.get(&queue_id).copied())
+    }
+}
+
+fn bool_label(value: bool) -> &'static str {
+    if value {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+fn status(ok: bool) -> &'static str {
+    if ok {
+        "success"
+    } else {
+        "failure"
+    }
+}
+
+/// Java's `isRetryOrDlqTopic`: those are not counted as messages in or out.
+fn is_retry_or_dlq(topic: &str) -> bool {
+    topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX) || topic.starts_with(system_topic::DLQ_GROUP_TOPIC_PREFIX)
+}
+
+/// Java's `BrokerMetricsManager.isSystemGroup`: the `CID_RMQ_SYS_` prefix in any case.
+fn is_system_group(group: &str) -> bool {
+    group.to_ascii_lowercase().starts_with(&system_group::SYS_PREFIX.to_ascii_lowercase())
+}
+
+fn is_system(topic: &str, group: &str) -> bool {
+    system_topic::is_system_topic(topic) || is_system_group(group)
+}
+
+/// Java's `BrokerMetricsManager.getMessageType`: the `message_type` label of a send, from the
+/// message's properties as the producer sent them.
+pub fn message_type(props: &indexmap::IndexMap<String, String>) -> &'static str {
+    let has = |key: &str| props.contains_key(key);
+    if props.get("TRAN_MSG").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        "transaction"
+    } else if has("__SHARDINGKEY") {
+        "fifo"
+    } else if has("__STARTDELIVERTIME") || has(properties::DELAY) || has("TIMER_DELIVER_MS") || has("TIMER_DELAY_SEC") || has("TIMER_DELAY_MS") {
+        "delay"
+    } else {
+        "normal"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_is_typed_as_java_types_it() {
+        let props = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<indexmap::IndexMap<_, _>>();
+        assert_eq!(message_type(&props(&[("KEYS", "k")])), "normal");
+        assert_eq!(message_type(&props(&[("TRAN_MSG", "true"), ("DELAY", "3")])), "transaction");
+        assert_eq!(message_type(&props(&[("__SHARDINGKEY", "a"), ("DELAY", "3")])), "fifo");
+        assert_eq!(message_type(&props(&[("DELAY", "3")])), "delay");
+        assert_eq!(message_type(&props(&[("TIMER_DELAY_SEC", "3")])), "delay");
+    }
+
+    #[test]
+    fn system_groups_are_told_apart_in_any_case() {
+        assert!(is_system_group("cid_rmq_sys_trans") && is_system_group("CID_RMQ_SYS_X"));
+        assert!(!is_system_group("my_group"));
+        assert!(is_system("RMQ_SYS_TRACE_TOPIC", "g") && is_system("t", "CID_RMQ_SYS_TRANS"));
+    }
+}

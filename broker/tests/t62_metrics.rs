@@ -1,0 +1,130 @@
+//! `metricsExporterType=PROM`: the broker serves Java 5.3.3's metric families over HTTP, and
+//! they count what was sent, pulled and committed through the broker's socket.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use remoting::client::{ClientConfig, RemotingClient};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn scrape(port: u16) -> String {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+}
+
+/// The value of the one sample of `name` whose labels include every `key="value"` of `labels`.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut found = text.lines().filter(|line| line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))).filter(|line| {
+        let set = line.split_once('{').and_then(|(_, rest)| rest.rsplit_once('}')).map_or("", |(set, _)| set);
+        labels.iter().all(|(k, v)| set.split(',').any(|pair| pair == format!("{k}=\"{v}\"")))
+    });
+    let line = found.next()?;
+    assert!(found.next().is_none(), "more than one {name} sample with {labels:?}:\n{text}");
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+fn heartbeat(consumer_group: &str, topic: &str) -> RemotingCommand {
+    let body = format!(
+        r#"{{"clientID":"127.0.0.1@metrics","consumerDataSet":[{{"groupName":"{consumer_group}","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{{"topic":"{topic}","subString":"*","tagsSet":[],"codeSet":[],"subVersion":1,"expressionType":"TAG"}}],"unitMode":false}}],"producerDataSet":[{{"groupName":"pg"}}]}}"#
+    );
+    RemotingCommand::request(RequestCode::HEART_BEAT).with_body(body.into_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_javas_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let port_text = port.to_string();
+    let extra = [
+        ("metricsExporterType", "PROM"),
+        ("metricsPromExporterHost", "127.0.0.1"),
+        ("metricsPromExporterPort", port_text.as_str()),
+        ("metricsLabel", "instance_id:i1"),
+    ];
+    let broker = start(dir.path(), &extra).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    assert_eq!(c.invoke(&addr, heartbeat("mg", "MetricsTopic"), TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    for i in 0..5 {
+        let r = c.invoke(&addr, send("MetricsTopic", 0, &format!("message {i}"), ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    let mut got = 0;
+    let deadline = Instant::now() + TIMEOUT;
+    while got < 5 {
+        let r = c.invoke(&addr, pull_as("mg", "MetricsTopic", 0, got as i64, 0), TIMEOUT).await.unwrap();
+        got += bodies(&r).len();
+        assert!(Instant::now() < deadline, "only {got} of 5 pulled");
+    }
+    let commit = raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "mg"), ("topic", "MetricsTopic"), ("queueId", "0"), ("commitOffset", "3")]);
+    assert_eq!(c.invoke(&addr, commit, TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    // A long-polling pull that times out is recorded as such.
+    let parked = c.invoke(&addr, pull_as("mg", "MetricsTopic", 0, 5, 300), TIMEOUT).await.unwrap();
+    assert_eq!(parked.response_code(), ResponseCode::PULL_NOT_FOUND);
+
+    let text = scrape(port).await;
+    let topic = [("topic", "MetricsTopic")];
+    // Every series carries the constant labels, metricsLabel's pair among them.
+    assert_eq!(sample(&text, "rocketmq_broker_permission", &[("cluster", "DefaultCluster"), ("node_type", "broker"), ("instance_id", "i1"), ("otel_scope_name", "broker-meter")]), Some(6.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_messages_in_total", &[("topic", "MetricsTopic"), ("message_type", "normal"), ("is_system", "false")]), Some(5.0), "{text}");
+    assert!(sample(&text, "rocketmq_throughput_in_total", &topic).unwrap_or(0.0) > 5.0 * 50.0, "{text}");
+    assert_eq!(sample(&text, "rocketmq_message_size_count", &topic), Some(5.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_message_size_bucket", &[("topic", "MetricsTopic"), ("le", "1024")]), Some(5.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_messages_out_total", &[("topic", "MetricsTopic"), ("consumer_group", "mg")]), Some(5.0), "{text}");
+    assert!(sample(&text, "rocketmq_throughput_out_total", &[("topic", "MetricsTopic"), ("consumer_group", "mg")]).unwrap_or(0.0) > 0.0, "{text}");
+    // Lag: 5 stored, 3 committed; in flight: pulled up to 5, committed 3; nothing left to pull.
+    let lag = [("consumer_group", "mg"), ("topic", "MetricsTopic"), ("is_retry", "false"), ("is_system", "false")];
+    assert_eq!(sample(&text, "rocketmq_consumer_lag_messages", &lag), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_consumer_inflight_messages", &lag), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_consumer_ready_messages", &lag), Some(0.0), "{text}");
+    assert!(sample(&text, "rocketmq_consumer_lag_latency_milliseconds", &lag).is_some(), "{text}");
+    assert!(sample(&text, "rocketmq_consumer_queueing_latency_milliseconds", &lag).is_some(), "{text}");
+    // The heartbeat's client: a Java client of our own version, pushing.
+    let consumer = [("consumer_group", "mg"), ("language", "java"), ("version", "v4_9_8"), ("consume_mode", "push"), ("protocol_type", "remoting"), ("is_system", "false")];
+    assert_eq!(sample(&text, "rocketmq_consumer_connections", &consumer), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_producer_connections", &[("language", "java"), ("version", "v4_9_8")]), Some(1.0), "{text}");
+    // Request latency, by Java's code names.
+    let sends = [("request_code", "send_message_v2"), ("response_code", "success"), ("result", "success"), ("is_long_polling", "false"), ("protocol_type", "remoting")];
+    assert_eq!(sample(&text, "rocketmq_rpc_latency_milliseconds_count", &sends), Some(5.0), "{text}");
+    let long_polled = [("request_code", "pull_message"), ("response_code", "pull_not_found"), ("is_long_polling", "true")];
+    assert_eq!(sample(&text, "rocketmq_rpc_latency_milliseconds_count", &long_polled), Some(1.0), "{text}");
+    // Gauges of the broker and its store.
+    assert!(sample(&text, "rocketmq_topic_number", &[]).unwrap_or(0.0) >= 1.0, "{text}");
+    assert!(sample(&text, "rocketmq_consumer_group_number", &[]).is_some(), "{text}");
+    for processor in ["send", "async_put", "pull", "ack", "query_message", "client_manager", "heartbeat", "lite_pull", "transaction", "consumer_manager", "admin", "reply"] {
+        assert_eq!(sample(&text, "rocketmq_processor_watermark", &[("processor", processor)]), Some(0.0), "{processor}: {text}");
+    }
+    let storage = [("storage_type", "local"), ("storage_medium", "disk")];
+    assert!(sample(&text, "rocketmq_storage_size_bytes", &storage).unwrap_or(0.0) > 0.0, "{text}");
+    assert!(sample(&text, "rocketmq_storage_flush_behind_bytes", &storage).is_some(), "{text}");
+    assert!(sample(&text, "rocketmq_storage_dispatch_behind_bytes", &storage).is_some(), "{text}");
+    assert!(sample(&text, "rocketmq_storage_message_reserve_time_milliseconds", &storage).is_some(), "{text}");
+
+    // Gauges are computed at each scrape: the group's lag follows its commits.
+    let commit = raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "mg"), ("topic", "MetricsTopic"), ("queueId", "0"), ("commitOffset", "5")]);
+    assert_eq!(c.invoke(&addr, commit, TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    let text = scrape(port).await;
+    assert_eq!(sample(&text, "rocketmq_consumer_lag_messages", &lag), Some(0.0), "{text}");
+    broker.shutdown().await;
+    // The endpoint goes with the broker.
+    let closed = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(("127.0.0.1", port))).await;
+    assert!(!matches!(closed, Ok(Ok(_))), "the metrics port still accepts after shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_metrics_port_in_use_stops_the_start_as_in_java() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let extra = [("metricsExporterType", "PROM"), ("metricsPromExporterHost", "127.0.0.1"), ("metricsPromExporterPort", port.as_str())];
+    let started = try_start(dir.path(), &extra).await;
+    let Err(e) = started else { panic!("started with its metrics port taken") };
+    assert!(e.to_string().contains("metricsExporterType=PROM"), "{e}");
+}
