@@ -171,6 +171,10 @@ java_config! {
         /// `key:value` pairs separated by commas, added to every series.
         pub metrics_label: String = "metricsLabel" => String::new(),
         pub metrics_in_delta: bool = "metricsInDelta" => false,
+        /// 5.x: the cold-read thresholds GET_COLD_DATA_FLOW_CTR_INFO reports (bytes per group and
+        /// in all; the cold-read flow control that acts on them is not built).
+        pub cg_cold_read_threshold: i64 = "cgColdReadThreshold" => 3 * 1024 * 1024,
+        pub global_cold_read_threshold: i64 = "globalColdReadThreshold" => 100 * 1024 * 1024,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has

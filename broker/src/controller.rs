@@ -356,6 +356,18 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
         R::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
     ];
     on(&codes, maintenance, &admin_pool);
+    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
+    let codes = [
+        R::UPDATE_COLD_DATA_FLOW_CTR_CONFIG,
+        R::REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
+        R::GET_COLD_DATA_FLOW_CTR_INFO,
+        R::SET_COMMITLOG_READ_MODE,
+        R::RESET_MASTER_FLUSH_OFFSET,
+        R::CHECK_ROCKSDB_CQ_WRITE_PROGRESS,
+        R::EXPORT_ROCKSDB_CONFIG_TO_JSON,
+        R::GET_BROKER_EPOCH_CACHE,
+    ];
+    on(&codes, store_admin, &admin_pool);
     on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
     on(&[R::SEND_REPLY_MESSAGE, R::SEND_REPLY_MESSAGE_V2], Arc::new(ReplyProcessor { broker: broker.clone() }), &reply_pool);
     registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
@@ -435,7 +447,9 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     if broker.is_slave() && !role_changes {
         return Ok(vec![hold_check]);
     }
-    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config().delay_levels_ms().len() };
+    let me = broker.clone();
+    let on_delivered = Box::new(move |topic: &str, bytes: usize| me.metrics.on_delayed_delivery(topic, bytes));
+    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config().delay_levels_ms().len(), on_delivered };
     let me = broker.clone();
     let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || {
         if !me.is_slave() {

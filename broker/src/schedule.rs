@@ -36,12 +36,17 @@ pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
     msg.queue_id = (level - 1) as i32;
 }
 
+/// Told of a delivered message: its real topic and its stored bytes.
+pub type OnDelivered = Box<dyn Fn(&str, usize) + Send + Sync>;
+
 /// Delivers due delayed messages (its loop runs on a [`remoting::service::Service`] every 100 ms);
 /// the broker's persister writes its progress.
 pub struct ScheduleService {
     pub store: Arc<MessageStore>,
     pub offsets: std::sync::Arc<DelayOffsets>,
     pub levels: usize,
+    /// Told of each delivered message: its real topic and stored bytes (the metrics).
+    pub on_delivered: OnDelivered,
 }
 
 impl ScheduleService {
@@ -71,6 +76,7 @@ impl ScheduleService {
                     warn!(level, offset, status = ?r.status, "delivering a delayed message failed; will retry");
                     break;
                 }
+                (self.on_delivered)(&msg.topic, r.append.as_ref().map_or(0, |a| a.wrote_bytes));
             }
             offset += 1;
             self.offsets.set(level as i32, offset);

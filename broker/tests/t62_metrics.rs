@@ -128,3 +128,33 @@ async fn a_metrics_port_in_use_stops_the_start_as_in_java() {
     let Err(e) = started else { panic!("started with its metrics port taken") };
     assert!(e.to_string().contains("metricsExporterType=PROM"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delayed_message_counts_into_the_schedule_topic_then_out_of_it_into_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let port_text = port.to_string();
+    let extra = [("metricsExporterType", "PROM"), ("metricsPromExporterHost", "127.0.0.1"), ("metricsPromExporterPort", port_text.as_str())];
+    let broker = start(dir.path(), &extra).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let r = c.invoke(&addr, send("MetricsDelayed", 0, "later", "DELAY\u{1}1\u{2}"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let scheduled = [("topic", "SCHEDULE_TOPIC_XXXX"), ("message_type", "delay"), ("is_system", "true")];
+    let delivered = [("topic", "MetricsDelayed"), ("message_type", "delay"), ("is_system", "false")];
+    // Level 1 is one second.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = scrape(port).await;
+        if sample(&text, "rocketmq_messages_in_total", &delivered).is_some() {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "the delayed message was never delivered:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(sample(&text, "rocketmq_messages_in_total", &scheduled), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_messages_in_total", &delivered), Some(1.0), "{text}");
+    let schedule_out = [("topic", "SCHEDULE_TOPIC_XXXX"), ("consumer_group", "SCHEDULE_CONSUMER"), ("is_system", "true")];
+    assert_eq!(sample(&text, "rocketmq_messages_out_total", &schedule_out), Some(1.0), "{text}");
+    broker.shutdown().await;
+}

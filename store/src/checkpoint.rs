@@ -66,6 +66,15 @@ impl Checkpoint {
         self.index_msg_timestamp.store(t, Ordering::Release);
     }
 
+    /// 5.x `masterFlushedOffset` (@24): a slave's record of how far its master had flushed, set by
+    /// RESET_MASTER_FLUSH_OFFSET; written with the other values.
+    pub fn master_flushed_offset(&self) -> i64 {
+        self.master_flushed_offset.load(Ordering::Acquire)
+    }
+    pub fn set_master_flushed_offset(&self, offset: i64) {
+        self.master_flushed_offset.store(offset, Ordering::Release);
+    }
+
     /// Java's `getMinTimestamp`: the older of physic and logics, less 3 s of slack.
     pub fn min_timestamp(&self) -> i64 {
         (self.physic_msg_timestamp().min(self.logics_msg_timestamp()) - 3000).max(0)
@@ -108,12 +117,15 @@ mod tests {
         cp.set_physic_msg_timestamp(0x0102030405060708);
         cp.set_logics_msg_timestamp(10_000);
         cp.set_index_msg_timestamp(5_000);
+        cp.set_master_flushed_offset(0x1122);
         cp.flush().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 4096);
         assert_eq!(&bytes[0..8], &[1, 2, 3, 4, 5, 6, 7, 8]);
         let again = Checkpoint::open(&path).unwrap();
         assert_eq!(again.logics_msg_timestamp(), 10_000);
+        assert_eq!(&bytes[24..32], &0x1122i64.to_be_bytes());
+        assert_eq!(again.master_flushed_offset(), 0x1122);
         assert_eq!(again.min_timestamp(), 7_000);
         assert_eq!(again.min_timestamp_index(), 5_000);
     }

@@ -393,6 +393,12 @@ impl MappedFile {
         }
     }
 
+    /// Java's `MappedFile.madvise` for SET_COMMITLOG_READ_MODE: `random` turns the kernel's
+    /// read-ahead off for this file (MADV_RANDOM), otherwise back to MADV_NORMAL.
+    pub fn set_read_ahead(&self, random: bool) -> io::Result<()> {
+        self.map.advise(if random { memmap2::Advice::Random } else { memmap2::Advice::Normal })
+    }
+
     /// Touches every page (Java's warm-up) so the file is backed by real blocks, then locks the
     /// mapping in memory and advises the kernel we will need it.
     pub fn warm_up(&self, flush_every_pages: Option<usize>) -> io::Result<()> {

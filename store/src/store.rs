@@ -905,6 +905,23 @@ impl MessageStore {
         &self.commit_log
     }
 
+    /// Java's `CommitLog.scanFileAndSetReadMode` (SET_COMMITLOG_READ_MODE): advises every
+    /// commit-log file there is now, MADV_RANDOM or MADV_NORMAL; files made later keep the
+    /// kernel's default, as in Java. In DLedger mode these are the files of the plain log before
+    /// the member's (Java's DLedger commit log leaves its own files alone too). Returns the files
+    /// the kernel refused, which Java logs and ignores.
+    pub fn set_commit_log_read_ahead(&self, random: bool) -> usize {
+        let mut refused = 0;
+        for file in self.commit_log.files().files() {
+            if let Err(e) = file.set_read_ahead(random) {
+                warn!(error = %e, random, "madvise of a commit-log file failed");
+                refused += 1;
+            }
+        }
+        info!(random, "commit-log read-ahead mode set");
+        refused
+    }
+
     /// The append path puts go through: the commit log, or in DLedger mode what the broker set
     /// (none before it did).
     pub fn appender(&self) -> Option<&dyn AppendLog> {

@@ -15,9 +15,9 @@ const RETRY_PREFIX: &str = "%RETRY%";
 
 /// Java's `Permission.ADMIN_CODE`, and the ACL codes (which 4.9.7 leaves to any account, though
 /// GET_BROKER_CLUSTER_ACL_CONFIG hands out every secret key), the offset reset, the batch creates
-/// and the clean-ups that delete data.
+/// the clean-ups that delete data and 5.x's store tuning codes.
 pub fn needs_admin(code: i32) -> bool {
-    const ADMIN: [i32; 16] = [
+    const ADMIN: [i32; 20] = [
         RequestCode::UPDATE_AND_CREATE_TOPIC.0,
         RequestCode::UPDATE_BROKER_CONFIG.0,
         RequestCode::DELETE_TOPIC_IN_BROKER.0,
@@ -36,6 +36,11 @@ pub fn needs_admin(code: i32) -> bool {
         RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE.0,
         RequestCode::CLEAN_UNUSED_TOPIC.0,
         RequestCode::DELETE_EXPIRED_COMMITLOG.0,
+        // 5.x's codes that change how the store reads or what its checkpoint says (ours: admin only).
+        RequestCode::UPDATE_COLD_DATA_FLOW_CTR_CONFIG.0,
+        RequestCode::REMOVE_COLD_DATA_FLOW_CTR_CONFIG.0,
+        RequestCode::SET_COMMITLOG_READ_MODE.0,
+        RequestCode::RESET_MASTER_FLUSH_OFFSET.0,
     ];
     ADMIN.contains(&code)
 }

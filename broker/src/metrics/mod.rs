@@ -114,6 +114,19 @@ impl BrokerMetrics {
         f.throughput_out.add(&labels, bytes as u64);
     }
 
+    /// A delayed message delivered to its real topic: as Java's schedule service, counted out of
+    /// the schedule topic (by its `SCHEDULE_CONSUMER` group) and into the real topic.
+    pub fn on_delayed_delivery(&self, topic: &str, bytes: usize) {
+        let Some(f) = &self.families else { return };
+        let out = [system_topic::SCHEDULE, "SCHEDULE_CONSUMER", "true"];
+        f.messages_out.add(&out, 1);
+        f.throughput_out.add(&out, bytes as u64);
+        let labels = [topic, "delay", bool_label(system_topic::is_system_topic(topic))];
+        f.messages_in.add(&labels, 1);
+        f.throughput_in.add(&labels, bytes as u64);
+        f.message_size.observe(&labels, bytes as f64);
+    }
+
     /// A message sent back for the last time, to its group's DLQ.
     pub fn on_send_to_dlq(&self, group: &str, origin_topic: &str) {
         let Some(f) = &self.families else { return };

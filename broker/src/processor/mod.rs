@@ -4,6 +4,7 @@ pub mod admin;
 pub mod broker_stats;
 pub mod batch_create;
 pub mod client_manage;
+pub mod cold_data;
 pub mod consume_queue_query;
 pub mod consumer_manage;
 pub mod end_transaction;
@@ -14,6 +15,7 @@ pub mod query;
 pub mod reply;
 pub mod relay;
 pub mod send;
+pub mod store_admin;
 
 use remoting::RemotingCommand;
 use remoting::ResponseCode;

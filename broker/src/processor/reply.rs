@@ -75,6 +75,7 @@ impl ReplyProcessor {
         let b = &self.broker;
         let err = |code, remark: String| Some(decorate(b, RemotingCommand::error_response(request, code, remark)));
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
+        let message_type = crate::metrics::message_type(&props);
         // Java 5.x adds these before anything else, so both the push and the stored copy carry them.
         add_region_and_trace_switch(b, &mut props);
         h.properties = Some(serialize(&props));
@@ -111,7 +112,7 @@ impl ReplyProcessor {
             (None, _) => warn!("reply: {REPLY_TO_CLIENT} is missing; nobody to push the reply to"),
         }
         let push = push_request(&h, channel.remote_addr(), b.store_host, serialize(&props), msg.body.clone());
-        let answer = Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id };
+        let answer = Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, topic: msg.topic.clone(), message_type };
         b.runtime.spawn(async move {
             let pushed = push_to(requester.as_deref(), target, push).await;
             answer.store_then_send(msg, pushed);
@@ -173,6 +174,9 @@ struct Answer {
     reply: Reply,
     request: RemotingCommand,
     queue_id: i32,
+    /// For the metrics: the reply topic and the message's type.
+    topic: String,
+    message_type: &'static str,
 }
 
 impl Answer {
@@ -201,8 +205,9 @@ impl Answer {
             }
             r.append.as_ref().filter(|_| matches!(r.status, PutStatus::PutOk | PutStatus::FlushDiskTimeout))
         });
-        if stored.is_some() {
+        if let Some(a) = stored {
             b.stats.on_put(1);
+            b.metrics.on_put(&self.topic, self.message_type, 1, a.wrote_bytes);
         }
         let header = match (pushed, stored) {
             (_, Some(a)) => Some(SendMessageResponseHeader {

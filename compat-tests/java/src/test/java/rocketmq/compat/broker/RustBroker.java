@@ -168,6 +168,11 @@ public final class RustBroker implements AutoCloseable {
         return dir.resolve("store");
     }
 
+    /** Everything the broker has written so far (its log goes to stdout). */
+    public String output() {
+        return process == null ? "" : process.stdout() + process.stderr();
+    }
+
     public String describe(int lines) {
         return process == null ? "(our broker never started)" : process.describe(lines);
     }

@@ -167,7 +167,8 @@ class RustBrokerAclTest {
 
         // A file that does not load leaves the last good config in force.
         Files.writeString(dir.resolve("broker/conf/plain_acl.yml"), "accounts: [\n");
-        Thread.sleep(2_000);
+        Await.until("the broker reports the file that does not load", Duration.ofSeconds(30),
+            () -> broker.output().contains("ACL files changed but do not load; the last good config stays"), () -> broker.describe(40));
         assertTrue(broker.isAlive(), broker.describe(40));
         assertEquals("1", line(client("send-after-bad-file", USER, USER_SECRET, "send:OtherTopic:1"), "SENT "));
     }
