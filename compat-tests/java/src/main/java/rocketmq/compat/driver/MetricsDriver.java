@@ -38,6 +38,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  *   <li>{@code deadLetter:TOPIC:GROUP:COUNT} COUNT sends to TOPIC; a push consumer of GROUP answers each
  *       RECONSUME_LATER with delay level -1, so the broker moves it to %DLQ%GROUP at once; ends once every
  *       message was delivered.
+ *   <li>{@code delayed:TOPIC:COUNT} COUNT sends with delay level 1 (1 s), which the broker delivers to TOPIC later.
  *   <li>{@code hold:STOP_FILE:SECONDS} prints {@code HOLDING} and keeps every client connected until STOP_FILE
  *       exists (or SECONDS passed), then shuts them down.
  * </ul>
@@ -80,6 +81,7 @@ public final class MetricsDriver {
             case "consume" -> consume(s[1], s[2], Integer.parseInt(s[3]), facts);
             case "transactions" -> transactions(s[1], facts);
             case "deadLetter" -> deadLetter(s[1], s[2], Integer.parseInt(s[3]), facts);
+            case "delayed" -> delayed(s[1], Integer.parseInt(s[2]), facts);
             case "hold" -> hold(Path.of(s[1]), Integer.parseInt(s[2]), facts);
             default -> throw new Steps.Failure("unknown step " + s[0]);
         }
@@ -174,6 +176,16 @@ public final class MetricsDriver {
         boolean complete = got.await(FeatureDriver.prefixed(runId + "-dlq-"), count, TIMEOUT_MS, 0);
         facts.put("delivered", got.distinctKeys(FeatureDriver.prefixed(runId + "-dlq-")).size());
         check(complete, "delivered fewer than " + count);
+    }
+
+    private void delayed(String topic, int count, Map<String, Object> facts) throws Exception {
+        for (int i = 0; i < count; i++) {
+            Message msg = message(topic, runId + "-delayed-" + i);
+            msg.setDelayTimeLevel(1);
+            SendResult r = producer().send(msg);
+            check(r.getSendStatus() == SendStatus.SEND_OK, "delayed send " + i + ": " + r);
+        }
+        facts.put("sent", count);
     }
 
     private void hold(Path stopFile, int seconds, Map<String, Object> facts) throws Exception {

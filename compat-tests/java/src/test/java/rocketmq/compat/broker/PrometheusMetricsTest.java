@@ -38,13 +38,14 @@ import rocketmq.compat.runtime.Versions;
  * {@code metricsExporterType=PROM} on a free {@code metricsPromExporterPort}, each behind its own name server
  * (Java's 5.3.3, ours with the same three keys), and get the same workload from a 5.3.3 client
  * ({@code MetricsDriver}): 20 sends to a topic consumed by a push group, a committed and a rolled-back
- * transaction, and 2 messages a group sends to its DLQ. While those clients are still connected both
- * {@code /metrics} are scraped until they show the workload; then every sample name Java exports (but
- * {@code rocketmq_pop_*}, which ours does not build, and the exporter's {@code target_info} and
- * {@code otel_scope_info}) must be exported by ours with the same label-key sets, the enumerated label values
- * Java shows (request and response codes, processors, message types, versions, histogram buckets...) must show
- * in ours, and both must count the workload alike. Our name server must count the clients' route queries.
- * The scrapes are kept in {@code target/prometheus-metrics/}.
+ * transaction, 2 messages a group sends to its DLQ, and 2 delayed ones (level 1). While those clients are still
+ * connected both {@code /metrics} are scraped until they show the workload; then every sample name Java exports
+ * (but {@code rocketmq_pop_*}, which ours does not build, and the exporter's {@code target_info} and
+ * {@code otel_scope_info}) must be exported by ours with the same label-key sets, the combinations of enumerated
+ * label values Java's samples of the workload show (request and response codes, results, processors, message
+ * types, versions...) and the histograms' bucket bounds must show in ours, and the counts the workload fixes must
+ * be Java's. Our name server must count the clients' route queries. The scrapes are kept in
+ * {@code target/prometheus-metrics/}.
  */
 @DisplayName("Prometheus metrics: our broker against Java 5.3.3's")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -55,8 +56,13 @@ class PrometheusMetricsTest {
     static final String TX_TOPIC = "PromTxTopic";
     static final String DLQ_TOPIC = "PromDlqTopic";
     static final String DLQ_GROUP = "PromDlqGroup";
+    static final String DELAY_TOPIC = "PromDelayTopic";
+    /** Java's schedule service reads its topic as this group (MixAll.SCHEDULE_CONSUMER_GROUP). */
+    static final String SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
+    static final String SCHEDULE_GROUP = "SCHEDULE_CONSUMER";
     static final int COUNT = 20;
     static final int DEAD_LETTERS = 2;
+    static final int DELAYED = 2;
     private static final Duration ROUTE_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(60);
     /**
@@ -82,9 +88,9 @@ class PrometheusMetricsTest {
      * samples of other ones, such as its transaction check service reading RMQ_SYS_TRANS_OP_HALF_TOPIC as group
      * CID_RMQ_SYS_TRANS, say how Java works inside, so their label values are not asked of ours.
      */
-    static final Set<String> WORKLOAD_TOPICS = Set.of(TOPIC, TX_TOPIC, DLQ_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC",
-        "%RETRY%" + GROUP, "%RETRY%" + DLQ_GROUP, "%DLQ%" + DLQ_GROUP);
-    static final Set<String> WORKLOAD_GROUPS = Set.of(GROUP, DLQ_GROUP);
+    static final Set<String> WORKLOAD_TOPICS = Set.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC, SCHEDULE_TOPIC,
+        "RMQ_SYS_TRANS_HALF_TOPIC", "%RETRY%" + GROUP, "%RETRY%" + DLQ_GROUP, "%DLQ%" + DLQ_GROUP);
+    static final Set<String> WORKLOAD_GROUPS = Set.of(GROUP, DLQ_GROUP, SCHEDULE_GROUP);
     static final Predicate<Exposition.Sample> OF_THE_WORKLOAD = s ->
         WORKLOAD_TOPICS.contains(s.labels().getOrDefault("topic", TOPIC))
             && WORKLOAD_GROUPS.contains(s.labels().getOrDefault("consumer_group", GROUP));
@@ -96,6 +102,8 @@ class PrometheusMetricsTest {
         Map.entry("rocketmq_messages_in_total", Map.of("topic", "RMQ_SYS_TRANS_HALF_TOPIC", "message_type", "transaction")),
         Map.entry("rocketmq_messages_out_total", Map.of("topic", TOPIC, "consumer_group", GROUP)),
         Map.entry("rocketmq_messages_out_total", Map.of("topic", DLQ_TOPIC, "consumer_group", DLQ_GROUP)),
+        Map.entry("rocketmq_messages_in_total", Map.of("topic", DELAY_TOPIC)),
+        Map.entry("rocketmq_messages_out_total", Map.of("topic", SCHEDULE_TOPIC, "consumer_group", SCHEDULE_GROUP)),
         Map.entry("rocketmq_message_size_count", Map.of("topic", TOPIC, "message_type", "normal")),
         Map.entry("rocketmq_message_size_count", Map.of("topic", "RMQ_SYS_TRANS_HALF_TOPIC")),
         // The stored size of the same messages (same topic, key, body and property lengths on both).
@@ -117,6 +125,7 @@ class PrometheusMetricsTest {
         Map.entry("rocketmq_topic_number", Map.of()),
         Map.entry("rocketmq_consumer_group_number", Map.of()),
         Map.entry("rocketmq_message_size_sum", Map.of("topic", "RMQ_SYS_TRANS_HALF_TOPIC")),
+        Map.entry("rocketmq_message_size_sum", Map.of("topic", DELAY_TOPIC)),
         Map.entry(HIST, Map.of("request_code", "pull_message", "is_long_polling", "true")),
         Map.entry(HIST, Map.of("request_code", "query_consumer_offset")));
 
@@ -272,7 +281,7 @@ class PrometheusMetricsTest {
     private void startWorkload(Side side) throws Exception {
         try (NamesrvProbe probe = NamesrvProbe.connect(side.namesrvAddress);
              BrokerProbe broker = BrokerProbe.connect(side.brokerAddress, side.brokerName)) {
-            for (String topic : List.of(TOPIC, TX_TOPIC, DLQ_TOPIC)) {
+            for (String topic : List.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC)) {
                 broker.createTopic(topic, 4);
                 Await.until(side.who + ": route of " + topic, ROUTE_TIMEOUT, () -> probe.route(topic),
                     (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), () -> "");
@@ -283,6 +292,7 @@ class PrometheusMetricsTest {
         side.driver = side.keep(DriverRun.start("MetricsDriver", "rocketmq-client", Versions.JAVA_5, "ROCKETMQ", runDir,
             side.namesrvAddress, "produce:" + TOPIC + ":" + COUNT, "consume:" + TOPIC + ":" + GROUP + ":" + COUNT,
             "transactions:" + TX_TOPIC, "deadLetter:" + DLQ_TOPIC + ":" + DLQ_GROUP + ":" + DEAD_LETTERS,
+            "delayed:" + DELAY_TOPIC + ":" + DELAYED,
             "hold:" + side.stopFile + ":120"));
     }
 
@@ -392,6 +402,11 @@ class PrometheusMetricsTest {
         expect(gaps, e, "rocketmq_half_messages", Map.of("topic", TX_TOPIC), v -> v == 0, "== 0 (both finished)");
         expect(gaps, e, "rocketmq_send_to_dlq_messages_total", Map.of("topic", DLQ_TOPIC, "consumer_group", DLQ_GROUP),
             v -> v == DEAD_LETTERS, "== " + DEAD_LETTERS);
+        // Delivered by the schedule service a second after the send, as a message of type delay.
+        expect(gaps, e, "rocketmq_messages_in_total", Map.of("topic", DELAY_TOPIC, "message_type", "delay"),
+            v -> v >= DELAYED, ">= " + DELAYED);
+        expect(gaps, e, "rocketmq_messages_out_total", Map.of("topic", SCHEDULE_TOPIC, "consumer_group", SCHEDULE_GROUP),
+            v -> v == DELAYED, "== " + DELAYED);
         return gaps;
     }
 
