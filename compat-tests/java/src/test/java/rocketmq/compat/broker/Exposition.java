@@ -147,10 +147,10 @@ public final class Exposition {
         return found.isEmpty() ? Double.NaN : found.stream().mapToDouble(Sample::value).sum();
     }
 
-    /** The label-key sets the samples named {@code name} carry, without the keys {@code ignored} accepts. */
-    public Set<SortedSet<String>> labelKeySets(String name, Predicate<String> ignored) {
+    /** The label-key sets the samples named {@code name} carry. */
+    public Set<SortedSet<String>> labelKeySets(String name) {
         return samples.stream().filter(s -> s.name().equals(name))
-            .map(s -> s.labels().keySet().stream().filter(ignored.negate()).collect(Collectors.toCollection(TreeSet::new)))
+            .map(s -> (SortedSet<String>) new TreeSet<>(s.labels().keySet()))
             .collect(Collectors.toCollection(() -> new TreeSet<>(Exposition::compareSets)));
     }
 
