@@ -58,6 +58,11 @@ public final class NameServer implements AutoCloseable {
 
     /** Starts the given name server ("rust" or "java", whatever -Drmq.namesrv says) in {@code dir}. */
     public static NameServer start(Path dir, String kind) {
+        return start(dir, kind, Map.of());
+    }
+
+    /** As {@link #start(Path, String)}, with {@code extra} keys added to (or replacing those of) its config file. */
+    public static NameServer start(Path dir, String kind, Map<String, String> extra) {
         if (!kind.equals("rust") && !kind.equals("java")) {
             throw new IllegalArgumentException("name server kind must be rust or java, not " + kind);
         }
@@ -69,6 +74,7 @@ public final class NameServer implements AutoCloseable {
         config.put("bindAddress", "127.0.0.1");
         config.put("kvConfigPath", kvConfig.toString());
         config.put("configStorePath", dir.resolve("namesrv.properties").toString());
+        config.putAll(extra);
         Path configFile = PropertiesFile.write(dir.resolve("namesrv.conf"), config);
 
         List<String> command = kind.equals("java") ? javaCommand(home, configFile) : rustCommand(configFile);
