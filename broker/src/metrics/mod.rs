@@ -53,13 +53,28 @@ struct Families {
     gauges: gauges::Gauges,
     /// Half messages waiting for their end, by real topic (Java's `TransactionMetrics`).
     half: Mutex<HashMap<String, i64>>,
-    /// The next offset each group pulls from, by `topic@group` and queue (Java's pull offset
-    /// table), for the in-flight and ready gauges.
-    pull_offsets: Mutex<HashMap<String, HashMap<i32, i64>>>,
-    /// The topics each group pulled lately, for groups with no heartbeat (pull consumers):
-    /// Java 5.x keeps them in its consumer compensation table, and reports their lag too.
-    pulled_topics: Mutex<HashMap<String, HashMap<String, std::time::Instant>>>,
+    /// What each group pulled, by group and topic: at most `limit` pairs in all.
+    pulls: Mutex<Pulls>,
     limit: usize,
+}
+
+/// Pulls by group and topic.
+#[derive(Default)]
+struct Pulls {
+    by_group: HashMap<String, HashMap<String, Pulled>>,
+    /// (group, topic) pairs in `by_group`.
+    pairs: usize,
+}
+
+/// One group's pulls of one topic.
+struct Pulled {
+    /// The last pull: a group with no heartbeat (a pull consumer) counts as subscribed to the
+    /// topic for [`PULLED_TOPIC_EXPIRY`] after it, as Java 5.x's consumer compensation table
+    /// keeps it, and its lag is reported too.
+    at: std::time::Instant,
+    /// The next offset it pulls from, by queue (Java's pull offset table), for the in-flight and
+    /// ready gauges.
+    next_offsets: HashMap<i32, i64>,
 }
 
 /// How long a pulled topic counts as subscribed without another pull (Java's
@@ -215,8 +230,7 @@ impl Families {
             group_create: Histograms::histograms(r, "rocketmq_consumer_group_create_execution_time_milliseconds", "The distribution of create subscription time", &["invocation_status"], &CREATE_TIME_BUCKETS_MS, limit),
             gauges: gauges::Gauges::new(r, limit),
             half: Mutex::new(HashMap::new()),
-            pull_offsets: Mutex::new(HashMap::new()),
-            pulled_topics: Mutex::new(HashMap::new()),
+            pulls: Mutex::new(Pulls::default()),
             limit,
             registry,
         })
@@ -231,42 +245,29 @@ impl Families {
         }
     }
 
-    /// The topics `group` pulled within [`PULLED_TOPIC_EXPIRY`]; expired ones are forgotten.
+    /// The topics `group` pulled within [`PULLED_TOPIC_EXPIRY`].
     fn pulled_topics(&self, group: &str) -> Vec<String> {
-        let mut table = self.pulled_topics.lock();
-        let Some(topics) = table.get_mut(group) else { return Vec::new() };
-        topics.retain(|_, at| at.elapsed() < PULLED_TOPIC_EXPIRY);
-        let names = topics.keys().cloned().collect();
-        if topics.is_empty() {
-            table.remove(group);
-        }
-        names
+        let pulls = self.pulls.lock();
+        let Some(topics) = pulls.by_group.get(group) else { return Vec::new() };
+        topics.iter().filter(|(_, pulled)| pulled.at.elapsed() < PULLED_TOPIC_EXPIRY).map(|(topic, _)| topic.clone()).collect()
     }
 
     fn note_pull_offset(&self, topic: &str, group: &str, queue_id: i32, next_offset: i64) {
-        {
-            let mut table = self.pulled_topics.lock();
-            let now = std::time::Instant::now();
-            if let Some(topics) = table.get_mut(group) {
-                if topics.len() < self.limit || topics.contains_key(topic) {
-                    topics.insert(topic.to_owned(), now);
-                }
-            } else if table.len() < self.limit {
-                table.insert(group.to_owned(), HashMap::from([(topic.to_owned(), now)]));
-            }
-        }
-        let key = crate::consumer_offset::topic_at_group(topic, group);
-        let mut table = self.pull_offsets.lock();
-        if let Some(queues) = table.get_mut(&key) {
-            queues.insert(queue_id, next_offset);
-        } else if table.len() < self.limit {
-            table.insert(key, HashMap::from([(queue_id, next_offset)]));
+        let mut pulls = self.pulls.lock();
+        let now = std::time::Instant::now();
+        if let Some(pulled) = pulls.by_group.get_mut(group).and_then(|topics| topics.get_mut(topic)) {
+            pulled.at = now;
+            pulled.next_offsets.insert(queue_id, next_offset);
+        } else if pulls.pairs < self.limit {
+            pulls.pairs += 1;
+            let pulled = Pulled { at: now, next_offsets: HashMap::from([(queue_id, next_offset)]) };
+            pulls.by_group.entry(group.to_owned()).or_default().insert(topic.to_owned(), pulled);
         }
     }
 
     fn pull_offset(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
-        let key = crate::consumer_offset::topic_at_group(topic, group);
-        self.pull_offsets.lock().get(&key).and_then(|queues| queues.get(&queue_id).copied())
+        let pulls = self.pulls.lock();
+        pulls.by_group.get(group)?.get(topic)?.next_offsets.get(&queue_id).copied()
     }
 }
 

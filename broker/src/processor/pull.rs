@@ -184,8 +184,8 @@ impl PullProcessor {
                 min_offset: result.min_offset,
                 max_offset: result.max_offset,
             });
-        b.stats.on_get(if code == ResponseCode::SUCCESS { result.messages.len() } else { 0 });
         let got = if code == ResponseCode::SUCCESS { (result.messages.len(), result.buffer_total_size) } else { (0, 0) };
+        b.stats.on_get(got.0);
         if code == ResponseCode::SUCCESS {
             b.broker_stats.on_get(&h.consumer_group, &h.topic, got.0, got.1);
         }
