@@ -8,8 +8,8 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use remoting::client::RemotingClient;
-use remoting::RemotingCommand;
 use remoting::protocol::perm;
+use remoting::RemotingCommand;
 use store::config::MessageStoreConfig;
 use store::store::MessageStore;
 use tracing::info;

@@ -38,11 +38,7 @@ fn env_or_empty(name: &str) -> String {
 
 /// Java's `localHostName()`: the host name, or [`FALLBACK_BROKER_NAME`].
 pub fn local_host_name() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|name| name.into_string().ok())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| FALLBACK_BROKER_NAME.to_owned())
+    nix::unistd::gethostname().ok().and_then(|name| name.into_string().ok()).filter(|name| !name.is_empty()).unwrap_or_else(|| FALLBACK_BROKER_NAME.to_owned())
 }
 
 /// Java's `RemotingUtil.getLocalAddress()` for IPv4: over the interfaces that are not bridges,
@@ -67,12 +63,7 @@ pub fn local_address() -> String {
 }
 
 fn pick_local_address(candidates: &[String]) -> String {
-    candidates
-        .iter()
-        .find(|ip| !ip.starts_with("127.0") && !ip.starts_with("192.168"))
-        .or(candidates.last())
-        .cloned()
-        .unwrap_or_else(|| "127.0.0.1".to_owned())
+    candidates.iter().find(|ip| !ip.starts_with("127.0") && !ip.starts_with("192.168")).or(candidates.last()).cloned().unwrap_or_else(|| "127.0.0.1".to_owned())
 }
 
 java_config! {
@@ -235,9 +226,7 @@ impl BrokerConfig {
 /// Applies `broker.conf` text, as Java's `MixAll.properties2Object` does for each config object:
 /// a key known to either struct is set there, the rest are returned (Java ignores them).
 /// Then [`apply_startup_rules`].
-pub fn apply_properties(
-    properties: &IndexMap<String, String>,
-) -> Result<(BrokerConfig, MessageStoreConfig, Vec<String>), ConfigError> {
+pub fn apply_properties(properties: &IndexMap<String, String>) -> Result<(BrokerConfig, MessageStoreConfig, Vec<String>), ConfigError> {
     let mut broker = BrokerConfig::default();
     let mut store = MessageStoreConfig::default();
     let mut unknown = Vec::new();
@@ -280,9 +269,7 @@ pub fn apply_startup_rules(broker: &mut BrokerConfig, store: &MessageStoreConfig
     }
     match store.broker_role {
         BrokerRole::AsyncMaster | BrokerRole::SyncMaster => broker.broker_id = 0,
-        BrokerRole::Slave if broker.broker_id <= 0 => {
-            return Err(ConfigError::SlaveBrokerId { broker_id: broker.broker_id })
-        }
+        BrokerRole::Slave if broker.broker_id <= 0 => return Err(ConfigError::SlaveBrokerId { broker_id: broker.broker_id }),
         BrokerRole::Slave => {}
     }
     if store.enable_dleger_commit_log {
@@ -299,8 +286,7 @@ fn namesrv_addr_is_valid(addr: &str) -> bool {
     while parts.last() == Some(&"") {
         parts.pop();
     }
-    !parts.is_empty()
-        && parts.iter().all(|part| part.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok()))
+    !parts.is_empty() && parts.iter().all(|part| part.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok()))
 }
 
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
@@ -384,10 +370,7 @@ mod tests {
         assert_eq!(store.ha_listen_port, 30000);
         let (_, store, _) = apply_properties(&props(&[("listenPort", "20911"), ("haListenPort", "0")])).unwrap();
         assert_eq!(store.ha_listen_port, 20912);
-        assert!(matches!(
-            apply_properties(&props(&[("listenPort", "65535")])),
-            Err(ConfigError::NoHaPort { listen_port: 65535 })
-        ));
+        assert!(matches!(apply_properties(&props(&[("listenPort", "65535")])), Err(ConfigError::NoHaPort { listen_port: 65535 })));
     }
 
     #[test]
@@ -396,10 +379,7 @@ mod tests {
         assert_eq!(broker.broker_id, 0);
         let (broker, _, _) = apply_properties(&props(&[("brokerId", "2"), ("brokerRole", "SLAVE")])).unwrap();
         assert_eq!(broker.broker_id, 2);
-        assert!(matches!(
-            apply_properties(&props(&[("brokerRole", "SLAVE")])),
-            Err(ConfigError::SlaveBrokerId { broker_id: 0 })
-        ));
+        assert!(matches!(apply_properties(&props(&[("brokerRole", "SLAVE")])), Err(ConfigError::SlaveBrokerId { broker_id: 0 })));
     }
 
     #[test]

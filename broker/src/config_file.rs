@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
-use remoting::service::Waker;
 use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::topic::DataVersion;
+use remoting::service::Waker;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -77,13 +77,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 impl ConfigFile {
     pub fn new(path: impl Into<PathBuf>) -> ConfigFile {
-        ConfigFile {
-            path: path.into(),
-            main_is_good: Mutex::new(true),
-            changes: AtomicU64::new(0),
-            written: AtomicU64::new(0),
-            persister: OnceLock::new(),
-        }
+        ConfigFile { path: path.into(), main_is_good: Mutex::new(true), changes: AtomicU64::new(0), written: AtomicU64::new(0), persister: OnceLock::new() }
     }
 
     pub fn path(&self) -> &Path {
@@ -234,9 +228,7 @@ pub fn next_version(version: &mut DataVersion) {
 }
 
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

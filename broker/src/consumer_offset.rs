@@ -62,10 +62,9 @@ impl ConsumerOffsetManager {
     /// Loads `<storePathRootDir>/config/consumerOffset.json` (or its backup).
     pub fn open(store_root_dir: &Path) -> Result<ConsumerOffsetManager, ConfigFileError> {
         let file = ConfigFile::new(config_file::config_dir(store_root_dir).join(CONSUMER_OFFSET_FILE));
-        let table = file.load::<ConsumerOffsetFile>()?.unwrap_or_else(|| ConsumerOffsetFile {
-            data_version: config_file::new_data_version(),
-            offset_table: BTreeMap::new(),
-        });
+        let table = file
+            .load::<ConsumerOffsetFile>()?
+            .unwrap_or_else(|| ConsumerOffsetFile { data_version: config_file::new_data_version(), offset_table: BTreeMap::new() });
         Ok(ConsumerOffsetManager { file, table: RwLock::new(table) })
     }
 
@@ -116,12 +115,7 @@ impl ConsumerOffsetManager {
     /// cleanOffset). Returns the keys removed.
     pub fn remove_group(&self, group: &str) -> Vec<String> {
         let mut table = self.table.write();
-        let doomed: Vec<String> = table
-            .offset_table
-            .keys()
-            .filter(|key| split_topic_at_group(key).is_some_and(|(_, g)| g == group))
-            .cloned()
-            .collect();
+        let doomed: Vec<String> = table.offset_table.keys().filter(|key| split_topic_at_group(key).is_some_and(|(_, g)| g == group)).cloned().collect();
         for key in &doomed {
             table.offset_table.remove(key);
             tracing::warn!(key = %key, "consumer offsets removed");

@@ -32,11 +32,11 @@ use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageP
 use crate::processor::consumer_manage::ConsumerManageProcessor;
 use crate::processor::end_transaction::EndTransactionProcessor;
 use crate::processor::lock::LockProcessor;
-use crate::processor::pull::PullProcessor;
 use crate::processor::maintenance::MaintenanceProcessor;
+use crate::processor::pull::PullProcessor;
 use crate::processor::query::QueryProcessor;
-use crate::processor::reply::ReplyProcessor;
 use crate::processor::relay::RelayProcessor;
+use crate::processor::reply::ReplyProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
 use crate::schedule::ScheduleService;
@@ -343,7 +343,11 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
         &admin_pool,
     );
     let relay = Arc::new(RelayProcessor { broker: broker.clone() });
-    on(&[R::INVOKE_BROKER_TO_RESET_OFFSET, R::INVOKE_BROKER_TO_GET_CONSUMER_STATUS, R::GET_CONSUMER_RUNNING_INFO, R::CONSUME_MESSAGE_DIRECTLY], relay, &admin_pool);
+    on(
+        &[R::INVOKE_BROKER_TO_RESET_OFFSET, R::INVOKE_BROKER_TO_GET_CONSUMER_STATUS, R::GET_CONSUMER_RUNNING_INFO, R::CONSUME_MESSAGE_DIRECTLY],
+        relay,
+        &admin_pool,
+    );
     let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
     let codes = [
         R::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,

@@ -37,10 +37,8 @@ impl DelayOffsets {
     /// Loads `<storePathRootDir>/config/delayOffset.json` (or its backup).
     pub fn open(store_root_dir: &Path) -> Result<DelayOffsets, ConfigFileError> {
         let file = ConfigFile::new(config_file::config_dir(store_root_dir).join(DELAY_OFFSET_FILE));
-        let table = file.load::<DelayOffsetFile>()?.unwrap_or_else(|| DelayOffsetFile {
-            data_version: config_file::new_data_version(),
-            offset_table: BTreeMap::new(),
-        });
+        let table =
+            file.load::<DelayOffsetFile>()?.unwrap_or_else(|| DelayOffsetFile { data_version: config_file::new_data_version(), offset_table: BTreeMap::new() });
         Ok(DelayOffsets { file, table: RwLock::new(table) })
     }
 
@@ -98,8 +96,7 @@ mod tests {
     fn a_4_9_file_without_data_version_loads() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
-        std::fs::write(dir.path().join("config").join(DELAY_OFFSET_FILE), "{\n\t\"offsetTable\":{1:0,2:15,18:100\n\t}\n}")
-            .unwrap();
+        std::fs::write(dir.path().join("config").join(DELAY_OFFSET_FILE), "{\n\t\"offsetTable\":{1:0,2:15,18:100\n\t}\n}").unwrap();
         let d = DelayOffsets::open(dir.path()).unwrap();
         assert_eq!(d.get(18), Some(100));
         assert_eq!(d.data_version().counter, 0);

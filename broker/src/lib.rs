@@ -39,6 +39,6 @@ pub mod slave_sync;
 pub mod stats;
 pub mod stats_manager;
 pub mod subscription_group;
-pub mod topic_config;
 pub mod timer;
+pub mod topic_config;
 pub mod transaction;

@@ -117,9 +117,8 @@ impl PullRequestHoldService {
         let woken: Vec<HeldPull> = {
             let mut held = self.held.lock();
             let Some(pulls) = held.by_queue.get_mut(&key(topic, queue_id)) else { return };
-            let (wake, keep): (Vec<HeldPull>, Vec<HeldPull>) = pulls
-                .drain(..)
-                .partition(|p| (max_offset > p.pull_from_offset && p.wants(tags_code)) || now >= p.deadline || p.channel.is_closed());
+            let (wake, keep): (Vec<HeldPull>, Vec<HeldPull>) =
+                pulls.drain(..).partition(|p| (max_offset > p.pull_from_offset && p.wants(tags_code)) || now >= p.deadline || p.channel.is_closed());
             *pulls = keep;
             for pull in &wake {
                 held.forget(pull);
@@ -168,7 +167,14 @@ mod tests {
     }
 
     fn held(channel: &Channel, from: i64, deadline: Instant) -> HeldPull {
-        HeldPull { request: RemotingCommand::default(), channel: channel.clone(), deadline, parked_at: Instant::now(), pull_from_offset: from, subscription: None }
+        HeldPull {
+            request: RemotingCommand::default(),
+            channel: channel.clone(),
+            deadline,
+            parked_at: Instant::now(),
+            pull_from_offset: from,
+            subscription: None,
+        }
     }
 
     #[tokio::test]
@@ -177,9 +183,13 @@ mod tests {
         let (b, _lb) = channel().await;
         let woken = Arc::new(AtomicUsize::new(0));
         let w = woken.clone();
-        let hold = PullRequestHoldService::new(Box::new(move |_| {
-            w.fetch_add(1, Ordering::SeqCst);
-        }), 2, 3);
+        let hold = PullRequestHoldService::new(
+            Box::new(move |_| {
+                w.fetch_add(1, Ordering::SeqCst);
+            }),
+            2,
+            3,
+        );
         let later = Instant::now() + Duration::from_secs(60);
         assert!(hold.suspend("T", 0, held(&a, 5, later)).is_ok());
         assert!(hold.suspend("T", 1, held(&a, 5, later)).is_ok());

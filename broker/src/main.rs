@@ -56,9 +56,10 @@ fn main() -> ExitCode {
     }
     // Where UPDATE_BROKER_CONFIG persists the config: the -c file, as Java's
     // `BrokerPathConfigHelper`, else `~/store/config/broker.properties`.
-    let config_path = args.config_file.clone().unwrap_or_else(|| {
-        std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join("store").join("config").join("broker.properties")
-    });
+    let config_path = args
+        .config_file
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join("store").join("config").join("broker.properties"));
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -76,10 +77,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        println!(
-            "The broker[{name}, {}] boot success. serializeType=JSON and name server is {namesrv}",
-            controller.broker.identity.broker_addr
-        );
+        println!("The broker[{name}, {}] boot success. serializeType=JSON and name server is {namesrv}", controller.broker.identity.broker_addr);
         remoting::process::wait_for_stop_signal().await;
         controller.shutdown().await;
         ExitCode::SUCCESS

@@ -67,10 +67,7 @@ pub async fn register_all(
         match client.invoke(addr, request, timeout).await {
             Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
                 debug!(namesrv = addr, "registered");
-                result = Some(RegisterResult {
-                    master_addr: r.ext("masterAddr").map(str::to_owned),
-                    ha_server_addr: r.ext("haServerAddr").map(str::to_owned),
-                });
+                result = Some(RegisterResult { master_addr: r.ext("masterAddr").map(str::to_owned), ha_server_addr: r.ext("haServerAddr").map(str::to_owned) });
             }
             Ok(r) => warn!(namesrv = addr, code = r.code, remark = ?r.remark, "registration refused"),
             Err(e) => warn!(namesrv = addr, error = %e, "registration failed"),

@@ -34,11 +34,14 @@ impl Ha {
     /// `haListenPort` (0: any free port, for tests).
     pub async fn start(store: &Arc<MessageStore>, config: &MessageStoreConfig, bind: IpAddr) -> std::io::Result<Ha> {
         if config.broker_role == BrokerRole::Slave {
-            let slave = HaSlave::start(store.clone(), SlaveConfig {
-                report_interval: Duration::from_millis(config.ha_send_heartbeat_interval_ms.max(100)),
-                housekeeping_interval: Duration::from_millis(config.ha_housekeeping_interval_ms.max(1000)),
-                ..SlaveConfig::default()
-            });
+            let slave = HaSlave::start(
+                store.clone(),
+                SlaveConfig {
+                    report_interval: Duration::from_millis(config.ha_send_heartbeat_interval_ms.max(100)),
+                    housekeeping_interval: Duration::from_millis(config.ha_housekeeping_interval_ms.max(1000)),
+                    ..SlaveConfig::default()
+                },
+            );
             // Java takes `haMasterAddress` only when it looks like an address (>= 6 chars).
             if config.ha_master_address.trim().len() >= 6 {
                 slave.set_master(Some(config.ha_master_address.trim().to_owned()));

@@ -108,9 +108,8 @@ pub fn update(b: &Broker, properties: &IndexMap<String, String>) -> Result<Updat
     crate::config_file::next_version(&mut b.config_version.version.lock());
     info!(?properties, "broker config updated");
     if let Some(path) = &b.config_file {
-        write_config_file(path, text.as_bytes()).map_err(|e| {
-            ProcessError::system(format!("the config is updated but could not be persisted to {}: {e}", path.display()))
-        })?;
+        write_config_file(path, text.as_bytes())
+            .map_err(|e| ProcessError::system(format!("the config is updated but could not be persisted to {}: {e}", path.display())))?;
     }
     Ok(Updated { permission: properties.contains_key("brokerPermission") })
 }

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+use remoting::protocol::name::TopicName;
 use store::commit_log::now_ms;
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use store::message::{properties, MessageToStore};
-use remoting::protocol::name::TopicName;
 use store::store::MessageStore;
 use tracing::warn;
 
@@ -93,9 +93,15 @@ impl ScheduleService {
 /// hold; a message that names none is not delivered (and is reported).
 fn real_message(bytes: &[u8]) -> Option<MessageToStore> {
     let Ok(RecordAt::Record(r)) = decode_record(bytes, false) else { return None };
-    let destination = r.property(properties::REAL_TOPIC).and_then(|t| TopicName::new(t).ok()).zip(r.property(properties::REAL_QID).and_then(|q| q.parse::<u16>().ok()));
+    let destination =
+        r.property(properties::REAL_TOPIC).and_then(|t| TopicName::new(t).ok()).zip(r.property(properties::REAL_QID).and_then(|q| q.parse::<u16>().ok()));
     let Some((topic, queue_id)) = destination else {
-        warn!(offset = r.physical_offset, real_topic = r.property(properties::REAL_TOPIC), real_qid = r.property(properties::REAL_QID), "delayed message names no valid topic and queue; not delivered");
+        warn!(
+            offset = r.physical_offset,
+            real_topic = r.property(properties::REAL_TOPIC),
+            real_qid = r.property(properties::REAL_QID),
+            "delayed message names no valid topic and queue; not delivered"
+        );
         return None;
     };
     let (topic, queue_id) = (topic.into_string(), i32::from(queue_id));

@@ -31,11 +31,11 @@ pub enum SyncError {
 
 async fn fetch<T: DeserializeOwned>(b: &Broker, master: &str, code: RequestCode) -> Result<T, SyncError> {
     let timeout = Duration::from_secs(3);
-    let response = b
-        .namesrv
-        .invoke(master, RemotingCommand::request(code), timeout)
-        .await
-        .map_err(|source| SyncError::Call { code, master: master.to_owned(), source })?;
+    let response = b.namesrv.invoke(master, RemotingCommand::request(code), timeout).await.map_err(|source| SyncError::Call {
+        code,
+        master: master.to_owned(),
+        source,
+    })?;
     if response.response_code() != ResponseCode::SUCCESS {
         return Err(SyncError::Refused { code, master: master.to_owned(), answer: response.response_code(), remark: response.remark.unwrap_or_default() });
     }

@@ -224,9 +224,7 @@ impl StoreStats {
 
     /// Found plus miss; Java prints 0.0 for a window without enough samples here.
     pub fn get_total_tps(&self) -> String {
-        WINDOWS
-            .map(|w| java_double(self.tps(w, |s| s.found).unwrap_or(0.0) + self.tps(w, |s| s.miss).unwrap_or(0.0)))
-            .join(" ")
+        WINDOWS.map(|w| java_double(self.tps(w, |s| s.found).unwrap_or(0.0) + self.tps(w, |s| s.miss).unwrap_or(0.0))).join(" ")
     }
 }
 

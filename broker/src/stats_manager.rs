@@ -159,11 +159,7 @@ pub fn topic_group_key(topic: &str, group: &str) -> String {
 
 impl BrokerStatsManager {
     pub fn new(cluster: &str) -> BrokerStatsManager {
-        BrokerStatsManager {
-            cluster: cluster.to_owned(),
-            sets: names::ALL.iter().map(|n| (*n, StatsItemSet::default())).collect(),
-            ticks: AtomicU64::new(0),
-        }
+        BrokerStatsManager { cluster: cluster.to_owned(), sets: names::ALL.iter().map(|n| (*n, StatsItemSet::default())).collect(), ticks: AtomicU64::new(0) }
     }
 
     fn add(&self, name: &str, key: &str, value: u64, times: u64) {

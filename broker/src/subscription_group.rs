@@ -90,8 +90,8 @@ pub struct CustomizedRetryPolicy {
 impl CustomizedRetryPolicy {
     fn default_next() -> Vec<i64> {
         vec![
-            1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000, 480_000,
-            540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000,
+            1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000, 480_000, 540_000, 600_000, 1_200_000, 1_800_000,
+            3_600_000, 7_200_000,
         ]
     }
 }
@@ -219,19 +219,10 @@ pub struct SubscriptionGroupManager {
 /// `CID_RMQ_SYS_TRANS`).
 pub fn system_groups() -> Vec<SubscriptionGroupConfig> {
     use system_group::*;
-    [
-        TOOLS_CONSUMER,
-        FILTERSRV_CONSUMER,
-        SELF_TEST_CONSUMER,
-        ONS_HTTP_PROXY,
-        ONSAPI_PULL,
-        ONSAPI_PERMISSION,
-        ONSAPI_OWNER,
-        SYS_RMQ_TRANS,
-    ]
-    .into_iter()
-    .map(SubscriptionGroupConfig::new)
-    .collect()
+    [TOOLS_CONSUMER, FILTERSRV_CONSUMER, SELF_TEST_CONSUMER, ONS_HTTP_PROXY, ONSAPI_PULL, ONSAPI_PERMISSION, ONSAPI_OWNER, SYS_RMQ_TRANS]
+        .into_iter()
+        .map(SubscriptionGroupConfig::new)
+        .collect()
 }
 
 impl SubscriptionGroupManager {

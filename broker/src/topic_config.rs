@@ -136,10 +136,8 @@ impl TopicConfigManager {
     /// The system topics, then `<storePathRootDir>/config/topics.json` (or its backup) over them.
     pub fn open(broker: &BrokerConfig, store_root_dir: &Path) -> Result<TopicConfigManager, ConfigFileError> {
         let file = ConfigFile::new(config_file::config_dir(store_root_dir).join(TOPICS_FILE));
-        let mut table = Table {
-            version: config_file::new_data_version(),
-            topics: system_topics(broker).into_iter().map(|tc| (tc.topic_name.clone(), tc)).collect(),
-        };
+        let mut table =
+            Table { version: config_file::new_data_version(), topics: system_topics(broker).into_iter().map(|tc| (tc.topic_name.clone(), tc)).collect() };
         if let Some(wrapper) = file.load::<TopicConfigSerializeWrapper>()? {
             table.topics.extend(wrapper.topic_config_table);
             table.version = wrapper.data_version;
@@ -254,13 +252,7 @@ impl TopicConfigManager {
     }
 
     /// Java's `createTopicInSendMessageBackMethod`: retry and dead-letter topics, made as asked.
-    pub fn create_topic_in_send_message_back_method(
-        &self,
-        topic: &TopicName,
-        client_default_queue_nums: i32,
-        perm: i32,
-        topic_sys_flag: i32,
-    ) -> Obtained {
+    pub fn create_topic_in_send_message_back_method(&self, topic: &TopicName, client_default_queue_nums: i32, perm: i32, topic_sys_flag: i32) -> Obtained {
         if let Some(existing) = self.select(topic) {
             return Obtained::Existing(existing);
         }
@@ -323,7 +315,10 @@ impl TopicConfigManager {
             topic_config_table: &'a BTreeMap<String, TopicConfig>,
         }
         let table = self.table.read();
-        remoting::fastjson::to_vec(&TopicsFile { data_version: &table.version, topic_config_table: &table.topics }, remoting::fastjson::JsonStyle::FastjsonPretty)
+        remoting::fastjson::to_vec(
+            &TopicsFile { data_version: &table.version, topic_config_table: &table.topics },
+            remoting::fastjson::JsonStyle::FastjsonPretty,
+        )
     }
 }
 
@@ -332,11 +327,7 @@ mod tests {
     use super::*;
 
     fn broker() -> BrokerConfig {
-        BrokerConfig {
-            broker_name: "broker-a".into(),
-            broker_cluster_name: "DefaultCluster".into(),
-            ..BrokerConfig::default()
-        }
+        BrokerConfig { broker_name: "broker-a".into(), broker_cluster_name: "DefaultCluster".into(), ..BrokerConfig::default() }
     }
 
     fn open(dir: &Path, broker: &BrokerConfig) -> TopicConfigManager {
@@ -382,13 +373,7 @@ mod tests {
     #[test]
     fn switches_decide_the_template_trace_topic_and_cluster_perm() {
         let dir = tempfile::tempdir().unwrap();
-        let b = BrokerConfig {
-            auto_create_topic_enable: false,
-            trace_topic_enable: true,
-            cluster_topic_enable: false,
-            broker_topic_enable: false,
-            ..broker()
-        };
+        let b = BrokerConfig { auto_create_topic_enable: false, trace_topic_enable: true, cluster_topic_enable: false, broker_topic_enable: false, ..broker() };
         let m = open(dir.path(), &b);
         assert!(!m.contains("TBW102"));
         assert_eq!(m.select("RMQ_SYS_TRACE_TOPIC").map(|t| t.read_queue_nums), Some(1));
@@ -466,7 +451,14 @@ mod tests {
 
     #[test]
     fn only_the_broker_writes_its_system_topics() {
-        for t in ["SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"] {
+        for t in [
+            "SCHEDULE_TOPIC_XXXX",
+            "RMQ_SYS_TRANS_HALF_TOPIC",
+            "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+            "TRANS_CHECK_MAX_TIME_TOPIC",
+            "SELF_TEST_TOPIC",
+            "OFFSET_MOVED_EVENT",
+        ] {
             assert!(system_topic::is_not_allowed_send(t), "{t}");
             assert_eq!(system_topic::name(t), t);
         }

@@ -17,8 +17,7 @@ use remoting::protocol::perm;
 use remoting::{command_header, RemotingCommand, RequestCode};
 use store::commit_log::{now_ms, PutMessageResult};
 use store::message::record::{
-    decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
+    decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
 };
 use store::message::{offset_message_id, properties, MessageToStore};
 use tracing::{debug, info, warn};

@@ -64,11 +64,7 @@ fn subscription_groups_from_java_5_are_rewritten_byte_for_byte_in_key_order() {
         let dir = store_with("subscriptionGroup.json", &golden("5.3.3", source));
         let m = SubscriptionGroupManager::open(dir.path()).unwrap();
         m.persist().unwrap();
-        assert_eq!(
-            written(dir.path(), "subscriptionGroup.json"),
-            text(golden("5.3.3", "subscriptionGroup.sorted.json")),
-            "from {source}"
-        );
+        assert_eq!(written(dir.path(), "subscriptionGroup.json"), text(golden("5.3.3", "subscriptionGroup.sorted.json")), "from {source}");
     }
 }
 
@@ -78,11 +74,7 @@ fn consumer_offsets_are_written_as_javas_offset_wrapper_without_the_group_topic_
         let dir = store_with("consumerOffset.json", &golden("5.3.3", source));
         let m = ConsumerOffsetManager::open(dir.path()).unwrap();
         m.persist().unwrap();
-        assert_eq!(
-            written(dir.path(), "consumerOffset.json"),
-            text(golden("5.3.3", "consumerOffset.wrapper.json")),
-            "from {source}"
-        );
+        assert_eq!(written(dir.path(), "consumerOffset.json"), text(golden("5.3.3", "consumerOffset.wrapper.json")), "from {source}");
     }
 }
 
@@ -263,11 +255,7 @@ fn a_change_after_loading_java_files_keeps_javas_version_counting() {
     m.create_topic_in_send_message_back_method(&remoting::protocol::name::TopicName::new("%RETRY%group-b").unwrap(), 1, 6, 0);
     assert_eq!(m.data_version().counter, 8);
     m.persist_if_dirty().unwrap();
-    assert_eq!(
-        std::fs::read(config_path(dir.path(), "topics.json.bak")).unwrap(),
-        golden("4.9.7", "topics.json"),
-        "Java's file is kept as the backup"
-    );
+    assert_eq!(std::fs::read(config_path(dir.path(), "topics.json.bak")).unwrap(), golden("4.9.7", "topics.json"), "Java's file is kept as the backup");
     let again = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
     assert!(again.contains("%RETRY%group-b"));
     assert!(again.contains(WEIRD_TOPIC));

@@ -270,7 +270,10 @@ async fn a_new_group_is_set_to_zero_only_on_a_young_queue_with_a_first_message_a
     };
     // An empty queue: the client decides where to start.
     let r = c.invoke(&addr, query(&[]), TIMEOUT).await.unwrap();
-    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::QUERY_NOT_FOUND, Some("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")));
+    assert_eq!(
+        (r.response_code(), r.remark.as_deref()),
+        (ResponseCode::QUERY_NOT_FOUND, Some("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"))
+    );
     assert_eq!(c.invoke(&addr, send("YoungTopic", 0, "first", ""), TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
     pull_found(&c, &addr, "YoungTopic", 0, 0).await;
     let r = c.invoke(&addr, query(&[]), TIMEOUT).await.unwrap();

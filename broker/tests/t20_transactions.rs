@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use broker::controller::BrokerController;
 use broker::transaction::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
-use remoting::protocol::broker::SendMessageRequestHeader;
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::{InFlight, InboundHandler};
+use remoting::protocol::broker::SendMessageRequestHeader;
 use remoting::server::Channel;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::message::record::{decode_record, RecordAt};

@@ -20,15 +20,7 @@ use common::*;
 
 /// Names that would leave `consumequeue/` (or break a file's keys) if they reached a path.
 fn bad_names() -> Vec<String> {
-    vec![
-        "../../../victim_dir".into(),
-        "/tmp/absolute".into(),
-        "..".into(),
-        "a\0b".into(),
-        "g@x".into(),
-        "x".repeat(256),
-        "%DLQ%../../../victim_dir".into(),
-    ]
+    vec!["../../../victim_dir".into(), "/tmp/absolute".into(), "..".into(), "a\0b".into(), "g@x".into(), "x".repeat(256), "%DLQ%../../../victim_dir".into()]
 }
 
 /// Every file and folder under `root`, except inside the store.
@@ -89,15 +81,51 @@ async fn no_topic_or_group_name_from_a_request_reaches_a_path_outside_the_store(
         let topic_requests = vec![
             raw(RequestCode::SEND_MESSAGE_V2, &[("a", "pg"), ("b", n), ("c", "TBW102"), ("d", "4"), ("e", "0"), ("f", "0"), ("g", "1"), ("h", "0")])
                 .with_body(b"x".to_vec()),
-            raw(RequestCode::SEND_MESSAGE, &[("producerGroup", "pg"), ("topic", n), ("defaultTopic", "TBW102"), ("defaultTopicQueueNums", "4"), ("queueId", "0"), ("sysFlag", "0"), ("bornTimestamp", "1"), ("flag", "0")])
-                .with_body(b"x".to_vec()),
-            raw(RequestCode::PULL_MESSAGE, &[("consumerGroup", "cg"), ("topic", n), ("queueId", "0"), ("queueOffset", "0"), ("maxMsgNums", "1"), ("sysFlag", "4"), ("commitOffset", "0"), ("suspendTimeoutMillis", "0"), ("subVersion", "0")]),
+            raw(
+                RequestCode::SEND_MESSAGE,
+                &[
+                    ("producerGroup", "pg"),
+                    ("topic", n),
+                    ("defaultTopic", "TBW102"),
+                    ("defaultTopicQueueNums", "4"),
+                    ("queueId", "0"),
+                    ("sysFlag", "0"),
+                    ("bornTimestamp", "1"),
+                    ("flag", "0"),
+                ],
+            )
+            .with_body(b"x".to_vec()),
+            raw(
+                RequestCode::PULL_MESSAGE,
+                &[
+                    ("consumerGroup", "cg"),
+                    ("topic", n),
+                    ("queueId", "0"),
+                    ("queueOffset", "0"),
+                    ("maxMsgNums", "1"),
+                    ("sysFlag", "4"),
+                    ("commitOffset", "0"),
+                    ("suspendTimeoutMillis", "0"),
+                    ("subVersion", "0"),
+                ],
+            ),
             raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "cg"), ("topic", n), ("queueId", "0"), ("commitOffset", "1")]),
             raw(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "cg"), ("topic", n), ("queueId", "0")]),
             raw(RequestCode::GET_MAX_OFFSET, &[("topic", n), ("queueId", "0")]),
             raw(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &[("topic", n), ("queueId", "0"), ("timestamp", "0")]),
             raw(RequestCode::QUERY_MESSAGE, &[("topic", n), ("key", "k"), ("maxNum", "1"), ("beginTimestamp", "0"), ("endTimestamp", "1")]),
-            raw(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", n), ("defaultTopic", "TBW102"), ("readQueueNums", "1"), ("writeQueueNums", "1"), ("perm", "6"), ("topicFilterType", "SINGLE_TAG"), ("order", "false")]),
+            raw(
+                RequestCode::UPDATE_AND_CREATE_TOPIC,
+                &[
+                    ("topic", n),
+                    ("defaultTopic", "TBW102"),
+                    ("readQueueNums", "1"),
+                    ("writeQueueNums", "1"),
+                    ("perm", "6"),
+                    ("topicFilterType", "SINGLE_TAG"),
+                    ("order", "false"),
+                ],
+            ),
             raw(RequestCode::DELETE_TOPIC_IN_BROKER, &[("topic", n)]),
             raw(RequestCode::GET_TOPIC_STATS_INFO, &[("topic", n)]),
             raw(RequestCode::GET_TOPIC_CONFIG, &[("topic", n)]),
@@ -105,7 +133,20 @@ async fn no_topic_or_group_name_from_a_request_reaches_a_path_outside_the_store(
         ];
         let group_requests = vec![
             raw(RequestCode::CONSUMER_SEND_MSG_BACK, &[("offset", &offset), ("group", n), ("delayLevel", "-1")]),
-            raw(RequestCode::PULL_MESSAGE, &[("consumerGroup", n), ("topic", "Safe"), ("queueId", "0"), ("queueOffset", "0"), ("maxMsgNums", "1"), ("sysFlag", "4"), ("commitOffset", "0"), ("suspendTimeoutMillis", "0"), ("subVersion", "0")]),
+            raw(
+                RequestCode::PULL_MESSAGE,
+                &[
+                    ("consumerGroup", n),
+                    ("topic", "Safe"),
+                    ("queueId", "0"),
+                    ("queueOffset", "0"),
+                    ("maxMsgNums", "1"),
+                    ("sysFlag", "4"),
+                    ("commitOffset", "0"),
+                    ("suspendTimeoutMillis", "0"),
+                    ("subVersion", "0"),
+                ],
+            ),
             raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", n), ("topic", "Safe"), ("queueId", "0"), ("commitOffset", "1")]),
             raw(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", n), ("topic", "Safe"), ("queueId", "0")]),
             raw(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &[("consumerGroup", n)]),
@@ -142,7 +183,14 @@ async fn clients_cannot_send_to_the_brokers_own_topics() {
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
     let forged = "REAL_TOPIC\u{1}..%2F..%2Fx\u{2}REAL_QID\u{1}0\u{2}DELAY\u{1}1\u{2}";
-    for topic in ["SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"] {
+    for topic in [
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    ] {
         for code in [RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE] {
             let mut request = send(topic, 0, "forged", forged);
             request.code = code.0;
@@ -166,7 +214,18 @@ async fn queue_counts_and_perm_are_bounded_when_a_topic_is_created() {
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
     let create = |read: &str, write: &str, perm: &str| {
-        raw(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "Wide"), ("defaultTopic", "TBW102"), ("readQueueNums", read), ("writeQueueNums", write), ("perm", perm), ("topicFilterType", "SINGLE_TAG"), ("order", "false")])
+        raw(
+            RequestCode::UPDATE_AND_CREATE_TOPIC,
+            &[
+                ("topic", "Wide"),
+                ("defaultTopic", "TBW102"),
+                ("readQueueNums", read),
+                ("writeQueueNums", write),
+                ("perm", perm),
+                ("topicFilterType", "SINGLE_TAG"),
+                ("order", "false"),
+            ],
+        )
     };
     for (read, write, perm) in [("3000000", "8", "6"), ("8", "2147483647", "6"), ("-1", "8", "6"), ("8", "-5", "6"), ("8", "8", "-1"), ("8", "8", "16")] {
         let r = c.invoke(&addr, create(read, write, perm), TIMEOUT).await.unwrap();
@@ -179,7 +238,8 @@ async fn queue_counts_and_perm_are_bounded_when_a_topic_is_created() {
     let stats = c.invoke(&addr, raw(RequestCode::GET_TOPIC_STATS_INFO, &[("topic", "Wide")]), TIMEOUT).await.unwrap();
     assert_eq!(stats.code, 0);
     assert!(stats.body_bytes().len() < 2 * 1024 * 1024, "stats of the widest topic stay small: {} bytes", stats.body_bytes().len());
-    let group = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(br#"{"groupName":"wide","retryQueueNums":3000000}"#.to_vec());
+    let group =
+        RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(br#"{"groupName":"wide","retryQueueNums":3000000}"#.to_vec());
     assert_eq!(c.invoke(&addr, group, TIMEOUT).await.unwrap().response_code(), ResponseCode::INVALID_PARAMETER);
     broker.shutdown().await;
 }
@@ -267,7 +327,11 @@ async fn a_transaction_whose_producer_was_offline_at_check_time_is_resolved_once
     let addr = broker.local_addr().to_string();
     // The producer sends a half message and goes away without ending it.
     let gone = RemotingClient::new(ClientConfig::default());
-    let h = SendMessageRequestHeader { producer_group: "txg".into(), sys_flag: 0x4, ..send_header("Orders", 0, "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}txg\u{2}UNIQ_KEY\u{1}U1\u{2}") };
+    let h = SendMessageRequestHeader {
+        producer_group: "txg".into(),
+        sys_flag: 0x4,
+        ..send_header("Orders", 0, "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}txg\u{2}UNIQ_KEY\u{1}U1\u{2}")
+    };
     let r = gone.invoke(&addr, send_request(h, "pending"), TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
     gone.shutdown();

@@ -39,7 +39,14 @@ async fn pair(extra_master: &[(&str, &str)]) -> Pair {
     let master = start(dirs[1].path(), &master_conf).await;
     let slave = start(
         dirs[2].path(),
-        &[("namesrvAddr", ns.as_str()), ("brokerName", "pair"), ("brokerRole", "SLAVE"), ("brokerId", "1"), ("listenPort", sp.as_str()), ("haListenPort", sh.as_str())],
+        &[
+            ("namesrvAddr", ns.as_str()),
+            ("brokerName", "pair"),
+            ("brokerRole", "SLAVE"),
+            ("brokerId", "1"),
+            ("listenPort", sp.as_str()),
+            ("haListenPort", sh.as_str()),
+        ],
     )
     .await;
     Pair { _dirs: dirs, namesrv, master, slave }
@@ -78,10 +85,8 @@ async fn until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
 async fn sync_master_sends_are_answered_once_the_slave_holds_them_and_the_logs_are_identical() {
     let p = pair(&[]).await;
     let (master_store, slave_store) = (p.master.broker.store.clone(), p.slave.broker.store.clone());
-    until("the slave connects to the master's HA port", Duration::from_secs(15), || {
-        p.master.broker.ha.replication().is_some_and(|r| !r.slaves().is_empty())
-    })
-    .await;
+    until("the slave connects to the master's HA port", Duration::from_secs(15), || p.master.broker.ha.replication().is_some_and(|r| !r.slaves().is_empty()))
+        .await;
     let addr = p.master.local_addr().to_string();
     let c = Arc::new(RemotingClient::new(ClientConfig::default()));
     // 64 in flight on one send thread: the HA service answers them, no thread waits for each.
@@ -125,9 +130,21 @@ async fn a_slave_copies_its_masters_topics_groups_and_offsets() {
     let p = pair(&[]).await;
     let c = RemotingClient::new(ClientConfig::default());
     let (master, slave) = (p.master.local_addr().to_string(), p.slave.local_addr().to_string());
-    let create = raw(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "Copied"), ("defaultTopic", "TBW102"), ("readQueueNums", "3"), ("writeQueueNums", "3"), ("perm", "6"), ("topicFilterType", "SINGLE_TAG"), ("order", "false")]);
+    let create = raw(
+        RequestCode::UPDATE_AND_CREATE_TOPIC,
+        &[
+            ("topic", "Copied"),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "3"),
+            ("writeQueueNums", "3"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+            ("order", "false"),
+        ],
+    );
     assert_eq!(c.invoke(&master, create, TIMEOUT).await.unwrap().code, 0);
-    let create_group = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(br#"{"groupName":"copied-group","retryMaxTimes":3}"#.to_vec());
+    let create_group =
+        RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(br#"{"groupName":"copied-group","retryMaxTimes":3}"#.to_vec());
     assert_eq!(c.invoke(&master, create_group, TIMEOUT).await.unwrap().code, 0);
     let offset = raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "copied-group"), ("topic", "Copied"), ("queueId", "1"), ("commitOffset", "7")]);
     assert_eq!(c.invoke(&master, offset, TIMEOUT).await.unwrap().code, 0);
@@ -149,7 +166,8 @@ async fn a_stray_client_on_the_ha_port_does_not_make_a_sync_master_send_succeed(
     let dir = tempfile::tempdir().unwrap();
     let (port, ha_port) = (free_port(), free_port());
     let (port, ha) = (port.to_string(), ha_port.to_string());
-    let master = start(dir.path(), &[("brokerRole", "SYNC_MASTER"), ("listenPort", port.as_str()), ("haListenPort", ha.as_str()), ("slaveTimeout", "500")]).await;
+    let master =
+        start(dir.path(), &[("brokerRole", "SYNC_MASTER"), ("listenPort", port.as_str()), ("haListenPort", ha.as_str()), ("slaveTimeout", "500")]).await;
     let mut stray = tokio::net::TcpStream::connect(("127.0.0.1", ha_port)).await.unwrap();
     stray.write_all(&0i64.to_be_bytes()).await.unwrap();
     let replication = master.broker.ha.replication().unwrap();
@@ -183,8 +201,11 @@ async fn a_slave_holding_more_than_its_master_refuses_to_follow_it() {
     let namesrv = start_namesrv(dirs[0].path()).await;
     let ns = namesrv.local_addr().to_string();
     let (mp, mh, sp) = (free_port().to_string(), free_port().to_string(), free_port().to_string());
-    let master = start(dirs[1].path(), &[("namesrvAddr", ns.as_str()), ("brokerName", "pair"), ("listenPort", mp.as_str()), ("haListenPort", mh.as_str())]).await;
-    let slave = start(dirs[2].path(), &[("namesrvAddr", ns.as_str()), ("brokerName", "pair"), ("brokerRole", "SLAVE"), ("brokerId", "1"), ("listenPort", sp.as_str())]).await;
+    let master =
+        start(dirs[1].path(), &[("namesrvAddr", ns.as_str()), ("brokerName", "pair"), ("listenPort", mp.as_str()), ("haListenPort", mh.as_str())]).await;
+    let slave =
+        start(dirs[2].path(), &[("namesrvAddr", ns.as_str()), ("brokerName", "pair"), ("brokerRole", "SLAVE"), ("brokerId", "1"), ("listenPort", sp.as_str())])
+            .await;
     // Absence can only be shown by waiting: the slave registered (and checked) at start.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(master.broker.ha.replication().unwrap().slaves().is_empty(), "the slave must not follow a master behind it");
@@ -203,10 +224,8 @@ async fn a_slave_holding_more_than_its_master_refuses_to_follow_it() {
 async fn a_slave_answers_an_offset_it_cannot_serve_with_retry_at_the_same_offset() {
     let p = pair(&[]).await;
     let (master_store, slave_store) = (p.master.broker.store.clone(), p.slave.broker.store.clone());
-    until("the slave connects to the master's HA port", Duration::from_secs(15), || {
-        p.master.broker.ha.replication().is_some_and(|r| !r.slaves().is_empty())
-    })
-    .await;
+    until("the slave connects to the master's HA port", Duration::from_secs(15), || p.master.broker.ha.replication().is_some_and(|r| !r.slaves().is_empty()))
+        .await;
     let c = RemotingClient::new(ClientConfig::default());
     let (master, slave) = (p.master.local_addr().to_string(), p.slave.local_addr().to_string());
     for i in 0..3 {
@@ -222,7 +241,9 @@ async fn a_slave_answers_an_offset_it_cannot_serve_with_retry_at_the_same_offset
     // (queue, offset asked, code the slave answers): past the end, one past the end, a queue with
     // nothing in it yet.
     let ask = |queue: i32, offset: i64| c.invoke(&slave, pull("Lagging", queue, offset, 0), TIMEOUT);
-    for (queue, offset, code) in [(0, 7, ResponseCode::PULL_RETRY_IMMEDIATELY), (0, 3, ResponseCode::PULL_NOT_FOUND), (1, 5, ResponseCode::PULL_RETRY_IMMEDIATELY)] {
+    for (queue, offset, code) in
+        [(0, 7, ResponseCode::PULL_RETRY_IMMEDIATELY), (0, 3, ResponseCode::PULL_NOT_FOUND), (1, 5, ResponseCode::PULL_RETRY_IMMEDIATELY)]
+    {
         let r = ask(queue, offset).await.unwrap();
         assert_eq!(r.response_code(), code, "queue {queue} offset {offset}: {:?}", r.remark);
         assert_eq!(r.ext("nextBeginOffset"), Some(offset.to_string().as_str()), "queue {queue} offset {offset}: the slave keeps the offset");

@@ -241,7 +241,10 @@ async fn a_plain_store_is_upgraded_to_dledger_as_java_upgrades_it() {
     assert_eq!(bodies(&first)[0].1, body);
     let last = pull_found(&c, &addr, "Old", 0, 750).await;
     assert_eq!(bodies(&last)[0].1, "new");
-    let query = raw(RequestCode::QUERY_MESSAGE, &[("topic", "Old"), ("key", "old1499"), ("maxNum", "32"), ("beginTimestamp", "0"), ("endTimestamp", &i64::MAX.to_string())]);
+    let query = raw(
+        RequestCode::QUERY_MESSAGE,
+        &[("topic", "Old"), ("key", "old1499"), ("maxNum", "32"), ("beginTimestamp", "0"), ("endTimestamp", &i64::MAX.to_string())],
+    );
     let found = c.invoke(&addr, query, TIMEOUT).await.unwrap();
     assert_eq!(found.response_code(), ResponseCode::SUCCESS, "{:?}", found.remark);
     assert_eq!(bodies(&found).len(), 1);
@@ -300,7 +303,10 @@ async fn after_a_crash_the_index_is_rebuilt_from_the_dledger_data() {
     let addr = again.local_addr().to_string();
     assert_eq!(again.broker.store.max_offset_in_queue("Crash", 0), 50);
     for i in [0, 25, 49] {
-        let query = raw(RequestCode::QUERY_MESSAGE, &[("topic", "Crash"), ("key", &format!("crash{i}")), ("maxNum", "32"), ("beginTimestamp", "0"), ("endTimestamp", &i64::MAX.to_string())]);
+        let query = raw(
+            RequestCode::QUERY_MESSAGE,
+            &[("topic", "Crash"), ("key", &format!("crash{i}")), ("maxNum", "32"), ("beginTimestamp", "0"), ("endTimestamp", &i64::MAX.to_string())],
+        );
         let found = c.invoke(&addr, query, TIMEOUT).await.unwrap();
         assert_eq!(found.response_code(), ResponseCode::SUCCESS, "crash{i}: {:?}", found.remark);
         assert_eq!(bodies(&found).into_iter().map(|b| b.1).collect::<Vec<_>>(), vec![format!("m{i}")], "crash{i} found once");

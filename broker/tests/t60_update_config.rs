@@ -95,7 +95,16 @@ async fn a_new_permission_is_registered_with_the_name_server_at_once() {
     let c = RemotingClient::new(ClientConfig::default());
     let create = raw(
         RequestCode::UPDATE_AND_CREATE_TOPIC,
-        &[("topic", "PermTopic"), ("defaultTopic", "TBW102"), ("readQueueNums", "4"), ("writeQueueNums", "4"), ("perm", "6"), ("topicFilterType", "SINGLE_TAG"), ("topicSysFlag", "0"), ("order", "false")],
+        &[
+            ("topic", "PermTopic"),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "4"),
+            ("writeQueueNums", "4"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+            ("topicSysFlag", "0"),
+            ("order", "false"),
+        ],
     );
     assert_eq!(c.invoke(&addr, create, TIMEOUT).await.unwrap().code, 0);
     let perm_in_route = || async {

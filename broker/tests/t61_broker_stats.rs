@@ -70,10 +70,7 @@ async fn puts_and_gets_are_counted_per_topic_and_group_in_javas_windows() {
     assert!(text.starts_with(r#"{"brokerAddr":"127.0.0.1:"#) && text.contains(r#"","consumeStatsList":["#), "{text}");
     assert!(text.ends_with(r#"],"totalDiff":2}"#), "{text}");
     assert!(text.contains(r#"{"cg":[{"consumeTps":"#) && !text.contains(r#""consumeTps":0.0,"offsetTable":{{"brokerName":"broker"#), "{text}");
-    assert!(
-        text.contains(r#"{"brokerName":"#) && text.contains(r#""queueId":0,"topic":"StatsTopic"}:{"brokerOffset":5,"consumerOffset":3,"#),
-        "{text}"
-    );
+    assert!(text.contains(r#"{"brokerName":"#) && text.contains(r#""queueId":0,"topic":"StatsTopic"}:{"brokerOffset":5,"consumerOffset":3,"#), "{text}");
     // Without isOrder the header is refused, as Java's @CFNotNull field.
     let r = c.invoke(&addr, raw(RequestCode::GET_BROKER_CONSUME_STATS, &[]), TIMEOUT).await.unwrap();
     assert_ne!(r.response_code(), ResponseCode::SUCCESS);

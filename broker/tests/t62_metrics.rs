@@ -72,8 +72,20 @@ async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_ja
     let text = scrape(port).await;
     let topic = [("topic", "MetricsTopic")];
     // Every series carries the constant labels, metricsLabel's pair among them.
-    assert_eq!(sample(&text, "rocketmq_broker_permission", &[("cluster", "DefaultCluster"), ("node_type", "broker"), ("instance_id", "i1"), ("otel_scope_name", "broker-meter")]), Some(6.0), "{text}");
-    assert_eq!(sample(&text, "rocketmq_messages_in_total", &[("topic", "MetricsTopic"), ("message_type", "normal"), ("is_system", "false")]), Some(5.0), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            "rocketmq_broker_permission",
+            &[("cluster", "DefaultCluster"), ("node_type", "broker"), ("instance_id", "i1"), ("otel_scope_name", "broker-meter")]
+        ),
+        Some(6.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "rocketmq_messages_in_total", &[("topic", "MetricsTopic"), ("message_type", "normal"), ("is_system", "false")]),
+        Some(5.0),
+        "{text}"
+    );
     assert!(sample(&text, "rocketmq_throughput_in_total", &topic).unwrap_or(0.0) > 5.0 * 50.0, "{text}");
     assert_eq!(sample(&text, "rocketmq_message_size_count", &topic), Some(5.0), "{text}");
     assert_eq!(sample(&text, "rocketmq_message_size_bucket", &[("topic", "MetricsTopic"), ("le", "1024")]), Some(5.0), "{text}");
@@ -87,18 +99,28 @@ async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_ja
     assert!(sample(&text, "rocketmq_consumer_lag_latency_milliseconds", &lag).is_some(), "{text}");
     assert!(sample(&text, "rocketmq_consumer_queueing_latency_milliseconds", &lag).is_some(), "{text}");
     // The heartbeat's client: a Java client of our own version, pushing.
-    let consumer = [("consumer_group", "mg"), ("language", "java"), ("version", "v4_9_8"), ("consume_mode", "push"), ("protocol_type", "remoting"), ("is_system", "false")];
+    let consumer = [
+        ("consumer_group", "mg"),
+        ("language", "java"),
+        ("version", "v4_9_8"),
+        ("consume_mode", "push"),
+        ("protocol_type", "remoting"),
+        ("is_system", "false"),
+    ];
     assert_eq!(sample(&text, "rocketmq_consumer_connections", &consumer), Some(1.0), "{text}");
     assert_eq!(sample(&text, "rocketmq_producer_connections", &[("language", "java"), ("version", "v4_9_8")]), Some(1.0), "{text}");
     // Request latency, by Java's code names.
-    let sends = [("request_code", "send_message_v2"), ("response_code", "success"), ("result", "success"), ("is_long_polling", "false"), ("protocol_type", "remoting")];
+    let sends =
+        [("request_code", "send_message_v2"), ("response_code", "success"), ("result", "success"), ("is_long_polling", "false"), ("protocol_type", "remoting")];
     assert_eq!(sample(&text, "rocketmq_rpc_latency_milliseconds_count", &sends), Some(5.0), "{text}");
     let long_polled = [("request_code", "pull_message"), ("response_code", "pull_not_found"), ("is_long_polling", "true")];
     assert_eq!(sample(&text, "rocketmq_rpc_latency_milliseconds_count", &long_polled), Some(1.0), "{text}");
     // Gauges of the broker and its store.
     assert!(sample(&text, "rocketmq_topic_number", &[]).unwrap_or(0.0) >= 1.0, "{text}");
     assert!(sample(&text, "rocketmq_consumer_group_number", &[]).is_some(), "{text}");
-    for processor in ["send", "async_put", "pull", "ack", "query_message", "client_manager", "heartbeat", "lite_pull", "transaction", "consumer_manager", "admin", "reply"] {
+    for processor in
+        ["send", "async_put", "pull", "ack", "query_message", "client_manager", "heartbeat", "lite_pull", "transaction", "consumer_manager", "admin", "reply"]
+    {
         assert_eq!(sample(&text, "rocketmq_processor_watermark", &[("processor", processor)]), Some(0.0), "{processor}: {text}");
     }
     let storage = [("storage_type", "local"), ("storage_medium", "disk")];

@@ -22,7 +22,11 @@ fn env_u64(key: &str) -> Option<u64> {
 }
 
 fn members_for(seed: u64) -> usize {
-    if seed % 2 == 0 { 3 } else { 5 }
+    if seed % 2 == 0 {
+        3
+    } else {
+        5
+    }
 }
 
 /// Runs `count` seeds from `base` on every core; the first failure, if any.

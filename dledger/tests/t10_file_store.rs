@@ -412,8 +412,7 @@ fn a_clean_restart_recovers_everything_and_the_committed_index() {
     assert_eq!((files(&data_dir(dir.path())), files(&index_dir(dir.path()))), before, "recovery changed nothing");
     let next = store.append_as_leader(1, body(60, body_len(60))).unwrap();
     assert_eq!(next.index, 60);
-    let (data, _, positions) =
-        model(&(0..61).map(|i| (i as i64, 1, body(i, body_len(i)))).collect::<Vec<_>>(), DATA, INDEX, 0);
+    let (data, _, positions) = model(&(0..61).map(|i| (i as i64, 1, body(i, body_len(i)))).collect::<Vec<_>>(), DATA, INDEX, 0);
     assert_eq!(next.pos, positions[60]);
     assert_eq!(files(&data_dir(dir.path())), data);
 }

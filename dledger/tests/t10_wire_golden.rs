@@ -80,12 +80,9 @@ fn every_java_body_decodes_and_re_encodes_byte_for_byte() {
             let java = read(vectors_dir(classpath).join("encode").join(format!("{}.json", v.name)));
             match round_trip(&v.class, &java) {
                 Ok(ours) if ours == java => {}
-                Ok(ours) => failures.push(format!(
-                    "{classpath}/{}:\n java: {}\n ours: {}",
-                    v.name,
-                    String::from_utf8_lossy(&java),
-                    String::from_utf8_lossy(&ours)
-                )),
+                Ok(ours) => {
+                    failures.push(format!("{classpath}/{}:\n java: {}\n ours: {}", v.name, String::from_utf8_lossy(&java), String::from_utf8_lossy(&ours)))
+                }
                 Err(e) => failures.push(format!("{classpath}/{}: {e}", v.name)),
             }
         }
@@ -209,10 +206,7 @@ fn decoded_values_are_the_ones_java_set() {
     assert_eq!(unknown.base.code, Code::UNKNOWN_MEMBER);
 
     let transfer: LeadershipTransferRequest = golden("leadership_transfer_request");
-    assert_eq!(
-        (transfer.transfer_id.as_deref(), transfer.transferee_id.as_deref(), transfer.take_leadership_ledger_index),
-        (Some("n0"), Some("n1"), 42)
-    );
+    assert_eq!((transfer.transfer_id.as_deref(), transfer.transferee_id.as_deref(), transfer.take_leadership_ledger_index), (Some("n0"), Some("n1"), 42));
     let fresh: HeartBeatResponse = golden("heart_beat_response_success");
     assert_eq!(fresh.base, Base::default());
 

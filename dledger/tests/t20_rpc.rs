@@ -71,10 +71,9 @@ impl DLedgerHandler for Fake {
         self.calls.lock().push((call.name(), call.base().clone()));
         let group = GROUP.to_owned();
         match call {
-            Call::Metadata(_, r) => r.send(MetadataResponse {
-                base: Base { group, leader_id: self.leader_id(), ..Base::default() },
-                peers: self.peers.clone(),
-            }),
+            Call::Metadata(_, r) => {
+                r.send(MetadataResponse { base: Base { group, leader_id: self.leader_id(), ..Base::default() }, peers: self.peers.clone() })
+            }
             Call::Append(req, r) if !self.is_leader() => r.fail(&req.base, Code::NOT_LEADER, self.leader_id()),
             Call::Append(req, r) => r.send(AppendEntryResponse {
                 base: Base { group, term: 2, leader_id: Some(self.self_id.clone()), ..Base::default() },
@@ -83,10 +82,9 @@ impl DLedgerHandler for Fake {
             }),
             Call::Get(req, r) if !self.is_leader() => r.fail(&req.base, Code::NOT_LEADER, self.leader_id()),
             Call::Get(_, r) if self.hold_gets => self.held_gets.lock().push(r),
-            Call::Get(req, r) => r.send(GetEntriesResponse {
-                base: Base { group, ..Base::default() },
-                entries: vec![entry(req.begin_index.unwrap_or(-1), b"got it")],
-            }),
+            Call::Get(req, r) => {
+                r.send(GetEntriesResponse { base: Base { group, ..Base::default() }, entries: vec![entry(req.begin_index.unwrap_or(-1), b"got it")] })
+            }
             Call::Vote(req, r) => r.send(VoteResponse { base: Base { term: req.base.term, ..req.base.clone() }, vote_result: VoteResult::Accept }),
             Call::HeartBeat(_, r) => r.send(HeartBeatResponse { base: Base::default() }),
             Call::Push(req, r) => r.send(PushEntryResponse {
@@ -195,7 +193,8 @@ async fn every_code_checks_the_member_first_then_the_group() {
         let push = PushEntryRequest { base: base.clone(), commit_index: 1, kind: PushType::Compare, entries: vec![entry(1, b"x")], batch: false };
         let r = client.call(&addr, &push).await.unwrap();
         assert_eq!((&r.base, r.index, r.count, r.begin_index, r.end_index), (&expected, None, 0, 0, 0));
-        let transfer = LeadershipTransferRequest { base: base.clone(), transfer_id: Some("n0".into()), transferee_id: Some("n1".into()), take_leadership_ledger_index: 0 };
+        let transfer =
+            LeadershipTransferRequest { base: base.clone(), transfer_id: Some("n0".into()), transferee_id: Some("n1".into()), take_leadership_ledger_index: 0 };
         let r = client.call(&addr, &transfer).await.unwrap();
         assert_eq!(r.base, expected);
     }
@@ -280,8 +279,8 @@ async fn oversize_and_broken_frames_close_the_connection_as_remoting_does() {
     assert!(closed_by_server(&mut stream).await);
 
     // A truncated frame followed by EOF: nothing to answer, nothing reaches the handler.
-    let frame = encode_frame(&RemotingCommand::request(RequestCode(request_code::METADATA)).with_body(encode(&MetadataRequest { base: base_to("n0") })))
-        .unwrap();
+    let frame =
+        encode_frame(&RemotingCommand::request(RequestCode(request_code::METADATA)).with_body(encode(&MetadataRequest { base: base_to("n0") }))).unwrap();
     let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
     stream.write_all(&frame[..frame.len() - 5]).await.unwrap();
     stream.shutdown().await.unwrap();
@@ -327,7 +326,8 @@ async fn an_answer_given_later_reaches_the_requester() {
     let server = serve(fake.clone()).await;
     let client = Arc::new(PeerClient::new(PeerClientConfig::default()));
     let addr = server.local_addr().to_string();
-    let transfer = LeadershipTransferRequest { base: base_to("n0"), transfer_id: Some("n0".into()), transferee_id: Some("n1".into()), take_leadership_ledger_index: 7 };
+    let transfer =
+        LeadershipTransferRequest { base: base_to("n0"), transfer_id: Some("n0".into()), transferee_id: Some("n1".into()), take_leadership_ledger_index: 7 };
     let pending = tokio::spawn({
         let client = client.clone();
         let addr = addr.clone();

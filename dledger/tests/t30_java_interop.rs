@@ -107,11 +107,10 @@ async fn a_java_dledger_client_reads_metadata_and_entries_from_our_server() {
         let server = DLedgerRpcServer::start(addr, Member { group: "g".into(), self_id: "n0".into() }, fake.clone()).await.unwrap();
 
         let peers_arg = format!("n0-{addr}");
-        let out = tokio::task::spawn_blocking(move || {
-            Command::new("bash").arg(run_sh()).args([classpath, "client", "g", &peers_arg, "n0", "7"]).output().unwrap()
-        })
-        .await
-        .unwrap();
+        let out =
+            tokio::task::spawn_blocking(move || Command::new("bash").arg(run_sh()).args([classpath, "client", "g", &peers_arg, "n0", "7"]).output().unwrap())
+                .await
+                .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(out.status.success(), "{classpath} client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
         let line = |prefix: &str| {
@@ -204,9 +203,7 @@ impl DLedgerHandler for Mirror {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_peer_client_talks_to_a_java_dledger_server() {
     prepare_java();
-    let mirror = DLedgerRpcServer::start("127.0.0.1:0".parse().unwrap(), Member { group: "g".into(), self_id: "n0".into() }, Arc::new(Mirror))
-        .await
-        .unwrap();
+    let mirror = DLedgerRpcServer::start("127.0.0.1:0".parse().unwrap(), Member { group: "g".into(), self_id: "n0".into() }, Arc::new(Mirror)).await.unwrap();
     let ours = mirror.local_addr().to_string();
     for classpath in CLASSPATHS {
         let java = JavaServer::start(classpath);
@@ -247,7 +244,13 @@ async fn our_peer_client_talks_to_a_java_dledger_server() {
             assert_eq!(header(&mine), header(&theirs), "{classpath}");
             assert_eq!(String::from_utf8_lossy(mine.body_bytes()), String::from_utf8_lossy(theirs.body_bytes()), "{classpath}");
         }
-        let wrong_member = PushEntryRequest { base: Base { remote_id: Some("n2".into()), term: 9, ..to_n0.clone() }, commit_index: 1, kind: PushType::Commit, entries: vec![], batch: false };
+        let wrong_member = PushEntryRequest {
+            base: Base { remote_id: Some("n2".into()), term: 9, ..to_n0.clone() },
+            commit_index: 1,
+            kind: PushType::Commit,
+            entries: vec![],
+            batch: false,
+        };
         let theirs = client.call_raw(&java.addr, request_code::PUSH, encode(&wrong_member), TIMEOUT).await.unwrap();
         let mine = client.call_raw(&ours, request_code::PUSH, encode(&wrong_member), TIMEOUT).await.unwrap();
         assert_eq!(String::from_utf8_lossy(mine.body_bytes()), String::from_utf8_lossy(theirs.body_bytes()), "{classpath}");
@@ -266,7 +269,11 @@ async fn our_peer_client_talks_to_a_java_dledger_server() {
         assert_eq!(e.term, appended.base.term, "the entry has the leader's term");
 
         // A vote from a stranger: the elector's own answer, through our types.
-        let vote = VoteRequest { base: Base { leader_id: Some("n9".into()), local_id: Some("n9".into()), term: 100, ..to_n0.clone() }, ledger_end_index: 0, ledger_end_term: 0 };
+        let vote = VoteRequest {
+            base: Base { leader_id: Some("n9".into()), local_id: Some("n9".into()), term: 100, ..to_n0.clone() },
+            ledger_end_index: 0,
+            ledger_end_term: 0,
+        };
         let answer = client.call(&java.addr, &vote).await.unwrap();
         assert_eq!(answer.vote_result, VoteResult::RejectUnknownLeader, "{classpath}: {answer:?}");
 

@@ -180,7 +180,10 @@ async fn stray_stale_and_malformed_requests_get_javas_answers() {
     assert_eq!((r.base.code, r.entries.len()), (Code::INDEX_OUT_OF_RANGE, 0));
     let r = rpc.call(&at(leader), &get(leader, Some(-1))).await.unwrap();
     assert_eq!(r.base.code, Code::INDEX_OUT_OF_RANGE);
-    let raw = rpc.call_raw(&at(leader), request_code::GET, format!(r#"{{"group":"t40","remoteId":"n{leader}"}}"#).into_bytes(), Duration::from_secs(3)).await.unwrap();
+    let raw = rpc
+        .call_raw(&at(leader), request_code::GET, format!(r#"{{"group":"t40","remoteId":"n{leader}"}}"#).into_bytes(), Duration::from_secs(3))
+        .await
+        .unwrap();
     assert_eq!(raw.response_code(), ResponseCode::SYSTEM_ERROR);
     assert!(raw.remark.as_deref().unwrap_or_default().contains("NullPointerException"));
     // A success carries the group and the entry only (Java sets nothing else).

@@ -353,9 +353,8 @@ async fn five_real_members_survive_seeded_partitions_kills_and_pauses() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(Mutex::new(Stats::default()));
-    let appenders: Vec<_> = (0..APPENDERS)
-        .map(|k| tokio::spawn(appender(k, cluster.client_peers(), stop.clone(), stats.clone(), rng.fork(10 + k as u64))))
-        .collect();
+    let appenders: Vec<_> =
+        (0..APPENDERS).map(|k| tokio::spawn(appender(k, cluster.client_peers(), stop.clone(), stats.clone(), rng.fork(10 + k as u64)))).collect();
 
     // The faults.
     let mut injected: BTreeMap<&'static str, u32> = BTreeMap::new();

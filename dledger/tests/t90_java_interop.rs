@@ -30,13 +30,7 @@ fn java_run(args: &[&str]) -> Output {
 
 fn java(args: &[&str]) {
     let out = java_run(args);
-    assert!(
-        out.status.success(),
-        "Java {args:?} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "Java {args:?} failed ({}):\n{}\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 
 fn s(p: &Path) -> &str {
@@ -346,7 +340,8 @@ fn torn_tails_recover_as_java_recovers_them_except_an_unindexed_last_entry() {
     let data_path = |b: &Path| b.join("dledger-n0").join("data").join(format!("{:020}", last.pos as u64 / DATA as u64 * DATA as u64));
     let index_path = |b: &Path| b.join("dledger-n0").join("index").join(format!("{:020}", 59 * 32 / INDEX as u64 * INDEX as u64));
     // (bytes of the last entry written, its index unit written, what Java recovers, what we recover)
-    let cases = [(10, true, 58, 58), (47, true, 58, 58), (48, true, 59, 59), (last.size() - 1, true, 59, 59), (last.size(), false, 59, 58), (100, false, 59, 58)];
+    let cases =
+        [(10, true, 58, 58), (47, true, 58, 58), (48, true, 59, 59), (last.size() - 1, true, 59, 59), (last.size(), false, 59, 58), (100, false, 59, 58)];
     for (k, (written, unit, java_end, our_end)) in cases.into_iter().enumerate() {
         let case = dir.path().join(format!("case{k}"));
         copy_dir(&base, &case);

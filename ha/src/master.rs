@@ -312,7 +312,11 @@ fn transfer_start(log: &dyn ReplicatedLog, first_report: i64) -> Option<i64> {
         return Some((end - end % segment).max(0));
     }
     if first_report < log.min_offset() {
-        error!(slave_offset = first_report, master_min = log.min_offset(), "slave is behind this master's oldest segment; it cannot catch up (clear its store to start it afresh)");
+        error!(
+            slave_offset = first_report,
+            master_min = log.min_offset(),
+            "slave is behind this master's oldest segment; it cannot catch up (clear its store to start it afresh)"
+        );
         return None;
     }
     Some(first_report)

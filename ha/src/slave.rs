@@ -120,7 +120,13 @@ impl HaSlave {
     }
 }
 
-async fn run(log: Arc<dyn ReplicatedLog>, config: SlaveConfig, mut master: watch::Receiver<Option<String>>, status: Arc<Mutex<ClientStatus>>, stop: CancellationToken) {
+async fn run(
+    log: Arc<dyn ReplicatedLog>,
+    config: SlaveConfig,
+    mut master: watch::Receiver<Option<String>>,
+    status: Arc<Mutex<ClientStatus>>,
+    stop: CancellationToken,
+) {
     loop {
         let addr = master.borrow_and_update().clone();
         let Some(addr) = addr else {

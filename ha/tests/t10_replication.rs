@@ -110,9 +110,12 @@ fn put_and_wait(master: &HaMaster, log: &MemLog, record: &[u8]) -> tokio::sync::
     let replication = master.replication();
     replication.on_append();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    replication.wait(end, Box::new(move |outcome| {
-        let _ = tx.send(outcome);
-    }));
+    replication.wait(
+        end,
+        Box::new(move |outcome| {
+            let _ = tx.send(outcome);
+        }),
+    );
     rx
 }
 

@@ -40,8 +40,7 @@ impl KvConfigManager {
         let table = match std::fs::read(&path) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Table::new(),
             Ok(bytes) => {
-                let file: KvConfigFile = remoting::fastjson::from_slice(&bytes)
-                    .map_err(|source| KvConfigError::Parse { path: path.clone(), source })?;
+                let file: KvConfigFile = remoting::fastjson::from_slice(&bytes).map_err(|source| KvConfigError::Parse { path: path.clone(), source })?;
                 file.config_table
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Table::new(),
@@ -92,10 +91,7 @@ mod tests {
         kv.put("ORDER_TOPIC_CONFIG", "T", "broker-a:4").unwrap();
         kv.put("ns", "k", "v").unwrap();
         kv.delete("ns", "k").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            r#"{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"broker-a:4"},"ns":{}}}"#
-        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), r#"{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"broker-a:4"},"ns":{}}}"#);
         let again = KvConfigManager::load(path).unwrap();
         assert_eq!(again.get("ORDER_TOPIC_CONFIG", "T").as_deref(), Some("broker-a:4"));
         assert_eq!(again.get("ns", "k"), None);

@@ -64,8 +64,9 @@ impl NamesrvController {
         let routes = Arc::new(RouteInfoManager::new(config.delete_topic_with_broker_registration));
 
         // As Java: route queries get their own pool so registrations cannot starve them.
-        let default_pool =
-            Arc::new(BusinessPool::new("NamesrvDefault", config.default_thread_pool_nums, config.default_thread_pool_queue_capacity).map_err(StartError::Pool)?);
+        let default_pool = Arc::new(
+            BusinessPool::new("NamesrvDefault", config.default_thread_pool_nums, config.default_thread_pool_queue_capacity).map_err(StartError::Pool)?,
+        );
         let client_pool = Arc::new(
             BusinessPool::new("NamesrvClientRequest", config.client_request_thread_pool_nums, config.client_request_thread_pool_queue_capacity)
                 .map_err(StartError::Pool)?,
@@ -82,12 +83,7 @@ impl NamesrvController {
             max_connections: remoting::server::DEFAULT_MAX_CONNECTIONS,
         };
         let metrics = metrics(&config, listen_addr).await?;
-        let processor = Arc::new(NamesrvProcessor {
-            config: Arc::new(RwLock::new(config)),
-            routes: routes.clone(),
-            kv,
-            started: Instant::now(),
-        });
+        let processor = Arc::new(NamesrvProcessor { config: Arc::new(RwLock::new(config)), routes: routes.clone(), kv, started: Instant::now() });
         let mut registry = ProcessorRegistry::new();
         registry.set_default(processor.clone(), &default_pool);
         registry.register(RequestCode::GET_ROUTEINFO_BY_TOPIC, processor, &client_pool);
@@ -120,7 +116,10 @@ impl NamesrvController {
 
 /// With `metricsExporterType=PROM`: request latency, and the endpoint that serves it
 /// (`metricsPromExporterHost`, else `bindAddress`).
-async fn metrics(config: &NamesrvConfig, listen_addr: SocketAddr) -> Result<Option<(remoting::metrics::rpc::SharedRpcObserver, remoting::metrics::exporter::PromExporter)>, StartError> {
+async fn metrics(
+    config: &NamesrvConfig,
+    listen_addr: SocketAddr,
+) -> Result<Option<(remoting::metrics::rpc::SharedRpcObserver, remoting::metrics::exporter::PromExporter)>, StartError> {
     use remoting::metrics::MetricsExporterType;
     match config.metrics_exporter_type {
         MetricsExporterType::Prom => {}

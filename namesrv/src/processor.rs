@@ -68,9 +68,7 @@ impl RequestProcessor for NamesrvProcessor {
             }
             RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_NS => ok_json(&request, &self.routes.system_topics()),
             RequestCode::GET_UNIT_TOPIC_LIST => self.topic_list(&request, self.config.read().enable_topic_list, || self.routes.unit_topics()),
-            RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST => {
-                self.topic_list(&request, self.config.read().enable_topic_list, || self.routes.has_unit_sub_topics())
-            }
+            RequestCode::GET_HAS_UNIT_SUB_TOPIC_LIST => self.topic_list(&request, self.config.read().enable_topic_list, || self.routes.has_unit_sub_topics()),
             RequestCode::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
                 self.topic_list(&request, self.config.read().enable_topic_list, || self.routes.has_unit_sub_ununit_topics())
             }
@@ -92,10 +90,7 @@ impl NamesrvProcessor {
         let h: KvConfigKeyHeader = request.decode_header()?;
         match self.kv.get(&h.namespace, &h.key) {
             Some(value) => Ok(Some(ok(request).with_ext("value", value))),
-            None => Err(ProcessError::new(
-                ResponseCode::QUERY_NOT_FOUND,
-                format!("No config item, Namespace: {} Key: {}", h.namespace, h.key),
-            )),
+            None => Err(ProcessError::new(ResponseCode::QUERY_NOT_FOUND, format!("No config item, Namespace: {} Key: {}", h.namespace, h.key))),
         }
     }
 
@@ -115,8 +110,7 @@ impl NamesrvProcessor {
 
     fn query_data_version(&self, request: &RemotingCommand) -> ProcessResult {
         let h: BrokerIdentityHeader = request.decode_header()?;
-        let theirs: DataVersion = fastjson::from_slice(request.body_bytes())
-            .map_err(|e| ProcessError::system(format!("body is not a DataVersion: {e}")))?;
+        let theirs: DataVersion = fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("body is not a DataVersion: {e}")))?;
         let ours = self.routes.data_version(&h.cluster_name, &h.broker_addr);
         let changed = ours.as_ref() != Some(&theirs);
         self.routes.touch(&h.cluster_name, &h.broker_addr, Instant::now());
@@ -142,8 +136,8 @@ impl NamesrvProcessor {
             RegisterBrokerBody::decode(body, h.compressed.unwrap_or(false))
                 .map_err(|e| ProcessError::system(format!("Failed to decode RegisterBrokerBody: {e}")))?
         } else {
-            let topics: TopicConfigSerializeWrapper = fastjson::from_slice(body)
-                .map_err(|e| ProcessError::system(format!("Failed to decode TopicConfigSerializeWrapper: {e}")))?;
+            let topics: TopicConfigSerializeWrapper =
+                fastjson::from_slice(body).map_err(|e| ProcessError::system(format!("Failed to decode TopicConfigSerializeWrapper: {e}")))?;
             RegisterBrokerBody { filter_server_list: Vec::new(), topic_config_serialize_wrapper: topics }
         };
         let result = self.routes.register_broker(
@@ -164,10 +158,7 @@ impl NamesrvProcessor {
         let Some(result) = result else {
             return Err(ProcessError::system("register broker failed"));
         };
-        let mut response = ok(request).with_header(&RegisterBrokerResponseHeader {
-            ha_server_addr: result.ha_server_addr,
-            master_addr: result.master_addr,
-        });
+        let mut response = ok(request).with_header(&RegisterBrokerResponseHeader { ha_server_addr: result.ha_server_addr, master_addr: result.master_addr });
         if self.config.read().return_order_topic_config_to_broker {
             if let Some(table) = self.kv.list(NAMESPACE_ORDER_TOPIC_CONFIG) {
                 response = response.with_body(fastjson::to_vec(&KvTable { table }, JsonStyle::Fastjson));
@@ -212,31 +203,19 @@ impl NamesrvProcessor {
             route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic);
         }
         // Newer clients get standard JSON; older ones (and Go) the fastjson default.
-        let style = if request.version >= VERSION_4_9_4 || h.accept_standard_json_only.unwrap_or(false) {
-            JsonStyle::Standard
-        } else {
-            JsonStyle::Fastjson
-        };
+        let style = if request.version >= VERSION_4_9_4 || h.accept_standard_json_only.unwrap_or(false) { JsonStyle::Standard } else { JsonStyle::Fastjson };
         Ok(Some(ok(request).with_body(fastjson::to_vec(&route, style))))
     }
 
     fn change_write_perm(&self, request: &RemotingCommand, add: bool) -> ProcessResult {
         let h: BrokerNameHeader = request.decode_header()?;
-        let (count, key) = if add {
-            (self.routes.add_write_perm(&h.broker_name), "addTopicCount")
-        } else {
-            (self.routes.wipe_write_perm(&h.broker_name), "wipeTopicCount")
-        };
+        let (count, key) =
+            if add { (self.routes.add_write_perm(&h.broker_name), "addTopicCount") } else { (self.routes.wipe_write_perm(&h.broker_name), "wipeTopicCount") };
         info!(broker = h.broker_name, count, add, "write permission changed");
         Ok(Some(ok(request).with_ext(key, count.to_string())))
     }
 
-    fn topic_list(
-        &self,
-        request: &RemotingCommand,
-        enabled: bool,
-        list: impl FnOnce() -> remoting::protocol::body::TopicList,
-    ) -> ProcessResult {
+    fn topic_list(&self, request: &RemotingCommand, enabled: bool, list: impl FnOnce() -> remoting::protocol::body::TopicList) -> ProcessResult {
         if !enabled {
             return Err(ProcessError::system("disable"));
         }
@@ -256,10 +235,7 @@ impl NamesrvProcessor {
         let properties = remoting::properties::parse(text);
         if let Some(key) = properties.keys().find(|k| !RUNTIME_UPDATABLE_KEYS.contains(&k.as_str())) {
             warn!(key, "refused runtime update of a config key that is not on the allow list");
-            return Err(ProcessError::new(
-                ResponseCode::NO_PERMISSION,
-                format!("Can not update config in black list. {key} cannot be changed at runtime"),
-            ));
+            return Err(ProcessError::new(ResponseCode::NO_PERMISSION, format!("Can not update config in black list. {key} cannot be changed at runtime")));
         }
         let persisted = {
             let mut config = self.config.write();

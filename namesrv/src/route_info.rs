@@ -113,8 +113,7 @@ impl RouteInfoManager {
 
         let addr_info = BrokerAddrInfo { cluster: reg.cluster.to_owned(), addr: reg.broker_addr.to_owned() };
         if is_master {
-            let version_changed =
-                t.broker_live.get(&addr_info).is_none_or(|live| live.data_version != reg.topics.data_version);
+            let version_changed = t.broker_live.get(&addr_info).is_none_or(|live| live.data_version != reg.topics.data_version);
             let table = &reg.topics.topic_config_table;
             if self.delete_topic_with_broker_registration {
                 remove_broker_topics_not_in(&mut t.topic_queue, reg.broker_name, table);
@@ -305,12 +304,8 @@ impl RouteInfoManager {
     pub fn topics_by_cluster(&self, cluster: &str) -> TopicList {
         let t = self.tables.read();
         let names = t.cluster_addr.get(cluster).cloned().unwrap_or_default();
-        let topic_list = t
-            .topic_queue
-            .iter()
-            .filter(|(_, by_broker)| by_broker.keys().any(|name| names.contains(name)))
-            .map(|(topic, _)| topic.clone())
-            .collect();
+        let topic_list =
+            t.topic_queue.iter().filter(|(_, by_broker)| by_broker.keys().any(|name| names.contains(name))).map(|(topic, _)| topic.clone()).collect();
         TopicList { broker_addr: None, topic_list }
     }
 
@@ -382,11 +377,7 @@ fn create_and_update_queue_data(topic_queue: &mut BTreeMap<String, BTreeMap<Stri
     topic_queue.entry(tc.topic_name.clone()).or_default().insert(broker_name.to_owned(), qd);
 }
 
-fn remove_broker_topics_not_in(
-    topic_queue: &mut BTreeMap<String, BTreeMap<String, QueueData>>,
-    broker_name: &str,
-    table: &BTreeMap<String, TopicConfig>,
-) {
+fn remove_broker_topics_not_in(topic_queue: &mut BTreeMap<String, BTreeMap<String, QueueData>>, broker_name: &str, table: &BTreeMap<String, TopicConfig>) {
     topic_queue.retain(|topic, by_broker| {
         if !table.contains_key(topic) {
             by_broker.remove(broker_name);

@@ -45,10 +45,8 @@ impl Fixture {
     }
 
     async fn register(&self, client: &RemotingClient, name: &str, addr: &str, id: i64, topics: &[&str], compressed: bool) -> RemotingCommand {
-        let mut wrapper = TopicConfigSerializeWrapper {
-            data_version: DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 },
-            ..Default::default()
-        };
+        let mut wrapper =
+            TopicConfigSerializeWrapper { data_version: DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 }, ..Default::default() };
         for t in topics {
             let mut tc = TopicConfig::new(t);
             tc.read_queue_nums = 4;
@@ -67,10 +65,7 @@ impl Fixture {
             body_crc32: Some((crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32),
             ..Default::default()
         };
-        client
-            .invoke(&self.addr, RemotingCommand::request_with_header(RequestCode::REGISTER_BROKER, &header).with_body(bytes), TIMEOUT)
-            .await
-            .unwrap()
+        client.invoke(&self.addr, RemotingCommand::request_with_header(RequestCode::REGISTER_BROKER, &header).with_body(bytes), TIMEOUT).await.unwrap()
     }
 
     async fn route(&self, topic: &str, version: i32) -> RemotingCommand {
@@ -137,12 +132,8 @@ async fn a_broker_whose_connection_closes_is_removed_at_once() {
 async fn unregister_removes_the_broker_and_its_routes() {
     let f = start().await;
     f.register(&f.client, "broker-a", "127.0.0.1:10911", 0, &["T"], false).await;
-    let header = BrokerIdentityHeader {
-        broker_name: "broker-a".into(),
-        broker_addr: "127.0.0.1:10911".into(),
-        cluster_name: "DefaultCluster".into(),
-        broker_id: 0,
-    };
+    let header =
+        BrokerIdentityHeader { broker_name: "broker-a".into(), broker_addr: "127.0.0.1:10911".into(), cluster_name: "DefaultCluster".into(), broker_id: 0 };
     assert_eq!(f.call(RemotingCommand::request_with_header(RequestCode::UNREGISTER_BROKER, &header)).await.code, 0);
     assert_eq!(f.route("T", 409).await.response_code(), ResponseCode::TOPIC_NOT_EXIST);
     f.controller.shutdown().await;
@@ -204,12 +195,8 @@ async fn topic_lists_and_topic_deletion() {
 async fn query_data_version_reports_changes_and_returns_ours() {
     let f = start().await;
     f.register(&f.client, "broker-a", "127.0.0.1:10911", 0, &["T", "U"], false).await;
-    let header = BrokerIdentityHeader {
-        broker_name: "broker-a".into(),
-        broker_addr: "127.0.0.1:10911".into(),
-        cluster_name: "DefaultCluster".into(),
-        broker_id: 0,
-    };
+    let header =
+        BrokerIdentityHeader { broker_name: "broker-a".into(), broker_addr: "127.0.0.1:10911".into(), cluster_name: "DefaultCluster".into(), broker_id: 0 };
     let same = br#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#;
     let r = f.call(RemotingCommand::request_with_header(RequestCode::QUERY_DATA_VERSION, &header).with_body(&same[..])).await;
     assert_eq!(r.ext("changed"), Some("false"));

@@ -81,8 +81,7 @@ fn stored_message(queue_offset: i64, physical_offset: i64, record_bytes: usize) 
 
 /// A PULL_MESSAGE answer with status FOUND and 32 messages, as a Java broker writes it.
 fn pull_message_found(serialize_type: SerializeType) -> RemotingCommand {
-    let request =
-        RemotingCommand::request(RequestCode::PULL_MESSAGE).with_opaque(777).with_serialize_type(serialize_type);
+    let request = RemotingCommand::request(RequestCode::PULL_MESSAGE).with_opaque(777).with_serialize_type(serialize_type);
     let mut body = Vec::with_capacity(PULLED_MESSAGES * PULLED_RECORD_BYTES);
     for i in 0..PULLED_MESSAGES {
         let physical_offset = (i * PULLED_RECORD_BYTES) as i64;
@@ -121,11 +120,7 @@ fn bench_command(c: &mut Criterion, name: &str, cmd: &RemotingCommand) {
     });
 
     group.bench_function("decode", |b| {
-        b.iter_batched(
-            || frame.clone(),
-            |mut buf| codec.decode(&mut buf).expect("decodes").expect("a whole frame"),
-            BatchSize::SmallInput,
-        )
+        b.iter_batched(|| frame.clone(), |mut buf| codec.decode(&mut buf).expect("decodes").expect("a whole frame"), BatchSize::SmallInput)
     });
     group.finish();
 }

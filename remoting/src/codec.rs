@@ -166,10 +166,7 @@ mod tests {
     use crate::code::RequestCode;
 
     fn route_request(serialize_type: SerializeType) -> RemotingCommand {
-        RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC)
-            .with_ext("topic", "TopicTest")
-            .with_opaque(1)
-            .with_serialize_type(serialize_type)
+        RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", "TopicTest").with_opaque(1).with_serialize_type(serialize_type)
     }
 
     #[test]
@@ -184,8 +181,8 @@ mod tests {
     fn binary_route_request_matches_the_reference_bytes() {
         let frame = encode_frame(&route_request(SerializeType::RocketMq)).unwrap();
         let expected: &[u8] = &[
-            0, 0, 0, 0x2d, 1, 0, 0, 0x29, 0, 0x69, 0, 0x01, 0x99, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x14, 0, 5,
-            b't', b'o', b'p', b'i', b'c', 0, 0, 0, 9, b'T', b'o', b'p', b'i', b'c', b'T', b'e', b's', b't',
+            0, 0, 0, 0x2d, 1, 0, 0, 0x29, 0, 0x69, 0, 0x01, 0x99, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x14, 0, 5, b't', b'o', b'p', b'i', b'c', 0, 0,
+            0, 9, b'T', b'o', b'p', b'i', b'c', b'T', b'e', b's', b't',
         ];
         assert_eq!(&frame[..], expected);
     }
@@ -225,9 +222,7 @@ mod tests {
 
     #[test]
     fn binary_encoding_refuses_keys_its_length_field_cannot_hold() {
-        let cmd = RemotingCommand::request(RequestCode::SEND_MESSAGE_V2)
-            .with_ext("k".repeat(40_000), "v")
-            .with_serialize_type(SerializeType::RocketMq);
+        let cmd = RemotingCommand::request(RequestCode::SEND_MESSAGE_V2).with_ext("k".repeat(40_000), "v").with_serialize_type(SerializeType::RocketMq);
         assert!(matches!(encode_frame(&cmd), Err(CodecError::Encode(_))));
         assert!(encode_frame(&cmd.with_serialize_type(SerializeType::Json)).is_ok());
     }

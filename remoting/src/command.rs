@@ -52,10 +52,7 @@ impl SerializeType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct LanguageCode(pub u8);
 
-const LANGUAGE_NAMES: [&str; 14] = [
-    "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS",
-    "RUST", "NODE_JS",
-];
+const LANGUAGE_NAMES: [&str; 14] = ["JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST", "NODE_JS"];
 
 impl LanguageCode {
     pub const JAVA: LanguageCode = LanguageCode(0);

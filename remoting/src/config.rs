@@ -145,14 +145,10 @@ mod tests {
     #[test]
     fn defaults_apply_and_print_in_declaration_order() {
         let mut p = Probe::default();
-        let props: IndexMap<String, String> =
-            [("listenPort", "10000"), ("mystery", "x")].into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        let props: IndexMap<String, String> = [("listenPort", "10000"), ("mystery", "x")].into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
         assert_eq!(p.apply(&props).unwrap(), vec!["mystery".to_owned()]);
         assert_eq!(p.listen_port, 10000);
-        assert_eq!(
-            p.entries(),
-            vec![("listenPort", "10000".to_owned()), ("enabled", "true".to_owned()), ("home", "/h".to_owned())]
-        );
+        assert_eq!(p.entries(), vec![("listenPort", "10000".to_owned()), ("enabled", "true".to_owned()), ("home", "/h".to_owned())]);
     }
 
     #[test]

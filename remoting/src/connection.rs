@@ -504,7 +504,12 @@ impl Decoder for SizedFrames {
     }
 }
 
-async fn read_loop(channel: Channel, mut frames: FramedRead<tokio::net::tcp::OwnedReadHalf, SizedFrames>, idle_timeout: Duration, handler: Arc<dyn InboundHandler>) {
+async fn read_loop(
+    channel: Channel,
+    mut frames: FramedRead<tokio::net::tcp::OwnedReadHalf, SizedFrames>,
+    idle_timeout: Duration,
+    handler: Arc<dyn InboundHandler>,
+) {
     let shared = channel.shared.clone();
     loop {
         if shared.must_pause(false) && !wait_until_readable(&channel, idle_timeout).await {

@@ -262,7 +262,7 @@ pub fn quote_bare_keys(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut stack: Vec<u8> = Vec::new(); // b'{' or b'['
-    // True right after `{` or an object's `,` (whitespace keeps it): the next token is a key.
+                                         // True right after `{` or an object's `,` (whitespace keeps it): the next token is a key.
     let mut expect_key = false;
     let mut copied = 0;
     let mut i = 0;
@@ -365,26 +365,17 @@ mod tests {
     }
 
     fn sample() -> BrokerData {
-        BrokerData {
-            broker_addrs: [(0, "10.0.0.1:10911".to_owned()), (1, "10.0.0.2:10911".to_owned())].into(),
-            broker_name: "broker-ä".into(),
-        }
+        BrokerData { broker_addrs: [(0, "10.0.0.1:10911".to_owned()), (1, "10.0.0.2:10911".to_owned())].into(), broker_name: "broker-ä".into() }
     }
 
     #[test]
     fn fastjson_style_writes_integer_keys_bare() {
-        assert_eq!(
-            to_string(&sample(), JsonStyle::Fastjson),
-            r#"{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"broker-ä"}"#
-        );
+        assert_eq!(to_string(&sample(), JsonStyle::Fastjson), r#"{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"broker-ä"}"#);
     }
 
     #[test]
     fn standard_style_quotes_keys_and_escapes_non_ascii() {
-        assert_eq!(
-            to_string(&sample(), JsonStyle::Standard),
-            r#"{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},"brokerName":"broker-\u00E4"}"#
-        );
+        assert_eq!(to_string(&sample(), JsonStyle::Standard), r#"{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},"brokerName":"broker-\u00E4"}"#);
     }
 
     #[test]

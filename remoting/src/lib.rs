@@ -26,8 +26,8 @@ pub mod process;
 pub mod properties;
 pub mod protocol;
 pub mod serialize;
-pub mod service;
 pub mod server;
+pub mod service;
 pub mod version;
 
 pub use code::{RequestCode, ResponseCode};

@@ -72,10 +72,7 @@ impl BusinessPool {
     /// A pool whose queue holds at most `queue_capacity` jobs and `queue_capacity_bytes` bytes.
     pub fn with_capacity_bytes(name: &str, threads: usize, queue_capacity: usize, queue_capacity_bytes: usize) -> std::io::Result<BusinessPool> {
         let queue = Queue { jobs: VecDeque::new(), capacity: queue_capacity.max(1), bytes: 0, capacity_bytes: queue_capacity_bytes, open: true };
-        let shared = std::sync::Arc::new(Shared {
-            queue: Mutex::new(queue),
-            ready: Condvar::new(),
-        });
+        let shared = std::sync::Arc::new(Shared { queue: Mutex::new(queue), ready: Condvar::new() });
         let mut workers = Vec::with_capacity(threads.max(1));
         for i in 0..threads.max(1) {
             let shared = shared.clone();

@@ -132,11 +132,7 @@ impl ProcessorRegistry {
 
 /// Java's answer to an unknown request code.
 pub fn not_supported(request: &RemotingCommand) -> RemotingCommand {
-    RemotingCommand::error_response(
-        request,
-        ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
-        format!(" request type {} not supported", request.code),
-    )
+    RemotingCommand::error_response(request, ResponseCode::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {} not supported", request.code))
 }
 
 const BUSY_REJECT_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
@@ -301,12 +297,7 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     pub fn new(listen_addr: SocketAddr) -> Self {
-        ServerConfig {
-            listen_addr,
-            connection: ConnectionConfig::default(),
-            drain_timeout: Duration::from_secs(10),
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-        }
+        ServerConfig { listen_addr, connection: ConnectionConfig::default(), drain_timeout: Duration::from_secs(10), max_connections: DEFAULT_MAX_CONNECTIONS }
     }
 }
 
@@ -324,8 +315,7 @@ impl RemotingServer {
     pub async fn start(config: ServerConfig, registry: ProcessorRegistry) -> std::io::Result<RemotingServer> {
         let listener = TcpListener::bind(config.listen_addr).await?;
         let local_addr = listener.local_addr()?;
-        let dispatcher =
-            Arc::new(Dispatcher { registry, connections: Mutex::new(HashMap::new()), draining: CancellationToken::new() });
+        let dispatcher = Arc::new(Dispatcher { registry, connections: Mutex::new(HashMap::new()), draining: CancellationToken::new() });
         let stop_accepting = CancellationToken::new();
         let accept_task = tokio::spawn(accept_loop(listener, config.connection, config.max_connections, dispatcher.clone(), stop_accepting.clone()));
         info!(%local_addr, "remoting server listening");

@@ -23,9 +23,22 @@ pub fn version_desc(version: i32) -> String {
 
 /// 3.0.0's pre-releases, ordinals 0 to 15.
 const V3_NAMES: [&str; 16] = [
-    "V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", "V3_0_0_BETA1", "V3_0_0_BETA2", "V3_0_0_BETA3", "V3_0_0_BETA4",
-    "V3_0_0_BETA5", "V3_0_0_BETA6_SNAPSHOT", "V3_0_0_BETA6", "V3_0_0_BETA7_SNAPSHOT", "V3_0_0_BETA7",
-    "V3_0_0_BETA8_SNAPSHOT", "V3_0_0_BETA8", "V3_0_0_BETA9_SNAPSHOT", "V3_0_0_BETA9", "V3_0_0_FINAL",
+    "V3_0_0_SNAPSHOT",
+    "V3_0_0_ALPHA1",
+    "V3_0_0_BETA1",
+    "V3_0_0_BETA2",
+    "V3_0_0_BETA3",
+    "V3_0_0_BETA4",
+    "V3_0_0_BETA5",
+    "V3_0_0_BETA6_SNAPSHOT",
+    "V3_0_0_BETA6",
+    "V3_0_0_BETA7_SNAPSHOT",
+    "V3_0_0_BETA7",
+    "V3_0_0_BETA8_SNAPSHOT",
+    "V3_0_0_BETA8",
+    "V3_0_0_BETA9_SNAPSHOT",
+    "V3_0_0_BETA9",
+    "V3_0_0_FINAL",
 ];
 
 /// Ordinals 0 to 211: 3.0.0's pre-releases, then pairs for 3.0.1-3.0.15 (16-45), 3.1.0-3.2.9
@@ -58,10 +71,24 @@ mod tests {
     fn ordinals_name_the_versions_java_names() {
         // Ordinals read off Java 5.3.3's MQVersion.Version.
         for (ordinal, name) in [
-            (0, "V3_0_0_SNAPSHOT"), (15, "V3_0_0_FINAL"), (16, "V3_0_1_SNAPSHOT"), (45, "V3_0_15"),
-            (46, "V3_1_0_SNAPSHOT"), (67, "V3_2_0"), (85, "V3_2_9"), (86, "V3_3_1_SNAPSHOT"), (105, "V3_4_1"),
-            (211, "V3_9_9"), (212, "V4_0_0_SNAPSHOT"), (407, "V4_9_7"), (409, "V4_9_8"), (413, "V5_0_0"),
-            (479, "V5_3_3"), (611, "V5_9_9"), (612, "HIGHER_VERSION"), (10_000, "HIGHER_VERSION"),
+            (0, "V3_0_0_SNAPSHOT"),
+            (15, "V3_0_0_FINAL"),
+            (16, "V3_0_1_SNAPSHOT"),
+            (45, "V3_0_15"),
+            (46, "V3_1_0_SNAPSHOT"),
+            (67, "V3_2_0"),
+            (85, "V3_2_9"),
+            (86, "V3_3_1_SNAPSHOT"),
+            (105, "V3_4_1"),
+            (211, "V3_9_9"),
+            (212, "V4_0_0_SNAPSHOT"),
+            (407, "V4_9_7"),
+            (409, "V4_9_8"),
+            (413, "V5_0_0"),
+            (479, "V5_3_3"),
+            (611, "V5_9_9"),
+            (612, "HIGHER_VERSION"),
+            (10_000, "HIGHER_VERSION"),
         ] {
             assert_eq!(version_desc(ordinal), name, "ordinal {ordinal}");
         }

@@ -44,8 +44,7 @@ fn hex(bytes: &[u8]) -> String {
 fn every_java_frame_decodes_to_its_fields_and_reencodes_to_the_same_bytes() {
     let mut checked = 0;
     for dir in vector_dirs() {
-        let manifest: Vec<Vector> =
-            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("manifest JSON");
+        let manifest: Vec<Vector> = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("manifest JSON");
         for v in manifest {
             let frame = std::fs::read(dir.join(&v.file)).expect("vector file");
             let where_ = format!("{}/{}", dir.display(), v.name);
@@ -59,9 +58,8 @@ fn every_java_frame_decodes_to_its_fields_and_reencodes_to_the_same_bytes() {
             // ROCKETMQ cannot tell an empty remark from none: both are length 0.
             let remark = v.remark.filter(|r| !(r.is_empty() && expected_type == SerializeType::RocketMq));
             assert_eq!(cmd.remark, remark, "{where_}");
-            let expected_ext: Option<Vec<(String, String)>> = v.ext_fields.map(|m| {
-                m.into_iter().map(|(k, v)| (k, v.as_str().expect("string ext value").to_owned())).collect()
-            });
+            let expected_ext: Option<Vec<(String, String)>> =
+                v.ext_fields.map(|m| m.into_iter().map(|(k, v)| (k, v.as_str().expect("string ext value").to_owned())).collect());
             let ext: Option<Vec<(String, String)>> = cmd.ext_fields.clone().map(|m| m.into_iter().collect());
             // ROCKETMQ writes an empty map as length 0, which reads back as no map.
             let expected_ext = expected_ext.filter(|m| !(m.is_empty() && expected_type == SerializeType::RocketMq));

@@ -30,16 +30,7 @@ fn ext_fields() -> impl Strategy<Value = ExtFields> {
 
 /// A command as a peer could send it in `serialize_type`; ROCKETMQ carries code and version as i16.
 fn command_in(serialize_type: SerializeType) -> impl Strategy<Value = RemotingCommand> {
-    (
-        any::<i32>(),
-        0u8..=13,
-        any::<i32>(),
-        any::<i32>(),
-        any::<i32>(),
-        option::of(text(64)),
-        option::of(ext_fields()),
-        option::of(vec(any::<u8>(), 1..512)),
-    )
+    (any::<i32>(), 0u8..=13, any::<i32>(), any::<i32>(), any::<i32>(), option::of(text(64)), option::of(ext_fields()), option::of(vec(any::<u8>(), 1..512)))
         .prop_map(move |(code, language, version, opaque, flag, remark, ext_fields, body)| {
             let narrow = |v: i32| if serialize_type == SerializeType::RocketMq { i32::from(v as i16) } else { v };
             RemotingCommand {
@@ -105,31 +96,27 @@ fn decode_all(codec: &mut RemotingCodec, bytes: &[u8]) {
 
 /// Bytes that pass the length checks often enough to reach the header decoders.
 fn frame_like_bytes() -> impl Strategy<Value = Vec<u8>> {
-    (0u32..600, prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0u32..600, vec(any::<u8>(), 0..600)).prop_map(
-        |(length, type_byte, header_bytes, rest)| {
-            let mut bytes = Vec::with_capacity(8 + rest.len());
-            bytes.put_u32(length);
-            bytes.put_u32(u32::from(type_byte) << 24 | header_bytes);
-            bytes.extend(rest);
-            bytes
-        },
-    )
+    (0u32..600, prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0u32..600, vec(any::<u8>(), 0..600)).prop_map(|(length, type_byte, header_bytes, rest)| {
+        let mut bytes = Vec::with_capacity(8 + rest.len());
+        bytes.put_u32(length);
+        bytes.put_u32(u32::from(type_byte) << 24 | header_bytes);
+        bytes.extend(rest);
+        bytes
+    })
 }
 
 /// A valid frame with some bytes overwritten and possibly cut short: near-valid JSON and binary headers.
 fn corrupted_frame() -> impl Strategy<Value = Vec<u8>> {
-    (any_command(), vec((any::<prop::sample::Index>(), any::<u8>()), 1..6), any::<prop::sample::Index>()).prop_map(
-        |(cmd, edits, cut)| {
-            let mut bytes = encode_frame(&cmd).expect("generated commands encode").to_vec();
-            for (at, byte) in edits {
-                let i = at.index(bytes.len());
-                bytes[i] = byte;
-            }
-            let keep = bytes.len() - cut.index(bytes.len() / 4 + 1);
-            bytes.truncate(keep);
-            bytes
-        },
-    )
+    (any_command(), vec((any::<prop::sample::Index>(), any::<u8>()), 1..6), any::<prop::sample::Index>()).prop_map(|(cmd, edits, cut)| {
+        let mut bytes = encode_frame(&cmd).expect("generated commands encode").to_vec();
+        for (at, byte) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+        }
+        let keep = bytes.len() - cut.index(bytes.len() / 4 + 1);
+        bytes.truncate(keep);
+        bytes
+    })
 }
 
 proptest! {

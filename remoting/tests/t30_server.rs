@@ -222,12 +222,12 @@ async fn bad_input_closes_only_that_connection() {
     let addr = server.local_addr();
     let healthy = client();
     let bad_inputs: Vec<Vec<u8>> = vec![
-        vec![0x80, 0, 0, 0, 1, 2, 3],                         // a length of 2 GiB
-        vec![0x7f, 0xff, 0xff, 0xff],                         // just under 2 GiB
-        vec![0, 0, 0, 8, 0, 0, 0, 100, b'{', b'}', 0, 0],     // header longer than the frame
+        vec![0x80, 0, 0, 0, 1, 2, 3],                               // a length of 2 GiB
+        vec![0x7f, 0xff, 0xff, 0xff],                               // just under 2 GiB
+        vec![0, 0, 0, 8, 0, 0, 0, 100, b'{', b'}', 0, 0],           // header longer than the frame
         vec![0, 0, 0, 9, 0, 0, 0, 5, b'n', b'o', b't', b' ', b'j'], // JSON header that is not JSON
-        vec![0, 0, 0, 6, 7, 0, 0, 2, b'{', b'}'],             // unknown serialize type
-        vec![0, 0, 0, 2, 0, 0],                               // frame too small for its header word
+        vec![0, 0, 0, 6, 7, 0, 0, 2, b'{', b'}'],                   // unknown serialize type
+        vec![0, 0, 0, 2, 0, 0],                                     // frame too small for its header word
         // a plausible length followed by noise
         [0u8, 0, 0x0f, 0xfc].into_iter().chain((0..4092u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)).collect(),
     ];

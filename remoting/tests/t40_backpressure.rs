@@ -266,9 +266,7 @@ async fn a_pipelining_client_that_reads_gets_every_answer_once_the_pause_resumes
 async fn a_request_past_the_pools_byte_capacity_is_answered_system_busy() {
     let server = start(100).await;
     let mut stream = TcpStream::connect(server.server.local_addr()).await.unwrap();
-    let block = |opaque: i32, body_bytes: usize| {
-        encode_frame(&RemotingCommand::request(BLOCK).with_opaque(opaque).with_body(vec![0u8; body_bytes])).unwrap()
-    };
+    let block = |opaque: i32, body_bytes: usize| encode_frame(&RemotingCommand::request(BLOCK).with_opaque(opaque).with_body(vec![0u8; body_bytes])).unwrap();
     stream.write_all(&block(1, 0)).await.unwrap();
     eventually("the first request holds the worker", || server.processor.blocked.load(Ordering::SeqCst) == 1).await;
     // 60 KiB waits in the 100 KiB queue; another 60 KiB does not fit, though 62 jobs would.
@@ -317,7 +315,8 @@ async fn connections_beyond_the_cap_are_closed_and_the_others_keep_working() {
 async fn invalid_utf8_in_a_json_header_is_answered_instead_of_closing_the_connection() {
     let server = start(100).await;
     let mut stream = TcpStream::connect(server.server.local_addr()).await.unwrap();
-    let header = b"{\"code\":9103,\"extFields\":{\"k\":\"a\xffb\"},\"flag\":0,\"language\":\"JAVA\",\"opaque\":7,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":409}";
+    let header =
+        b"{\"code\":9103,\"extFields\":{\"k\":\"a\xffb\"},\"flag\":0,\"language\":\"JAVA\",\"opaque\":7,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":409}";
     let mut frame = ((4 + header.len()) as u32).to_be_bytes().to_vec();
     frame.extend_from_slice(&(header.len() as u32).to_be_bytes());
     frame.extend_from_slice(header);

@@ -88,15 +88,9 @@ impl Checkpoint {
     /// Writes the values and forces them to disk.
     pub fn flush(&self) -> io::Result<()> {
         let mut head = [0u8; 40];
-        for (i, v) in [
-            &self.physic_msg_timestamp,
-            &self.logics_msg_timestamp,
-            &self.index_msg_timestamp,
-            &self.master_flushed_offset,
-            &self.confirm_phy_offset,
-        ]
-        .iter()
-        .enumerate()
+        for (i, v) in [&self.physic_msg_timestamp, &self.logics_msg_timestamp, &self.index_msg_timestamp, &self.master_flushed_offset, &self.confirm_phy_offset]
+            .iter()
+            .enumerate()
         {
             head[i * 8..i * 8 + 8].copy_from_slice(&v.load(Ordering::Acquire).to_be_bytes());
         }

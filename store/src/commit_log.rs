@@ -21,14 +21,14 @@ use crate::allocate::{AllocateConfig, AllocateService};
 use crate::config::{FlushDiskType, MessageStoreConfig};
 use crate::flush::FlushControl;
 use crate::mapped_file::{FileSync, MappedFile, Msync};
-use crate::transient_pool::TransientStorePool;
 use crate::mapped_file_queue::{LoadError, MappedFileQueue};
+use crate::message::offset_message_id;
 use crate::message::properties;
 use crate::message::record::{
-    encode_record, EncodedRecord, MessageToStore, RecordError, StampedFields, MAGIC_BLANK, MAX_V1_TOPIC_BYTES, TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE, SYSFLAG_TRANSACTION_MASK,
+    encode_record, EncodedRecord, MessageToStore, RecordError, StampedFields, MAGIC_BLANK, MAX_V1_TOPIC_BYTES, SYSFLAG_TRANSACTION_MASK,
+    TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE,
 };
-use crate::message::offset_message_id;
+use crate::transient_pool::TransientStorePool;
 
 /// A record must leave room for the end-of-file marker.
 pub const END_FILE_MIN_BLANK_LENGTH: usize = 8;
@@ -255,9 +255,7 @@ impl CommitLog {
     /// Starts the allocation service that pre-creates (and optionally warms) the next file.
     pub fn start_allocation(&self) -> io::Result<()> {
         let c = &self.config;
-        let warm_up = c.warm_mapped_file_enable.then(|| {
-            (c.flush_disk_type == FlushDiskType::SyncFlush).then_some(c.flush_least_pages_when_warm_mapped_file)
-        });
+        let warm_up = c.warm_mapped_file_enable.then(|| (c.flush_disk_type == FlushDiskType::SyncFlush).then_some(c.flush_least_pages_when_warm_mapped_file));
         let service = AllocateService::start(AllocateConfig {
             dir: c.commit_log_dir(),
             file_size: c.mapped_file_size_commit_log,
@@ -444,9 +442,13 @@ impl CommitLog {
     /// failure or stop), so the receive ends.
     fn await_flush(&self, end: u64, append: AppendResult) -> PutMessageResult {
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        self.control.wait(end, append, Box::new(move |result| {
-            let _ = answer.send(result);
-        }));
+        self.control.wait(
+            end,
+            append,
+            Box::new(move |result| {
+                let _ = answer.send(result);
+            }),
+        );
         self.wake_flusher();
         answered.recv().unwrap_or_else(|_| PutMessageResult::failed(PutStatus::FlushDiskTimeout, "the flush service dropped the put unanswered"))
     }

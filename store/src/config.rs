@@ -160,9 +160,7 @@ impl MessageStoreConfig {
 
     /// Java's rule: the transient pool only serves an asynchronously flushed master.
     pub fn transient_store_pool_in_use(&self) -> bool {
-        self.transient_store_pool_enable
-            && self.flush_disk_type == FlushDiskType::AsyncFlush
-            && self.broker_role != BrokerRole::Slave
+        self.transient_store_pool_enable && self.flush_disk_type == FlushDiskType::AsyncFlush && self.broker_role != BrokerRole::Slave
     }
 
     /// How far a slave may fall behind before SYNC_MASTER calls it not available: 5.x's
@@ -188,13 +186,15 @@ impl MessageStoreConfig {
             .filter_map(|level| {
                 let (num, unit) = level.split_at(level.find(|c: char| !c.is_ascii_digit())?);
                 let n: u64 = num.parse().ok()?;
-                Some(n * match unit {
-                    "s" => 1000,
-                    "m" => 60_000,
-                    "h" => 3_600_000,
-                    "d" => 86_400_000,
-                    _ => return None,
-                })
+                Some(
+                    n * match unit {
+                        "s" => 1000,
+                        "m" => 60_000,
+                        "h" => 3_600_000,
+                        "d" => 86_400_000,
+                        _ => return None,
+                    },
+                )
             })
             .collect()
     }

@@ -24,13 +24,7 @@ impl StoreLock {
             .truncate(false)
             .open(path)
             .map_err(|e| StoreError::Locked(format!("{}: {e}", path.display())))?;
-        let lock = nix::libc::flock {
-            l_type: nix::libc::F_WRLCK as i16,
-            l_whence: nix::libc::SEEK_SET as i16,
-            l_start: 0,
-            l_len: 1,
-            l_pid: 0,
-        };
+        let lock = nix::libc::flock { l_type: nix::libc::F_WRLCK as i16, l_whence: nix::libc::SEEK_SET as i16, l_start: 0, l_len: 1, l_pid: 0 };
         fcntl(file.as_raw_fd(), FcntlArg::F_SETLK(&lock)).map_err(|e| StoreError::Locked(format!("{}: {e}", path.display())))?;
         file.write_all(b"lock").map_err(|e| StoreError::Locked(format!("{}: {e}", path.display())))?;
         let _ = file.sync_data();

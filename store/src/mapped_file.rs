@@ -112,10 +112,7 @@ impl MappedFile {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let len = file.metadata()?.len();
         if len != size as u64 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} is {len} bytes, expected {size}", path.display()),
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} is {len} bytes, expected {size}", path.display())));
         }
         Self::map(path.to_owned(), file, from_offset, size)
     }
@@ -144,8 +141,7 @@ impl MappedFile {
         let mut file = Self::create(dir, from_offset, size)?;
         if let Some(buffer) = pool.borrow() {
             if buffer.len() >= size {
-                file.write_buffer =
-                    Some(WriteBuffer { buffer: RwLock::new(Some(buffer)), pool: pool.clone(), written_end: AtomicUsize::new(0) });
+                file.write_buffer = Some(WriteBuffer { buffer: RwLock::new(Some(buffer)), pool: pool.clone(), written_end: AtomicUsize::new(0) });
             } else {
                 pool.give_back(buffer, 0);
             }
@@ -252,9 +248,7 @@ impl MappedFile {
                 // SAFETY: [committed, wrote) was published by the writer (acquire above) and is
                 // not written again; the destination range of the mapping is beyond the published
                 // read position, so no reader sees it until `committed` moves below.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(buffer.as_ptr().add(committed), self.map.as_mut_ptr().add(committed), wrote - committed)
-                };
+                unsafe { std::ptr::copy_nonoverlapping(buffer.as_ptr().add(committed), self.map.as_mut_ptr().add(committed), wrote - committed) };
             }
             self.committed.store(wrote, Ordering::Release);
         }

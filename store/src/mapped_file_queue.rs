@@ -227,11 +227,7 @@ impl MappedFileQueue {
 
     /// Deletes the oldest files that [`crate::cleanup::expired_prefix`] picks; returns how many.
     pub fn delete_expired(&self, now: std::time::SystemTime, reserved: std::time::Duration, force: bool) -> usize {
-        let modified: Vec<std::time::SystemTime> = self
-            .files()
-            .iter()
-            .map(|f| std::fs::metadata(f.path()).and_then(|m| m.modified()).unwrap_or(now))
-            .collect();
+        let modified: Vec<std::time::SystemTime> = self.files().iter().map(|f| std::fs::metadata(f.path()).and_then(|m| m.modified()).unwrap_or(now)).collect();
         let count = crate::cleanup::expired_prefix(&modified, now, reserved, force);
         self.remove_first(count);
         count

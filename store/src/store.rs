@@ -192,11 +192,8 @@ impl MessageStore {
         let queues = load_consume_queues(&config)?;
         let checkpoint = Arc::new(Checkpoint::open(&root.join("checkpoint")).map_err(io_err("cannot open checkpoint"))?);
         let index = if config.message_index_enable {
-            let index_config = IndexConfig {
-                max_hash_slot_num: config.max_hash_slot_num,
-                max_index_num: config.max_index_num,
-                max_msgs_num_batch: config.max_msgs_num_batch,
-            };
+            let index_config =
+                IndexConfig { max_hash_slot_num: config.max_hash_slot_num, max_index_num: config.max_index_num, max_msgs_num_batch: config.max_msgs_num_batch };
             let index = IndexService::new(&root, index_config).map_err(|e| StoreError::Index(e.to_string()))?;
             index.load(last_exit_ok, checkpoint.index_msg_timestamp()).map_err(|e| StoreError::Index(e.to_string()))?;
             Some(Arc::new(index))
@@ -257,9 +254,7 @@ impl MessageStore {
         self.dispatch_available();
         self.commit_log.start_allocation().map_err(io_err("cannot start the allocation service"))?;
         let checkpoint = self.checkpoint.clone();
-        self.commit_log
-            .start_services(move |ts| checkpoint.set_physic_msg_timestamp(ts))
-            .map_err(io_err("cannot start the commit-log services"))?;
+        self.commit_log.start_services(move |ts| checkpoint.set_physic_msg_timestamp(ts)).map_err(io_err("cannot start the commit-log services"))?;
         let mut services = self.services.lock();
         let me = self.clone();
         let reput = Service::spawn("ReputMessageService", move |cx| me.run_reput(cx)).map_err(io_err("cannot start the dispatcher"))?;
@@ -268,8 +263,7 @@ impl MessageStore {
         services.queue_flush = Some(self.start_queue_flush().map_err(io_err("cannot start the consume-queue flusher"))?);
         let me = self.clone();
         let interval = Duration::from_millis(self.config.clean_resource_interval_ms.max(10));
-        services.cleanup =
-            Some(Service::every("CleanResourceService", interval, false, move || me.clean_now()).map_err(io_err("cannot start the cleaner"))?);
+        services.cleanup = Some(Service::every("CleanResourceService", interval, false, move || me.clean_now()).map_err(io_err("cannot start the cleaner"))?);
         drop(services);
         let abort = abort_path(&self.config.root_dir());
         File::create(&abort).map_err(io_err(format!("cannot create {}", abort.display())))?;
@@ -532,7 +526,13 @@ impl MessageStore {
         match (TopicName::new(record.topic), queue_id) {
             (Ok(topic), Some(queue_id)) => Some(self.find_or_create_queue(&topic, queue_id)),
             (topic, _) => {
-                error!(phy_offset, topic = record.topic, queue = record.queue_id, valid_topic = topic.is_ok(), "record names no valid consume queue; not dispatched");
+                error!(
+                    phy_offset,
+                    topic = record.topic,
+                    queue = record.queue_id,
+                    valid_topic = topic.is_ok(),
+                    "record names no valid consume queue; not dispatched"
+                );
                 None
             }
         }
@@ -547,9 +547,7 @@ impl MessageStore {
             .entry(topic.as_str().to_owned())
             .or_default()
             .entry(i32::from(queue_id))
-            .or_insert_with(|| {
-                Arc::new(ConsumeQueue::new(&self.config.consume_queue_dir(), topic, queue_id, self.config.mapped_file_size_consume_queue))
-            })
+            .or_insert_with(|| Arc::new(ConsumeQueue::new(&self.config.consume_queue_dir(), topic, queue_id, self.config.mapped_file_size_consume_queue)))
             .clone()
     }
 
@@ -703,8 +701,7 @@ impl MessageStore {
     /// Returns how many topics were cleaned.
     pub fn clean_unused_topics(&self, keep: &std::collections::HashSet<String>) -> usize {
         let mut queues = self.queues.write();
-        let unused: Vec<String> =
-            queues.keys().filter(|t| !keep.contains(*t) && *t != SCHEDULE_TOPIC && *t != TRANS_OP_HALF_TOPIC).cloned().collect();
+        let unused: Vec<String> = queues.keys().filter(|t| !keep.contains(*t) && *t != SCHEDULE_TOPIC && *t != TRANS_OP_HALF_TOPIC).cloned().collect();
         for topic in &unused {
             if let Some(table) = queues.remove(topic) {
                 table.values().for_each(|cq| cq.destroy());

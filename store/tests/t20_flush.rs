@@ -202,7 +202,12 @@ fn a_failing_msync_fails_the_waiters_and_refuses_later_puts_while_reads_go_on() 
 #[test]
 fn a_failing_msync_stops_writes_under_async_flush_too() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = MessageStoreConfig { flush_disk_type: FlushDiskType::AsyncFlush, flush_interval_commit_log_ms: 5, flush_commit_log_least_pages: 0, ..config(dir.path(), 1000) };
+    let cfg = MessageStoreConfig {
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        flush_interval_commit_log_ms: 5,
+        flush_commit_log_least_pages: 0,
+        ..config(dir.path(), 1000)
+    };
     let store = open(cfg);
     let _disk = Disk::install(&store, Mode::Fails);
     assert_eq!(store.put_message(&message(0)).status, PutStatus::PutOk, "async puts do not wait for the flush");

@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use store::config::MessageStoreConfig;
-use store::message::record::{decode_record, RecordAt};
 use store::message::probe_message;
+use store::message::record::{decode_record, RecordAt};
 use store::store::{GetMessageStatus, MessageStore};
 
 fn config(dir: &Path) -> MessageStoreConfig {

@@ -41,11 +41,7 @@ fn java(version: &str, command: &str, dir: &Path, manifest: &Path) {
 }
 
 fn config(dir: &Path) -> MessageStoreConfig {
-    MessageStoreConfig {
-        store_path_root_dir: dir.to_string_lossy().into_owned(),
-        mapped_file_size_commit_log: COMMIT_LOG_FILE,
-        ..Default::default()
-    }
+    MessageStoreConfig { store_path_root_dir: dir.to_string_lossy().into_owned(), mapped_file_size_commit_log: COMMIT_LOG_FILE, ..Default::default() }
 }
 
 /// The DATASET of compat-tests/store-interop/README.md, as puts: single messages or batches.

@@ -147,7 +147,9 @@ impl Acl {
             Some(Yaml::Array(a)) => a,
             _ => Vec::new(),
         };
-        let existing = accounts.iter().position(|a| a["accessKey"].as_str() == Some(h.access_key.as_str()) || a["accessKey"].as_i64().map(|i| i.to_string()) == Some(h.access_key.clone()));
+        let existing = accounts.iter().position(|a| {
+            a["accessKey"].as_str() == Some(h.access_key.as_str()) || a["accessKey"].as_i64().map(|i| i.to_string()) == Some(h.access_key.clone())
+        });
         let mut account = match existing.map(|i| accounts.remove(i)) {
             Some(Yaml::Hash(a)) => a,
             _ => Hash::new(),
@@ -294,7 +296,9 @@ impl RequestProcessor for AclAdminProcessor {
             let h: DeleteAccessConfigHeader = request.decode_header()?;
             match acl.delete_account(&h.access_key) {
                 Ok(true) => Ok(Some(super::super::processor::ok(&request))),
-                Ok(false) => failed(DELETE_ACL_CONFIG_FAILED, format!("The accesskey[{}] corresponding to accessConfig has been deleted failed.", h.access_key)),
+                Ok(false) => {
+                    failed(DELETE_ACL_CONFIG_FAILED, format!("The accesskey[{}] corresponding to accessConfig has been deleted failed.", h.access_key))
+                }
                 Err(e) => failed(DELETE_ACL_CONFIG_FAILED, e),
             }
         } else if code == UPDATE_GLOBAL_WHITE_ADDRS_CONFIG {

@@ -91,7 +91,11 @@ impl DLedgerCommitLog {
             if entry > MAX_ENTRY_SIZE || entry + 8 > self.segment_size {
                 return Err(PutMessageResult::failed(
                     PutStatus::MessageIllegal,
-                    format!("a record of {} bytes does not fit a DLedger entry (at most {MAX_ENTRY_SIZE} bytes, within a {}-byte segment)", record.len(), self.segment_size),
+                    format!(
+                        "a record of {} bytes does not fit a DLedger entry (at most {MAX_ENTRY_SIZE} bytes, within a {}-byte segment)",
+                        record.len(),
+                        self.segment_size
+                    ),
                 ));
             }
             bodies.push(Bytes::from(record.bytes));

@@ -64,8 +64,17 @@ pub enum Expr {
     BoolCast(Box<Expr>),
     Equal(Box<Expr>, Box<Expr>),
     Compare(CompareOp, Box<Expr>, Box<Expr>),
-    In { property: String, list: Vec<String>, not: bool },
-    Text { op: TextOp, not: bool, value: Box<Expr>, search: String },
+    In {
+        property: String,
+        list: Vec<String>,
+        not: bool,
+    },
+    Text {
+        op: TextOp,
+        not: bool,
+        value: Box<Expr>,
+        search: String,
+    },
 }
 
 /// Java's `ExpressionType.isTagType`: no type, empty, or TAG.

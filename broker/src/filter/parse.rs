@@ -266,8 +266,7 @@ fn equality_expr(i: &mut &str) -> ModalResult<Syntax> {
         let tail = opt(alt((
             preceded(symbol("="), cut_err(comparison_expr)).map(EqualityTail::Equal),
             preceded(symbol("<>"), cut_err(comparison_expr)).map(EqualityTail::NotEqual),
-            preceded(keyword("IS"), cut_err(alt((keyword("NULL").value(false), (keyword("NOT"), keyword("NULL")).value(true)))))
-                .map(EqualityTail::IsNull),
+            preceded(keyword("IS"), cut_err(alt((keyword("NULL").value(false), (keyword("NOT"), keyword("NULL")).value(true))))).map(EqualityTail::IsNull),
         )))
         .parse_next(i)?;
         left = match tail {

@@ -123,8 +123,29 @@ fn a_syntax_error_is_worded_as_javacc_words_it() {
 #[test]
 fn garbage_is_an_error_or_an_expression_never_a_panic() {
     let inputs = [
-        "é", "a = 'é'", "'unterminated", "/* open", "--", "-- c", "1e", "1e+", ".", "..", "0x10", "a = 007", "a > 1e309", "a = -9223372036854775808",
-        "a = 9223372036854775808", "((((((a = 1", "a in ('x',)", "a between 1", "NOT", "a is not", "a = 1 -- trailing", "\u{0}", "a\u{3000}= 1",
+        "é",
+        "a = 'é'",
+        "'unterminated",
+        "/* open",
+        "--",
+        "-- c",
+        "1e",
+        "1e+",
+        ".",
+        "..",
+        "0x10",
+        "a = 007",
+        "a > 1e309",
+        "a = -9223372036854775808",
+        "a = 9223372036854775808",
+        "((((((a = 1",
+        "a in ('x',)",
+        "a between 1",
+        "NOT",
+        "a is not",
+        "a = 1 -- trailing",
+        "\u{0}",
+        "a\u{3000}= 1",
     ];
     for input in inputs {
         let _ = compile(input).map(|e| e.matches(&props(&[("a", "1")])));

@@ -71,10 +71,22 @@ impl Gauges {
 
     fn all(&self) -> [&family::Gauges; 16] {
         [
-            &self.processor_watermark, &self.broker_permission, &self.topic_number, &self.consumer_group_number,
-            &self.producer_connections, &self.consumer_connections, &self.lag_messages, &self.lag_latency,
-            &self.inflight_messages, &self.queueing_latency, &self.ready_messages, &self.half_messages,
-            &self.storage_size, &self.flush_behind, &self.dispatch_behind, &self.reserve_time,
+            &self.processor_watermark,
+            &self.broker_permission,
+            &self.topic_number,
+            &self.consumer_group_number,
+            &self.producer_connections,
+            &self.consumer_connections,
+            &self.lag_messages,
+            &self.lag_latency,
+            &self.inflight_messages,
+            &self.queueing_latency,
+            &self.ready_messages,
+            &self.half_messages,
+            &self.storage_size,
+            &self.flush_behind,
+            &self.dispatch_behind,
+            &self.reserve_time,
         ]
     }
 

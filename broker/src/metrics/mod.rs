@@ -187,7 +187,10 @@ impl BrokerMetrics {
         let Some(f) = &broker.metrics.families else { return Ok(None) };
         let c = broker.config();
         let host = if c.metrics_prom_exporter_host.trim().is_empty() { &c.broker_ip1 } else { &c.metrics_prom_exporter_host };
-        let ip: IpAddr = host.trim().parse().map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("metricsPromExporterHost {host} is not an IP address")))?;
+        let ip: IpAddr = host
+            .trim()
+            .parse()
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("metricsPromExporterHost {host} is not an IP address")))?;
         let me = Arc::downgrade(broker);
         let refresh = Arc::new(move || {
             if let Some(broker) = me.upgrade() {
@@ -222,12 +225,39 @@ impl Families {
             message_size: Histograms::histograms(r, "rocketmq_message_size", "Incoming messages size", &put, &MESSAGE_SIZE_BUCKETS, limit),
             messages_out: Counters::counters(r, "rocketmq_messages_out_total", "Total number of outgoing messages", &get, limit),
             throughput_out: Counters::counters(r, "rocketmq_throughput_out_total", "Total traffic of outgoing messages", &get, limit),
-            send_to_dlq: Counters::counters(r, "rocketmq_send_to_dlq_messages_total", "Consumer send to DLQ messages", &["consumer_group", "topic", "is_system"], limit),
+            send_to_dlq: Counters::counters(
+                r,
+                "rocketmq_send_to_dlq_messages_total",
+                "Consumer send to DLQ messages",
+                &["consumer_group", "topic", "is_system"],
+                limit,
+            ),
             commit: Counters::counters(r, "rocketmq_commit_messages_total", "Total number of commit messages", &["topic"], limit),
             rollback: Counters::counters(r, "rocketmq_rollback_messages_total", "Total number of rollback messages", &["topic"], limit),
-            finish_latency: Histograms::histograms(r, "rocketmq_finish_message_latency_milliseconds", "Transaction finish latency", &["topic"], &FINISH_LATENCY_BUCKETS, limit),
-            topic_create: Histograms::histograms(r, "rocketmq_topic_create_execution_time_milliseconds", "The distribution of create topic time", &["invocation_status", "is_system"], &CREATE_TIME_BUCKETS_MS, limit),
-            group_create: Histograms::histograms(r, "rocketmq_consumer_group_create_execution_time_milliseconds", "The distribution of create subscription time", &["invocation_status"], &CREATE_TIME_BUCKETS_MS, limit),
+            finish_latency: Histograms::histograms(
+                r,
+                "rocketmq_finish_message_latency_milliseconds",
+                "Transaction finish latency",
+                &["topic"],
+                &FINISH_LATENCY_BUCKETS,
+                limit,
+            ),
+            topic_create: Histograms::histograms(
+                r,
+                "rocketmq_topic_create_execution_time_milliseconds",
+                "The distribution of create topic time",
+                &["invocation_status", "is_system"],
+                &CREATE_TIME_BUCKETS_MS,
+                limit,
+            ),
+            group_create: Histograms::histograms(
+                r,
+                "rocketmq_consumer_group_create_execution_time_milliseconds",
+                "The distribution of create subscription time",
+                &["invocation_status"],
+                &CREATE_TIME_BUCKETS_MS,
+                limit,
+            ),
             gauges: gauges::Gauges::new(r, limit),
             half: Mutex::new(HashMap::new()),
             pulls: Mutex::new(Pulls::default()),

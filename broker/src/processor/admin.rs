@@ -5,19 +5,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use remoting::fastjson::{self, JsonStyle};
+use remoting::pool::BusinessPool;
 use remoting::protocol::broker::{ConsumerGroupHeader, CreateTopicRequestHeader};
 use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::perm;
 use remoting::protocol::topic::TopicConfig;
-use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
-use crate::stats::java_double;
 use super::ok;
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
+use crate::stats::java_double;
 use crate::subscription_group::SubscriptionGroupConfig;
 use crate::topic_config::system_topic;
 
@@ -81,17 +81,10 @@ pub(crate) fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), Pr
 pub(crate) use super::broker_stats::mq_key;
 use super::broker_stats::{consume_stats_json, offset_entries, Queues, MAX_STATS_BODY_BYTES};
 
-
 /// How long the broker has run, as Java's `StoreStatsService` writes it.
 fn java_runtime(millis: i64) -> String {
     let seconds = millis.max(0) / 1000;
-    format!(
-        "[ {} days, {} hours, {} minutes, {} seconds ]",
-        seconds / 86_400,
-        seconds % 86_400 / 3_600,
-        seconds % 3_600 / 60,
-        seconds % 60
-    )
+    format!("[ {} days, {} hours, {} minutes, {} seconds ]", seconds / 86_400, seconds % 86_400 / 3_600, seconds % 3_600 / 60, seconds % 60)
 }
 
 /// Whether a processor's answer is a SUCCESS response.
@@ -125,11 +118,7 @@ const NULL_UNLESS_SET: [&str; 7] =
     ["storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId"];
 
 pub(crate) fn without_unset_paths(printed: &str) -> String {
-    printed
-        .lines()
-        .filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key)))
-        .flat_map(|line| [line, "\n"])
-        .collect()
+    printed.lines().filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key))).flat_map(|line| [line, "\n"]).collect()
 }
 
 pub struct AdminProcessor {
@@ -382,7 +371,10 @@ impl AdminProcessor {
                         })
                     })
                     .collect();
-                (connections, serde_json::json!({"activated": false, "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0, "maxOffset": 0, "transferredByteInSecond": 0}))
+                (
+                    connections,
+                    serde_json::json!({"activated": false, "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0, "maxOffset": 0, "transferredByteInSecond": 0}),
+                )
             }
             (None, Some(slave)) => {
                 let s = slave.status();
@@ -422,7 +414,10 @@ impl AdminProcessor {
         check_queue_nums("readQueueNums", h.read_queue_nums, b.config().max_topic_queue_nums)?;
         check_queue_nums("writeQueueNums", h.write_queue_nums, b.config().max_topic_queue_nums)?;
         if !(0..=perm::ALL).contains(&h.perm) {
-            return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("perm {} is not a combination of the permission bits 0..={}", h.perm, perm::ALL)));
+            return Err(ProcessError::new(
+                ResponseCode::INVALID_PARAMETER,
+                format!("perm {} is not a combination of the permission bits 0..={}", h.perm, perm::ALL),
+            ));
         }
         let mut tc = TopicConfig::new(&h.topic);
         tc.read_queue_nums = h.read_queue_nums;
@@ -447,10 +442,7 @@ impl AdminProcessor {
         for q in 0..tc.write_queue_nums.clamp(0, b.config().max_topic_queue_nums as i32) {
             let (min, max) = (b.store.min_offset_in_queue(&h.topic, q), b.store.max_offset_in_queue(&h.topic, q));
             let last = if max > 0 { b.store.message_store_timestamp(&h.topic, q, max - 1).unwrap_or(0) } else { 0 };
-            entries.push(format!(
-                r#"{}:{{"lastUpdateTimestamp":{last},"maxOffset":{max},"minOffset":{min}}}"#,
-                mq_key(&h.topic, &b.config().broker_name, q)
-            ));
+            entries.push(format!(r#"{}:{{"lastUpdateTimestamp":{last},"maxOffset":{max},"minOffset":{min}}}"#, mq_key(&h.topic, &b.config().broker_name, q)));
         }
         let body = format!(r#"{{"offsetTable":{{{}}},"topicPutTps":0.0}}"#, entries.join(","));
         Ok(Some(ok(request).with_body(body)))

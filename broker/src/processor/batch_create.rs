@@ -92,8 +92,7 @@ mod tests {
 
     #[test]
     fn the_lists_read_javas_field_names() {
-        let topics: TopicList =
-            fastjson::from_slice(br#"{"topicConfigList":[{"topicName":"T","readQueueNums":2,"writeQueueNums":3,"perm":6}]}"#).unwrap();
+        let topics: TopicList = fastjson::from_slice(br#"{"topicConfigList":[{"topicName":"T","readQueueNums":2,"writeQueueNums":3,"perm":6}]}"#).unwrap();
         assert_eq!(topics.topic_config_list.len(), 1);
         assert_eq!((topics.topic_config_list[0].read_queue_nums, topics.topic_config_list[0].write_queue_nums), (2, 3));
         let groups: GroupList = fastjson::from_slice(br#"{"groupConfigList":[{"groupName":"G","retryQueueNums":1}]}"#).unwrap();

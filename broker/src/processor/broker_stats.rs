@@ -72,9 +72,9 @@ pub fn offset_entries(b: &Broker, group: &str, topic: &str, queues: Queues, budg
             r#"{}:{{"brokerOffset":{broker_offset},"consumerOffset":{consumer_offset},"lastTimestamp":{last},"pullOffset":{consumer_offset}}}"#,
             mq_key(topic, &broker_name, q)
         );
-        *budget = budget.checked_sub(entry.len() + 1).ok_or_else(|| {
-            ProcessError::system(format!("the consume stats exceed {MAX_STATS_BODY_BYTES} bytes; ask for one group and topic"))
-        })?;
+        *budget = budget
+            .checked_sub(entry.len() + 1)
+            .ok_or_else(|| ProcessError::system(format!("the consume stats exceed {MAX_STATS_BODY_BYTES} bytes; ask for one group and topic")))?;
         entries.push(entry);
         diff += broker_offset - consumer_offset;
     }
@@ -110,12 +110,7 @@ impl BrokerStatsProcessor {
         let Some(item) = self.broker.broker_stats.item(&h.stats_name, &h.stats_key) else {
             return Err(ProcessError::system(format!("The stats <{}> <{}> not exist", h.stats_name, h.stats_key)));
         };
-        let body = format!(
-            r#"{{"statsDay":{},"statsHour":{},"statsMinute":{}}}"#,
-            item_json(item.day()),
-            item_json(item.hour()),
-            item_json(item.minute())
-        );
+        let body = format!(r#"{{"statsDay":{},"statsHour":{},"statsMinute":{}}}"#, item_json(item.day()), item_json(item.hour()), item_json(item.minute()));
         Ok(Some(ok(request).with_body(body)))
     }
 
@@ -146,11 +141,7 @@ impl BrokerStatsProcessor {
             }
             groups.push(format!("{{{}:[{}]}}", json_str(&group), stats.join(",")));
         }
-        let body = format!(
-            r#"{{"brokerAddr":{},"consumeStatsList":[{}],"totalDiff":{total_diff}}}"#,
-            json_str(&b.identity.broker_addr),
-            groups.join(",")
-        );
+        let body = format!(r#"{{"brokerAddr":{},"consumeStatsList":[{}],"totalDiff":{total_diff}}}"#, json_str(&b.identity.broker_addr), groups.join(","));
         if body.len() > MAX_STATS_BODY_BYTES {
             return Err(ProcessError::new(ResponseCode::SYSTEM_ERROR, format!("the consume stats exceed {MAX_STATS_BODY_BYTES} bytes")));
         }

@@ -36,8 +36,8 @@ impl RequestProcessor for ClientManageProcessor {
 impl ClientManageProcessor {
     fn heartbeat(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
         let b = &self.broker;
-        let data: HeartbeatData = fastjson::from_slice(request.body_bytes())
-            .map_err(|e| ProcessError::system(format!("heartbeat body is not valid HeartbeatData: {e}")))?;
+        let data: HeartbeatData =
+            fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("heartbeat body is not valid HeartbeatData: {e}")))?;
         let client = ClientChannelInfo {
             channel: channel.clone(),
             client_id: data.client_id.clone(),

@@ -36,8 +36,7 @@ pub struct LockProcessor {
 
 impl RequestProcessor for LockProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let body: LockBatchRequestBody =
-            fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad lock body: {e}")))?;
+        let body: LockBatchRequestBody = fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad lock body: {e}")))?;
         let locks = &self.broker.locks;
         match request.request_code() {
             RequestCode::LOCK_BATCH_MQ => {

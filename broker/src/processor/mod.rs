@@ -1,8 +1,8 @@
 //! Request processors, one file per family of codes, as Java's.
 
 pub mod admin;
-pub mod broker_stats;
 pub mod batch_create;
+pub mod broker_stats;
 pub mod client_manage;
 pub mod cold_data;
 pub mod consume_queue_query;
@@ -12,8 +12,8 @@ pub mod lock;
 pub mod maintenance;
 pub mod pull;
 pub mod query;
-pub mod reply;
 pub mod relay;
+pub mod reply;
 pub mod send;
 pub mod store_admin;
 

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use remoting::header::HeaderError;
 use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
 use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::protocol::perm;
-use remoting::header::HeaderError;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, ResponseCode};
 use store::message::java_string_hash;
@@ -55,10 +55,7 @@ impl PullProcessor {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] pulling message is forbidden", b.config().broker_ip1));
         }
         let Some(group) = b.groups.find_or_create(&h.consumer_group, b.config().auto_create_subscription_group) else {
-            return err(
-                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group [{}] does not exist,{FAQ_SUFFIX}", h.consumer_group),
-            );
+            return err(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{}] does not exist,{FAQ_SUFFIX}", h.consumer_group));
         };
         if !group.consume_enable {
             return err(ResponseCode::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
@@ -176,14 +173,12 @@ impl PullProcessor {
             }
         }
 
-        let mut response = RemotingCommand::response_to(&request, code)
-            .with_remark(result.status.name())
-            .with_header(&PullMessageResponseHeader {
-                suggest_which_broker_id: suggest,
-                next_begin_offset: result.next_begin_offset,
-                min_offset: result.min_offset,
-                max_offset: result.max_offset,
-            });
+        let mut response = RemotingCommand::response_to(&request, code).with_remark(result.status.name()).with_header(&PullMessageResponseHeader {
+            suggest_which_broker_id: suggest,
+            next_begin_offset: result.next_begin_offset,
+            min_offset: result.min_offset,
+            max_offset: result.max_offset,
+        });
         let got = if code == ResponseCode::SUCCESS { (result.messages.len(), result.buffer_total_size) } else { (0, 0) };
         b.stats.on_get(got.0);
         if code == ResponseCode::SUCCESS {

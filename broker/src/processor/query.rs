@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use remoting::protocol::broker::{QueryMessageRequestHeader, QueryMessageResponseHeader, SearchOffsetRequestHeader, TopicQueueHeader, ViewMessageRequestHeader};
+use remoting::protocol::broker::{
+    QueryMessageRequestHeader, QueryMessageResponseHeader, SearchOffsetRequestHeader, TopicQueueHeader, ViewMessageRequestHeader,
+};
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
@@ -45,11 +47,14 @@ impl RequestProcessor for QueryProcessor {
                     return Err(ProcessError::new(ResponseCode::QUERY_NOT_FOUND, "can not find message, maybe time range not correct"));
                 }
                 let body: Vec<u8> = found.messages.concat();
-                Ok(Some(ok(&request).with_header(&QueryMessageResponseHeader {
-                    index_last_update_timestamp: found.index_last_update_timestamp,
-                    index_last_update_phyoffset: found.index_last_update_phyoffset,
-                })
-                .with_body(body)))
+                Ok(Some(
+                    ok(&request)
+                        .with_header(&QueryMessageResponseHeader {
+                            index_last_update_timestamp: found.index_last_update_timestamp,
+                            index_last_update_phyoffset: found.index_last_update_phyoffset,
+                        })
+                        .with_body(body),
+                ))
             }
             RequestCode::VIEW_MESSAGE_BY_ID => {
                 let h: ViewMessageRequestHeader = request.decode_header()?;

@@ -37,15 +37,69 @@ const V3_1_8_SNAPSHOT: i32 = 62;
 /// The names of Java's `MQVersion.Version` up to V3_1_8_SNAPSHOT, for the remarks about clients
 /// too old to answer (newer ones never get those remarks).
 const OLD_VERSIONS: [&str; 63] = [
-    "V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", "V3_0_0_BETA1", "V3_0_0_BETA2", "V3_0_0_BETA3", "V3_0_0_BETA4", "V3_0_0_BETA5",
-    "V3_0_0_BETA6_SNAPSHOT", "V3_0_0_BETA6", "V3_0_0_BETA7_SNAPSHOT", "V3_0_0_BETA7", "V3_0_0_BETA8_SNAPSHOT", "V3_0_0_BETA8",
-    "V3_0_0_BETA9_SNAPSHOT", "V3_0_0_BETA9", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V3_0_1", "V3_0_2_SNAPSHOT", "V3_0_2",
-    "V3_0_3_SNAPSHOT", "V3_0_3", "V3_0_4_SNAPSHOT", "V3_0_4", "V3_0_5_SNAPSHOT", "V3_0_5", "V3_0_6_SNAPSHOT", "V3_0_6",
-    "V3_0_7_SNAPSHOT", "V3_0_7", "V3_0_8_SNAPSHOT", "V3_0_8", "V3_0_9_SNAPSHOT", "V3_0_9", "V3_0_10_SNAPSHOT", "V3_0_10",
-    "V3_0_11_SNAPSHOT", "V3_0_11", "V3_0_12_SNAPSHOT", "V3_0_12", "V3_0_13_SNAPSHOT", "V3_0_13", "V3_0_14_SNAPSHOT", "V3_0_14",
-    "V3_0_15_SNAPSHOT", "V3_0_15", "V3_1_0_SNAPSHOT", "V3_1_0", "V3_1_1_SNAPSHOT", "V3_1_1", "V3_1_2_SNAPSHOT", "V3_1_2",
-    "V3_1_3_SNAPSHOT", "V3_1_3", "V3_1_4_SNAPSHOT", "V3_1_4", "V3_1_5_SNAPSHOT", "V3_1_5", "V3_1_6_SNAPSHOT", "V3_1_6",
-    "V3_1_7_SNAPSHOT", "V3_1_7", "V3_1_8_SNAPSHOT",
+    "V3_0_0_SNAPSHOT",
+    "V3_0_0_ALPHA1",
+    "V3_0_0_BETA1",
+    "V3_0_0_BETA2",
+    "V3_0_0_BETA3",
+    "V3_0_0_BETA4",
+    "V3_0_0_BETA5",
+    "V3_0_0_BETA6_SNAPSHOT",
+    "V3_0_0_BETA6",
+    "V3_0_0_BETA7_SNAPSHOT",
+    "V3_0_0_BETA7",
+    "V3_0_0_BETA8_SNAPSHOT",
+    "V3_0_0_BETA8",
+    "V3_0_0_BETA9_SNAPSHOT",
+    "V3_0_0_BETA9",
+    "V3_0_0_FINAL",
+    "V3_0_1_SNAPSHOT",
+    "V3_0_1",
+    "V3_0_2_SNAPSHOT",
+    "V3_0_2",
+    "V3_0_3_SNAPSHOT",
+    "V3_0_3",
+    "V3_0_4_SNAPSHOT",
+    "V3_0_4",
+    "V3_0_5_SNAPSHOT",
+    "V3_0_5",
+    "V3_0_6_SNAPSHOT",
+    "V3_0_6",
+    "V3_0_7_SNAPSHOT",
+    "V3_0_7",
+    "V3_0_8_SNAPSHOT",
+    "V3_0_8",
+    "V3_0_9_SNAPSHOT",
+    "V3_0_9",
+    "V3_0_10_SNAPSHOT",
+    "V3_0_10",
+    "V3_0_11_SNAPSHOT",
+    "V3_0_11",
+    "V3_0_12_SNAPSHOT",
+    "V3_0_12",
+    "V3_0_13_SNAPSHOT",
+    "V3_0_13",
+    "V3_0_14_SNAPSHOT",
+    "V3_0_14",
+    "V3_0_15_SNAPSHOT",
+    "V3_0_15",
+    "V3_1_0_SNAPSHOT",
+    "V3_1_0",
+    "V3_1_1_SNAPSHOT",
+    "V3_1_1",
+    "V3_1_2_SNAPSHOT",
+    "V3_1_2",
+    "V3_1_3_SNAPSHOT",
+    "V3_1_3",
+    "V3_1_4_SNAPSHOT",
+    "V3_1_4",
+    "V3_1_5_SNAPSHOT",
+    "V3_1_5",
+    "V3_1_6_SNAPSHOT",
+    "V3_1_6",
+    "V3_1_7_SNAPSHOT",
+    "V3_1_7",
+    "V3_1_8_SNAPSHOT",
 ];
 
 fn old_version_desc(version: i32) -> &'static str {
@@ -140,10 +194,8 @@ pub fn offset_table_json(entries: &[(String, String, i32, i64)]) -> String {
 /// `ResetOffsetBodyForC`, what Java sends the clients when the admin request came from C++:
 /// `{"offsetTable":[{"brokerName":..,"offset":..,"queueId":..,"topic":..},...]}`.
 pub fn offset_list_for_c_json(entries: &[(String, String, i32, i64)]) -> String {
-    let list: Vec<serde_json::Value> = entries
-        .iter()
-        .map(|(topic, broker, q, offset)| serde_json::json!({ "brokerName": broker, "offset": offset, "queueId": q, "topic": topic }))
-        .collect();
+    let list: Vec<serde_json::Value> =
+        entries.iter().map(|(topic, broker, q, offset)| serde_json::json!({ "brokerName": broker, "offset": offset, "queueId": q, "topic": topic })).collect();
     fastjson::to_string(&serde_json::json!({ "offsetTable": list }), JsonStyle::Fastjson)
 }
 
@@ -332,7 +384,9 @@ impl RelayProcessor {
                 ext.insert("groupSysFlag".into(), group.group_sys_flag.to_string());
             }
             // The client consumes the stored message, which the broker reads by the id's offset.
-            if let Some(bytes) = h.msg_id.as_deref().and_then(store::message::decode_offset_message_id).and_then(|(_, offset)| b.store.look_message_by_offset(offset)) {
+            if let Some(bytes) =
+                h.msg_id.as_deref().and_then(store::message::decode_offset_message_id).and_then(|(_, offset)| b.store.look_message_by_offset(offset))
+            {
                 body = Some(bytes.into());
             }
         }
@@ -385,16 +439,16 @@ mod tests {
 
     #[test]
     fn a_cpp_tool_gets_the_list_body() {
-        assert_eq!(
-            offset_list_for_c_json(&[("T".into(), "b".into(), 2, 9)]),
-            r#"{"offsetTable":[{"brokerName":"b","offset":9,"queueId":2,"topic":"T"}]}"#
-        );
+        assert_eq!(offset_list_for_c_json(&[("T".into(), "b".into(), 2, 9)]), r#"{"offsetTable":[{"brokerName":"b","offset":9,"queueId":2,"topic":"T"}]}"#);
     }
 
     #[test]
     fn a_clients_status_is_passed_on_with_object_keys() {
         let body = br#"{"messageQueueTable":{{"brokerName":"b","queueId":1,"topic":"T"}:7,{"brokerName":"b","queueId":0,"topic":"T"}:3}}"#;
-        assert_eq!(client_offsets_json(body).as_deref(), Some(r#"{{"brokerName":"b","queueId":0,"topic":"T"}:3,{"brokerName":"b","queueId":1,"topic":"T"}:7}"#));
+        assert_eq!(
+            client_offsets_json(body).as_deref(),
+            Some(r#"{{"brokerName":"b","queueId":0,"topic":"T"}:3,{"brokerName":"b","queueId":1,"topic":"T"}:7}"#)
+        );
         assert_eq!(client_offsets_json(b"not json"), None);
     }
 

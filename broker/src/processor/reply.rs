@@ -112,7 +112,8 @@ impl ReplyProcessor {
             (None, _) => warn!("reply: {REPLY_TO_CLIENT} is missing; nobody to push the reply to"),
         }
         let push = push_request(&h, channel.remote_addr(), b.store_host, serialize(&props), msg.body.clone());
-        let answer = Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, topic: msg.topic.clone(), message_type };
+        let answer =
+            Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, topic: msg.topic.clone(), message_type };
         b.runtime.spawn(async move {
             let pushed = push_to(requester.as_deref(), target, push).await;
             answer.store_then_send(msg, pushed);
@@ -189,10 +190,13 @@ impl Answer {
             return self.reply.send(response);
         }
         let store = self.broker.store.clone();
-        store.put_messages_then(std::slice::from_ref(&msg), Box::new(move |result| {
-            let response = self.response(&pushed, Some(&result));
-            self.reply.send(response);
-        }));
+        store.put_messages_then(
+            std::slice::from_ref(&msg),
+            Box::new(move |result| {
+                let response = self.response(&pushed, Some(&result));
+                self.reply.send(response);
+            }),
+        );
     }
 
     /// Java's `handlePushReplyResult` then `handlePutMessageResult`: the push sets the code; a
@@ -210,12 +214,9 @@ impl Answer {
             b.metrics.on_put(&self.topic, self.message_type, 1, a.wrote_bytes);
         }
         let header = match (pushed, stored) {
-            (_, Some(a)) => Some(SendMessageResponseHeader {
-                msg_id: a.msg_ids.join(","),
-                queue_id: self.queue_id,
-                queue_offset: a.logics_offset,
-                transaction_id: None,
-            }),
+            (_, Some(a)) => {
+                Some(SendMessageResponseHeader { msg_id: a.msg_ids.join(","), queue_id: self.queue_id, queue_offset: a.logics_offset, transaction_id: None })
+            }
             (Ok(()), None) => Some(SendMessageResponseHeader { msg_id: "0".into(), queue_id: self.queue_id, queue_offset: 0, transaction_id: None }),
             (Err(_), None) => None,
         };

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
+use remoting::header::HeaderError;
 use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use remoting::protocol::name::GroupName;
 use remoting::protocol::perm;
 use remoting::protocol::topic::TopicConfig;
-use remoting::header::HeaderError;
 use remoting::server::{Channel, ProcessResult, Reply, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::commit_log::{PutMessageResult, PutStatus};
@@ -15,13 +15,12 @@ use store::config::{BrokerRole, FlushDiskType};
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 
-
 use crate::broker::{Broker, FAQ_SUFFIX};
 use crate::replication::Outcome;
 use crate::schedule::apply_delay;
 use crate::timer;
-use crate::transaction;
 use crate::topic_config::system_topic;
+use crate::transaction;
 
 pub struct SendProcessor {
     pub broker: Arc<Broker>,
@@ -212,16 +211,19 @@ impl SendProcessor {
         }
         let reply = Reply::to(channel, request);
         let replication = b.ha.replication();
-        b.store.put_messages_then(msgs, Box::new(move |result| {
-            let end = result.append.as_ref().map(|a| a.wrote_offset + a.wrote_bytes as i64);
-            match (replicated, end, replication) {
-                (true, Some(end), Some(replication)) if result.is_ok() => {
-                    replication.wait(end, Box::new(move |outcome| reply.send(respond(result, Some(outcome)))));
+        b.store.put_messages_then(
+            msgs,
+            Box::new(move |result| {
+                let end = result.append.as_ref().map(|a| a.wrote_offset + a.wrote_bytes as i64);
+                match (replicated, end, replication) {
+                    (true, Some(end), Some(replication)) if result.is_ok() => {
+                        replication.wait(end, Box::new(move |outcome| reply.send(respond(result, Some(outcome)))));
+                    }
+                    (true, Some(_), None) if result.is_ok() => reply.send(respond(result, Some(Outcome::SlaveNotAvailable))),
+                    _ => reply.send(respond(result, None)),
                 }
-                (true, Some(_), None) if result.is_ok() => reply.send(respond(result, Some(Outcome::SlaveNotAvailable))),
-                _ => reply.send(respond(result, None)),
-            }
-        }));
+            }),
+        );
         None
     }
 
@@ -351,10 +353,7 @@ pub(crate) fn msg_check(b: &Arc<Broker>, channel: &Channel, h: &SendMessageReque
     let max_queues = topic.write_queue_nums.max(topic.read_queue_nums);
     let queue_id = if h.queue_id < 0 { random_queue(topic.write_queue_nums) } else { h.queue_id };
     if queue_id >= max_queues {
-        return Err((
-            ResponseCode::SYSTEM_ERROR,
-            format!("request queueId[{queue_id}] is illegal, {topic:?} Producer: {}", channel.remote_addr()),
-        ));
+        return Err((ResponseCode::SYSTEM_ERROR, format!("request queueId[{queue_id}] is illegal, {topic:?} Producer: {}", channel.remote_addr())));
     }
     Ok((topic, queue_id))
 }
@@ -425,10 +424,8 @@ fn random_queue(write_queue_nums: i32) -> i32 {
 fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
     let mut buf: Bytes = base.body.clone();
     // What the broker adds to the wrapper, Java 5.x appends to every inner message.
-    let added: Vec<(String, String)> = [MSG_REGION, TRACE_ON, "CLUSTER"]
-        .iter()
-        .filter_map(|name| properties::get(&base.properties, name).map(|v| (name.to_string(), v.to_owned())))
-        .collect();
+    let added: Vec<(String, String)> =
+        [MSG_REGION, TRACE_ON, "CLUSTER"].iter().filter_map(|name| properties::get(&base.properties, name).map(|v| (name.to_string(), v.to_owned()))).collect();
     let mut out = Vec::new();
     while buf.has_remaining() {
         if buf.remaining() < 22 {
@@ -453,12 +450,7 @@ fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
         }
         let mut map = properties::parse(&props);
         map.extend(added.iter().cloned());
-        out.push(MessageToStore {
-            flag,
-            body,
-            properties: properties::serialize(map.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-            ..base.clone()
-        });
+        out.push(MessageToStore { flag, body, properties: properties::serialize(map.iter().map(|(k, v)| (k.as_str(), v.as_str()))), ..base.clone() });
     }
     if out.is_empty() {
         return Err("empty batch".into());

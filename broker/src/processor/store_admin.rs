@@ -75,9 +75,7 @@ impl RequestProcessor for StoreAdminProcessor {
                 // Topics, groups and offsets live in JSON files here: nothing to export.
                 Ok(Some(ok(&request).with_remark("export done.")))
             }
-            RequestCode::GET_BROKER_EPOCH_CACHE => {
-                Err(ProcessError::system("this request only for controllerMode "))
-            }
+            RequestCode::GET_BROKER_EPOCH_CACHE => Err(ProcessError::system("this request only for controllerMode ")),
             _ => Ok(Some(remoting::server::not_supported(&request))),
         }
     }
@@ -142,9 +140,11 @@ fn config_types(text: &str) -> Result<Vec<&'static str>, ProcessError> {
     text.split(';')
         .filter(|t| !t.is_empty())
         .map(|t| {
-            TYPES.iter().copied().find(|known| known.eq_ignore_ascii_case(t.trim())).ok_or_else(|| {
-                ProcessError::system(format!("java.lang.IllegalArgumentException: Unknown config type: {t}"))
-            })
+            TYPES
+                .iter()
+                .copied()
+                .find(|known| known.eq_ignore_ascii_case(t.trim()))
+                .ok_or_else(|| ProcessError::system(format!("java.lang.IllegalArgumentException: Unknown config type: {t}")))
         })
         .collect()
 }

@@ -149,7 +149,8 @@ pub fn free_port() -> u16 {
     const LOW: u32 = 20_000;
     const SPAN: u32 = 12_000;
     // Each test binary starts at its own place in the range (process id and clock), then walks it.
-    let seed = std::process::id().wrapping_mul(2_654_435_761) ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let seed =
+        std::process::id().wrapping_mul(2_654_435_761) ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     let _ = NEXT.compare_exchange(0, seed % SPAN + 1, Ordering::AcqRel, Ordering::Acquire);
     for _ in 0..SPAN {
         let port = (LOW + NEXT.fetch_add(7, Ordering::AcqRel) % SPAN) as u16;

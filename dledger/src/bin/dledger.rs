@@ -39,9 +39,9 @@ fn kebab(key: &str) -> String {
 }
 
 fn server_command() -> Command {
-    let mut cmd = Command::new("server").about("Runs one DLedger member").arg(
-        Arg::new("config-file").long("config-file").short('c').help("Java's YAML proxy config: not supported"),
-    );
+    let mut cmd = Command::new("server")
+        .about("Runs one DLedger member")
+        .arg(Arg::new("config-file").long("config-file").short('c').help("Java's YAML proxy config: not supported"));
     for key in DLedgerConfig::keys() {
         let kebab_name = kebab(key);
         let alias = SERVER_ALIASES.iter().find(|(k, _, _)| k == key);

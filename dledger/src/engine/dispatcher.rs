@@ -296,14 +296,7 @@ impl Dispatcher {
 
     /// The answer to any push this dispatcher sent. `current` says whether it belongs to the term
     /// we lead now; answers of other terms only clear their in-flight entry.
-    pub fn on_response<L: RaftLog>(
-        &mut self,
-        cx: &mut PushCtx<L>,
-        token: u64,
-        sent: &PushSent,
-        r: Result<PushEntryResponse, SendFailed>,
-        current: bool,
-    ) {
+    pub fn on_response<L: RaftLog>(&mut self, cx: &mut PushCtx<L>, token: u64, sent: &PushSent, r: Result<PushEntryResponse, SendFailed>, current: bool) {
         let current = current && self.term == Some(sent.term);
         match sent.kind {
             PushType::Compare | PushType::Truncate => {
@@ -327,7 +320,11 @@ impl Dispatcher {
                 if r.base.code == Code::SUCCESS {
                     let acked = if sent.batch {
                         self.batch_pending.remove(&sent.first);
-                        if sent.count == 0 { sent.first } else { sent.first + i64::from(sent.count) - 1 }
+                        if sent.count == 0 {
+                            sent.first
+                        } else {
+                            sent.first + i64::from(sent.count) - 1
+                        }
                     } else {
                         self.pending.remove(&sent.first);
                         sent.first
@@ -438,9 +435,7 @@ impl Dispatcher {
                 self.resend_batch(cx);
                 return;
             }
-            if self.batch_pending.len() >= MAX_IN_FLIGHT
-                || elapsed(cx.now, Some(self.last_check_leak)) > LEAK_CHECK_INTERVAL_MS
-            {
+            if self.batch_pending.len() >= MAX_IN_FLIGHT || elapsed(cx.now, Some(self.last_check_leak)) > LEAK_CHECK_INTERVAL_MS {
                 let wm = cx.q.watermark(self.term(), &self.peer);
                 self.batch_pending.retain(|&first, &mut (_, count)| first + i64::from(count) - 1 > wm);
                 self.last_check_leak = cx.now;
@@ -522,12 +517,8 @@ impl Dispatcher {
         match self.state {
             PushType::Append => {
                 let wm = q.watermark(self.term(), &self.peer);
-                let resend = if s.batch_push {
-                    self.batch_pending.get(&(wm + 1)).map(|&(t, _)| t)
-                } else {
-                    self.pending.get(&(wm + 1)).copied()
-                }
-                .map(|t| t + s.max_push_timeout_ms + 1);
+                let resend = if s.batch_push { self.batch_pending.get(&(wm + 1)).map(|&(t, _)| t) } else { self.pending.get(&(wm + 1)).copied() }
+                    .map(|t| t + s.max_push_timeout_ms + 1);
                 let in_flight = if s.batch_push { self.batch_pending.len() } else { self.pending.len() };
                 let other = if self.write_index > log.end_index() {
                     Some(self.last_push_commit.map_or(now, |t| t + COMMIT_PUSH_INTERVAL_MS + 1))

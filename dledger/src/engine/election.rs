@@ -9,9 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::log::{RaftLog, TermStore};
-use crate::protocol::{
-    Base, Code, HeartBeatRequest, HeartBeatResponse, PeerMessage, VoteRequest, VoteResponse, VoteResult,
-};
+use crate::protocol::{Base, Code, HeartBeatRequest, HeartBeatResponse, PeerMessage, VoteRequest, VoteResponse, VoteResult};
 
 use super::clock::elapsed;
 use super::outbox::Sent;
@@ -271,9 +269,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
 
     /// `isTakingLeadership`: a preferred node campaigning for the term it was handed.
     pub(super) fn is_taking_leadership(&self) -> bool {
-        self.s.preferred_leaders.as_ref().is_some_and(|p| {
-            self.m.term_to_take_leadership == self.m.term && p.iter().any(|id| *id == self.s.self_id)
-        })
+        self.s.preferred_leaders.as_ref().is_some_and(|p| self.m.term_to_take_leadership == self.m.term && p.iter().any(|id| *id == self.s.self_id))
     }
 
     /// `getNextTimeToRequestVote`.

@@ -29,15 +29,7 @@ pub(super) struct MemberState {
 
 impl MemberState {
     pub fn new(term: i64, vote_for: Option<String>) -> MemberState {
-        MemberState {
-            role: Role::Candidate,
-            term,
-            vote_for,
-            leader_id: None,
-            known_max_term: -1,
-            transferee: None,
-            term_to_take_leadership: -1,
-        }
+        MemberState { role: Role::Candidate, term, vote_for, leader_id: None, known_max_term: -1, transferee: None, term_to_take_leadership: -1 }
     }
 }
 
@@ -119,11 +111,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         let state = (self.m.role, self.m.term, self.m.leader_id.clone());
         if self.reported_role.as_ref() != Some(&state) {
             self.reported_role = Some(state);
-            self.out.actions.push(Action::RoleChanged {
-                role: self.m.role,
-                term: self.m.term,
-                leader_id: self.m.leader_id.clone(),
-            });
+            self.out.actions.push(Action::RoleChanged { role: self.m.role, term: self.m.term, leader_id: self.m.leader_id.clone() });
         }
     }
 }

@@ -25,7 +25,6 @@ mod transfer;
 #[cfg(test)]
 mod tests;
 
-
 use bytes::Bytes;
 
 use crate::config::{DLedgerConfig, PeersError};
@@ -353,13 +352,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
 
     fn on_push_request(&mut self, now: u64, token: u64, req: crate::protocol::PushEntryRequest) {
         if let Some(code) = self.precheck(&req.base) {
-            let resp = crate::protocol::PushEntryResponse {
-                base: self.error_base(&req.base, code),
-                index: None,
-                begin_index: 0,
-                end_index: 0,
-                count: 0,
-            };
+            let resp = crate::protocol::PushEntryResponse { base: self.error_base(&req.base, code), index: None, begin_index: 0, end_index: 0, count: 0 };
             self.out.reply(token, PeerMessage::PushResponse(resp));
             return;
         }
@@ -416,11 +409,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
     fn append_proposal(&mut self, now: u64, token: u64, bodies: Vec<Bytes>) {
         let refuse = |e: &Self, code: Code, leader_id: Option<String>| Action::Answer {
             token,
-            response: AppendEntryResponse {
-                base: Base { group: e.s.group.clone(), term: e.m.term, leader_id, code, ..Base::default() },
-                index: -1,
-                pos: -1,
-            },
+            response: AppendEntryResponse { base: Base { group: e.s.group.clone(), term: e.m.term, leader_id, code, ..Base::default() }, index: -1, pos: -1 },
             positions: Vec::new(),
         };
         let code = if bodies.is_empty() {

@@ -52,13 +52,7 @@ struct Waiter {
 
 impl Quorum {
     pub fn new<'a>(others: impl Iterator<Item = &'a String>) -> Quorum {
-        Quorum {
-            term: -1,
-            term_start: 0,
-            watermarks: others.map(|p| (p.clone(), -1)).collect(),
-            pending: BTreeMap::new(),
-            pending_term: -1,
-        }
+        Quorum { term: -1, term_start: 0, watermarks: others.map(|p| (p.clone(), -1)).collect(), pending: BTreeMap::new(), pending_term: -1 }
     }
 
     pub fn term(&self) -> i64 {
@@ -125,12 +119,7 @@ impl Quorum {
                 out.actions.push(Action::Answer {
                     token: w.token,
                     response: AppendEntryResponse {
-                        base: Base {
-                            group: s.group.clone(),
-                            leader_id: leader_id.map(str::to_owned),
-                            code: Code::TERM_CHANGED,
-                            ..Base::default()
-                        },
+                        base: Base { group: s.group.clone(), leader_id: leader_id.map(str::to_owned), code: Code::TERM_CHANGED, ..Base::default() },
                         index,
                         pos: -1,
                     },

@@ -5,8 +5,8 @@ use bytes::Bytes;
 use super::*;
 use crate::entry::Entry;
 use crate::protocol::{
-    HeartBeatRequest, HeartBeatResponse, LeadershipTransferRequest, LeadershipTransferResponse, PushEntryRequest, PushEntryResponse, PushType,
-    VoteRequest, VoteResponse, VoteResult,
+    HeartBeatRequest, HeartBeatResponse, LeadershipTransferRequest, LeadershipTransferResponse, PushEntryRequest, PushEntryResponse, PushType, VoteRequest,
+    VoteResponse, VoteResult,
 };
 use crate::sim::{MemLog, MemTerms};
 
@@ -32,14 +32,7 @@ fn member(self_id: &str, members: usize, log: MemLog, term: i64, vote: Option<&s
 }
 
 fn base(from: &str, to: &str, leader: Option<&str>, term: i64) -> Base {
-    Base {
-        group: "g".into(),
-        remote_id: Some(to.into()),
-        local_id: Some(from.into()),
-        leader_id: leader.map(str::to_owned),
-        term,
-        code: Code::SUCCESS,
-    }
+    Base { group: "g".into(), remote_id: Some(to.into()), local_id: Some(from.into()), leader_id: leader.map(str::to_owned), term, code: Code::SUCCESS }
 }
 
 fn vote_req(candidate: &str, to: &str, term: i64, end_index: i64, end_term: i64) -> PeerMessage {
@@ -432,10 +425,7 @@ fn compare_and_truncate_drop_parked_appends_unanswered() {
     let actions = body(f.on_request(T0 + 2, 20, push("n1", "n0", 2, PushType::Compare, vec![es[0].clone()], -1)));
     assert_eq!(
         actions,
-        vec![
-            Action::NoReply { token: 13 },
-            Action::Reply { token: 20, msg: push_answer(PushType::Compare, 2, Some(0), -1, -1, Code::INCONSISTENT_STATE) },
-        ]
+        vec![Action::NoReply { token: 13 }, Action::Reply { token: 20, msg: push_answer(PushType::Compare, 2, Some(0), -1, -1, Code::INCONSISTENT_STATE) },]
     );
 }
 
@@ -565,7 +555,8 @@ fn proposals_time_out_after_max_wait_ack_and_still_count_as_pending() {
     assert!(answers(&ok).is_empty());
     e.q.update_watermark(1, "n1", 3);
     let done = tick_led(&mut e, T0 + 2_810);
-    let [Action::Answer { token: 5, response, positions }] = &body(done).into_iter().filter(|a| matches!(a, Action::Answer { .. })).collect::<Vec<_>>()[..] else {
+    let [Action::Answer { token: 5, response, positions }] = &body(done).into_iter().filter(|a| matches!(a, Action::Answer { .. })).collect::<Vec<_>>()[..]
+    else {
         panic!()
     };
     assert_eq!((response.base.code, response.index, response.base.term), (Code::SUCCESS, 3, 1));
@@ -673,7 +664,9 @@ fn a_transferee_that_cannot_catch_up_in_time_refuses() {
     assert!(body(t.on_request(T0 + 1, 9, PeerMessage::LeadershipTransfer(req))).is_empty());
     assert!(body(t.tick(T0 + 1_001)).is_empty());
     let refused = body(t.tick(T0 + 1_002));
-    assert!(matches!(&refused[..], [Action::Reply { token: 9, msg: PeerMessage::LeadershipTransferResponse(r) }] if r.base.code == Code::TAKE_LEADERSHIP_FAILED));
+    assert!(
+        matches!(&refused[..], [Action::Reply { token: 9, msg: PeerMessage::LeadershipTransferResponse(r) }] if r.base.code == Code::TAKE_LEADERSHIP_FAILED)
+    );
 }
 
 /// n0 restarted following n1 in `term`, holding `log` committed up to `committed`.

@@ -238,14 +238,8 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
     }
 
     pub(super) fn transfer_wake(&self) -> Option<u64> {
-        let catch_up = self
-            .tr
-            .catching_up
-            .iter()
-            .map(|w| w.since + self.s.leadership_transfer_wait_timeout_ms + 1)
-            .min();
-        let preferred = (self.s.preferred_leaders.is_some() && self.m.role == Role::Leader)
-            .then_some(self.tr.next_preferred_check);
+        let catch_up = self.tr.catching_up.iter().map(|w| w.since + self.s.leadership_transfer_wait_timeout_ms + 1).min();
+        let preferred = (self.s.preferred_leaders.is_some() && self.m.role == Role::Leader).then_some(self.tr.next_preferred_check);
         [catch_up, preferred].into_iter().flatten().min()
     }
 }

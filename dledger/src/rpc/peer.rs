@@ -102,9 +102,7 @@ impl PeerClient {
         let _slot = match tokio::time::timeout(timeout, slots.acquire_owned()).await {
             Ok(Ok(slot)) => slot,
             // The semaphore is never closed; a timeout is the only way here.
-            _ => {
-                return Err(RpcError::TooManyInFlight { addr: addr.to_owned(), limit: self.config.max_in_flight_per_peer, waited: timeout })
-            }
+            _ => return Err(RpcError::TooManyInFlight { addr: addr.to_owned(), limit: self.config.max_in_flight_per_peer, waited: timeout }),
         };
         let timed_out = || RpcError::Timeout { name, addr: addr.to_owned(), timeout };
         let remaining = timeout.checked_sub(started.elapsed()).ok_or_else(timed_out)?;

@@ -27,13 +27,28 @@ use crate::store::{FileStore, TermFile};
 pub(super) enum Input {
     /// A peer's (or a client's) request the engine answers: VOTE, HEART_BEAT, PUSH,
     /// LEADERSHIP_TRANSFER.
-    Request { msg: PeerMessage, reply: Pending },
-    Append { bodies: Vec<Bytes>, answer: AnswerTo },
+    Request {
+        msg: PeerMessage,
+        reply: Pending,
+    },
+    Append {
+        bodies: Vec<Bytes>,
+        answer: AnswerTo,
+    },
     /// The GET RPC: leader only, one entry.
-    Get { request: GetEntriesRequest, reply: Responder<GetEntriesResponse> },
+    Get {
+        request: GetEntriesRequest,
+        reply: Responder<GetEntriesResponse>,
+    },
     /// An in-process read, any role.
-    Read { index: i64, answer: oneshot::Sender<Result<Entry, Code>> },
-    Transfer { transferee: String, answer: oneshot::Sender<LeadershipTransferResponse> },
+    Read {
+        index: i64,
+        answer: oneshot::Sender<Result<Entry, Code>>,
+    },
+    Transfer {
+        transferee: String,
+        answer: oneshot::Sender<LeadershipTransferResponse>,
+    },
     Shutdown,
 }
 
@@ -218,10 +233,7 @@ impl Driver {
             return reply.system_error("java.lang.NullPointerException");
         };
         match read(self.engine.log(), index) {
-            Ok(entry) => reply.send(GetEntriesResponse {
-                base: Base { group: request.base.group.clone(), ..Base::default() },
-                entries: vec![entry],
-            }),
+            Ok(entry) => reply.send(GetEntriesResponse { base: Base { group: request.base.group.clone(), ..Base::default() }, entries: vec![entry] }),
             Err(code) => reply.fail(&request.base, code, leader_id),
         }
     }

@@ -60,14 +60,11 @@ impl DLedgerHandler for Handler {
             Call::Append(request, reply) => self.enqueue(Input::Append { bodies: vec![request.body], answer: AnswerTo::Rpc(reply) }),
             Call::Get(request, reply) => self.enqueue(Input::Get { request, reply }),
             Call::Vote(request, reply) => self.enqueue(Input::Request { msg: PeerMessage::Vote(request), reply: Pending::Vote(reply) }),
-            Call::HeartBeat(request, reply) => {
-                self.enqueue(Input::Request { msg: PeerMessage::HeartBeat(request), reply: Pending::HeartBeat(reply) })
-            }
+            Call::HeartBeat(request, reply) => self.enqueue(Input::Request { msg: PeerMessage::HeartBeat(request), reply: Pending::HeartBeat(reply) }),
             Call::Push(request, reply) => self.enqueue(Input::Request { msg: PeerMessage::Push(request), reply: Pending::Push(reply) }),
-            Call::LeadershipTransfer(request, reply) => self.enqueue(Input::Request {
-                msg: PeerMessage::LeadershipTransfer(request),
-                reply: Pending::Transfer(reply),
-            }),
+            Call::LeadershipTransfer(request, reply) => {
+                self.enqueue(Input::Request { msg: PeerMessage::LeadershipTransfer(request), reply: Pending::Transfer(reply) })
+            }
         }
     }
 }

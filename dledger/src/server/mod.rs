@@ -169,16 +169,13 @@ impl DLedgerServer {
         let handle = NodeHandle { inputs: inputs_tx, status: status_rx };
         let member = Member { group: config.group.clone(), self_id: config.self_id.clone() };
         let rpc_handler = Arc::new(handler::Handler::new(member.clone(), &peer_list, handle.clone()));
-        let rpc = DLedgerRpcServer::start(listen, member.clone(), rpc_handler)
-            .await
-            .map_err(|source| ServerError::Listen { addr: listen.to_string(), source })?;
+        let rpc =
+            DLedgerRpcServer::start(listen, member.clone(), rpc_handler).await.map_err(|source| ServerError::Listen { addr: listen.to_string(), source })?;
         let local_addr = rpc.local_addr();
         let runtime = tokio::runtime::Handle::current();
         let driver = driver::Driver::new(engine, clock, peer_list, peers.clone(), runtime, status_tx);
-        let thread = std::thread::Builder::new()
-            .name(format!("DLedger-{}", member.self_id))
-            .spawn(move || driver.run(inputs_rx))
-            .map_err(ServerError::Thread)?;
+        let thread =
+            std::thread::Builder::new().name(format!("DLedger-{}", member.self_id)).spawn(move || driver.run(inputs_rx)).map_err(ServerError::Thread)?;
         info!(group = %member.group, self_id = %member.self_id, %local_addr, "dledger member started");
         Ok(DLedgerServer { handle, rpc, thread: Some(thread), peers, local_addr })
     }
@@ -206,10 +203,7 @@ impl DLedgerServer {
 /// Java listens on the port of its own entry in `peers` (on every interface); we listen on that
 /// entry's address, so a member given a loopback address stays on loopback.
 async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
-    tokio::net::lookup_host(addr)
-        .await?
-        .next()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("{addr} resolves to nothing")))
+    tokio::net::lookup_host(addr).await?.next().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("{addr} resolves to nothing")))
 }
 
 fn seed() -> u64 {

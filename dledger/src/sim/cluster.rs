@@ -454,9 +454,7 @@ impl Sim {
         let m = &mut self.members[i];
         m.inbound.clear();
         let now = m.now(self.now);
-        let engine = Engine::new(&m.config, log, terms, seed, now)
-            .map_err(|e| format!("engine config: {e}"))?
-            .with_java_quirks(self.cfg.quirks);
+        let engine = Engine::new(&m.config, log, terms, seed, now).map_err(|e| format!("engine config: {e}"))?.with_java_quirks(self.cfg.quirks);
         m.engine = Some(engine);
         m.wake_at = None;
         self.oracle.restarted(i);
@@ -649,8 +647,7 @@ impl Sim {
             let log = m.log_mut();
             changes.push((log.take_changed(), log.take_cut_committed()));
         }
-        let views: Vec<View> =
-            self.members.iter().zip(changes).map(|(m, (changed, cut))| view_of(m, changed, cut)).collect();
+        let views: Vec<View> = self.members.iter().zip(changes).map(|(m, (changed, cut))| view_of(m, changed, cut)).collect();
         self.oracle.check(&views)
     }
 
@@ -697,8 +694,7 @@ impl Sim {
         let now = self.members[target].now(self.now);
         let id = if self.tracing() { self.members[target].id.clone() } else { String::new() };
         self.note(|| format!("admin asks {id} to transfer leadership to {to}"));
-        let actions =
-            self.members[target].engine.as_mut().map(|e| e.transfer_leadership(now, token, &to)).unwrap_or_default();
+        let actions = self.members[target].engine.as_mut().map(|e| e.transfer_leadership(now, token, &to)).unwrap_or_default();
         self.apply(target, actions)
     }
 

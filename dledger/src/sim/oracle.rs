@@ -113,12 +113,7 @@ impl Oracle {
                 if slot < self.committed.len() {
                     let same = &self.committed[slot] == e;
                     if !same && !self.allowed(i, e) {
-                        return Err(format!(
-                            "{} has {:?} committed at {i}, the group committed {:?}",
-                            v.id,
-                            brief(e),
-                            brief(&self.committed[slot])
-                        ));
+                        return Err(format!("{} has {:?} committed at {i}, the group committed {:?}", v.id, brief(e), brief(&self.committed[slot])));
                     }
                     if same && v.term < self.commit_term[slot] {
                         self.commit_term[slot] = v.term;
@@ -161,11 +156,8 @@ impl Oracle {
                 }
                 Some(format!("leader {} of term {term} lacks {:?}, committed in term {}", v.id, brief(want), self.commit_term[slot]))
             };
-            let found = if self.known_leaders.contains(&(n, term)) {
-                touched.iter().find_map(|&slot| lacks(slot))
-            } else {
-                (0..self.committed.len()).find_map(lacks)
-            };
+            let found =
+                if self.known_leaders.contains(&(n, term)) { touched.iter().find_map(|&slot| lacks(slot)) } else { (0..self.committed.len()).find_map(lacks) };
             if let Some(e) = found {
                 return Err(e);
             }
@@ -176,15 +168,7 @@ impl Oracle {
     }
 
     /// A SUCCESS answer from member `n`, checked after [`Oracle::check`] ran for the step.
-    pub fn acknowledged(
-        &mut self,
-        view: &View,
-        term: i64,
-        index: i64,
-        pos: i64,
-        bodies: &[bytes::Bytes],
-        positions: &[i64],
-    ) -> Result<(), String> {
+    pub fn acknowledged(&mut self, view: &View, term: i64, index: i64, pos: i64, bodies: &[bytes::Bytes], positions: &[i64]) -> Result<(), String> {
         self.acked += 1;
         let first = index + 1 - bodies.len() as i64;
         if positions.len() != bodies.len() {
@@ -225,9 +209,7 @@ impl Oracle {
     /// it; an entry not yet committed stays at risk until a commit after it that does not rest on
     /// an entry at risk (see [`Oracle::check`]).
     pub fn power_loss(&mut self, n: usize, live: &crate::sim::MemLog, disks: &[(i64, &[Entry])]) {
-        let on_disk = |(begin, disk): &(i64, &[Entry]), e: &Entry| {
-            e.index >= *begin && disk.get((e.index - begin) as usize) == Some(e)
-        };
+        let on_disk = |(begin, disk): &(i64, &[Entry]), e: &Entry| e.index >= *begin && disk.get((e.index - begin) as usize) == Some(e);
         let mut first_forfeit: Option<usize> = None;
         for e in live.entries() {
             if on_disk(&disks[n], e) {

@@ -34,10 +34,7 @@ impl CleanConfig {
         // silently stops all cleaning; here it refuses to open.
         let mut delete_hours = Vec::new();
         for item in config.delete_when.split(';') {
-            let hour = item
-                .trim()
-                .parse::<u32>()
-                .map_err(|_| StoreError::Config(format!("deleteWhen {:?}: {item:?} is not an hour", config.delete_when)))?;
+            let hour = item.trim().parse::<u32>().map_err(|_| StoreError::Config(format!("deleteWhen {:?}: {item:?} is not an hour", config.delete_when)))?;
             delete_hours.push(hour);
         }
         // At least an hour, as Java.
@@ -71,11 +68,7 @@ pub fn decide(config: &CleanConfig, hour: u32, store_ratio: f64, data_ratio: f64
     let above = |limit: f64| store_ratio > limit || data_ratio > limit;
     let time_up = config.delete_hours.contains(&hour);
     let force = above(config.force_clean_ratio);
-    CleanDecision {
-        delete: time_up || above(config.check_expired_ratio),
-        force: force && config.enable_force_clean,
-        disk_full: above(config.disk_full_ratio),
-    }
+    CleanDecision { delete: time_up || above(config.check_expired_ratio), force: force && config.enable_force_clean, disk_full: above(config.disk_full_ratio) }
 }
 
 /// Used fraction of the filesystem holding `path` as Java's `getDiskPartitionSpaceUsedPercent`
@@ -107,13 +100,7 @@ pub fn disk_used_ratio(path: &Path) -> f64 {
 /// goes, even when forced.
 pub fn expired_prefix(modified: &[Option<SystemTime>], committed: impl Fn(usize) -> bool, now: SystemTime, reserved: Duration, force: bool) -> usize {
     let old = |m: &Option<SystemTime>| force || m.is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= reserved));
-    modified
-        .iter()
-        .enumerate()
-        .take(modified.len().saturating_sub(1))
-        .take(DELETE_FILES_BATCH_MAX)
-        .take_while(|(i, m)| committed(*i) && old(m))
-        .count()
+    modified.iter().enumerate().take(modified.len().saturating_sub(1)).take(DELETE_FILES_BATCH_MAX).take_while(|(i, m)| committed(*i) && old(m)).count()
 }
 
 #[cfg(test)]

@@ -687,9 +687,7 @@ fn read_checkpoint(path: &std::path::Path) -> Result<Option<i64>, StoreError> {
     if text.is_empty() {
         return Ok(None);
     }
-    text.parse::<i64>()
-        .map(Some)
-        .map_err(|_| StoreError::Corrupt { path: path.to_owned(), detail: format!("{COMMITTED_INDEX_KEY}={text:?} is not a number") })
+    text.parse::<i64>().map(Some).map_err(|_| StoreError::Corrupt { path: path.to_owned(), detail: format!("{COMMITTED_INDEX_KEY}={text:?} is not a number") })
 }
 
 fn flush(inner: &Mutex<Inner>) -> std::io::Result<()> {

@@ -84,13 +84,7 @@ impl IndexUnit {
     }
 
     pub fn decode(bytes: &[u8]) -> Option<IndexUnit> {
-        Some(IndexUnit {
-            magic: be_i32(bytes, 0)?,
-            pos: be_i64(bytes, 4)?,
-            size: be_i32(bytes, 12)?,
-            index: be_i64(bytes, 16)?,
-            term: be_i64(bytes, 24)?,
-        })
+        Some(IndexUnit { magic: be_i32(bytes, 0)?, pos: be_i64(bytes, 4)?, size: be_i32(bytes, 12)?, index: be_i64(bytes, 16)?, term: be_i64(bytes, 24)? })
     }
 }
 

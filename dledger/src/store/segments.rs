@@ -374,11 +374,7 @@ impl SegmentList {
 
     /// The ranges written since the last flush.
     pub fn flush_jobs(&self) -> Vec<FlushJob> {
-        self.segments
-            .iter()
-            .filter(|s| s.wrote > s.flushed)
-            .map(|s| FlushJob { id: s.id, syncer: s.map.syncer(), start: s.flushed, end: s.wrote })
-            .collect()
+        self.segments.iter().filter(|s| s.wrote > s.flushed).map(|s| FlushJob { id: s.id, syncer: s.map.syncer(), start: s.flushed, end: s.wrote }).collect()
     }
 
     /// Credits a job that ran, if its segment is still there and not cut below it meanwhile.

@@ -54,9 +54,7 @@ impl TermFile {
         if let Some(props) = props {
             if let Some(text) = props.get(TERM_KEY) {
                 // Java's Long.valueOf: an optional sign and decimal digits, nothing around them.
-                term = text
-                    .parse::<i64>()
-                    .map_err(|_| StoreError::Corrupt { path: path.clone(), detail: format!("{TERM_KEY}={text:?} is not a number") })?;
+                term = text.parse::<i64>().map_err(|_| StoreError::Corrupt { path: path.clone(), detail: format!("{TERM_KEY}={text:?} is not a number") })?;
             }
             vote = props.get(VOTE_KEY).filter(|v| !v.is_empty()).cloned();
         }

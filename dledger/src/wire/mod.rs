@@ -225,22 +225,12 @@ json_class!(BaseJson {
     "term" term: JLong,
 });
 
-json_body!(MetadataRequest, "MetadataRequest", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| MetadataRequest {
+json_body!(MetadataRequest, "MetadataRequest", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| MetadataRequest { base: base_in!(d) });
+json_body!(HeartBeatRequest, "HeartBeatRequest", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| HeartBeatRequest { base: base_in!(d) });
+json_body!(HeartBeatResponse, "HeartBeatResponse", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| HeartBeatResponse { base: base_in!(d) });
+json_body!(LeadershipTransferResponse, "LeadershipTransferResponse", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| LeadershipTransferResponse {
     base: base_in!(d)
 });
-json_body!(HeartBeatRequest, "HeartBeatRequest", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| HeartBeatRequest {
-    base: base_in!(d)
-});
-json_body!(HeartBeatResponse, "HeartBeatResponse", BaseJson, |v| base_out!(&v.base, BaseJson {}), |d| HeartBeatResponse {
-    base: base_in!(d)
-});
-json_body!(
-    LeadershipTransferResponse,
-    "LeadershipTransferResponse",
-    BaseJson,
-    |v| base_out!(&v.base, BaseJson {}),
-    |d| LeadershipTransferResponse { base: base_in!(d) }
-);
 
 // ---------------------------------------------------------------------------------------------
 // METADATA
@@ -264,13 +254,9 @@ fn peers_out(peers: &BTreeMap<String, String>) -> Option<JStringMap> {
     Some(JStringMap(order.into_iter().map(|k| (k.to_owned(), peers[k].clone())).collect()))
 }
 
-json_body!(
-    MetadataResponse,
-    "MetadataResponse",
-    MetadataResponseJson,
-    |v| base_out!(&v.base, MetadataResponseJson { peers: peers_out(&v.peers) }),
-    |d| MetadataResponse { peers: d.peers.unwrap_or_default().0.into_iter().collect(), base: base_in!(d) }
-);
+json_body!(MetadataResponse, "MetadataResponse", MetadataResponseJson, |v| base_out!(&v.base, MetadataResponseJson { peers: peers_out(&v.peers) }), |d| {
+    MetadataResponse { peers: d.peers.unwrap_or_default().0.into_iter().collect(), base: base_in!(d) }
+});
 
 // ---------------------------------------------------------------------------------------------
 // APPEND
@@ -331,11 +317,14 @@ json_body!(
     GetEntriesRequest,
     "GetEntriesRequest",
     GetEntriesRequestJson,
-    |v| base_out!(&v.base, GetEntriesRequestJson {
-        begin_index: v.begin_index.map(JLong),
-        index_list: v.index_list.as_ref().map(|l| l.iter().map(|i| Some(JLong(*i))).collect()),
-        max_size: Some(JInt(v.max_size)),
-    }),
+    |v| base_out!(
+        &v.base,
+        GetEntriesRequestJson {
+            begin_index: v.begin_index.map(JLong),
+            index_list: v.index_list.as_ref().map(|l| l.iter().map(|i| Some(JLong(*i))).collect()),
+            max_size: Some(JInt(v.max_size)),
+        }
+    ),
     |d| GetEntriesRequest {
         begin_index: d.begin_index.map(|x| x.0),
         max_size: d.max_size.map_or(0, |x| x.0),
@@ -381,15 +370,8 @@ json_body!(
     VoteRequest,
     "VoteRequest",
     VoteRequestJson,
-    |v| base_out!(&v.base, VoteRequestJson {
-        ledger_end_index: Some(JLong(v.ledger_end_index)),
-        ledger_end_term: Some(JLong(v.ledger_end_term)),
-    }),
-    |d| VoteRequest {
-        ledger_end_index: d.ledger_end_index.map_or(-1, |x| x.0),
-        ledger_end_term: d.ledger_end_term.map_or(-1, |x| x.0),
-        base: base_in!(d),
-    }
+    |v| base_out!(&v.base, VoteRequestJson { ledger_end_index: Some(JLong(v.ledger_end_index)), ledger_end_term: Some(JLong(v.ledger_end_term)) }),
+    |d| VoteRequest { ledger_end_index: d.ledger_end_index.map_or(-1, |x| x.0), ledger_end_term: d.ledger_end_term.map_or(-1, |x| x.0), base: base_in!(d) }
 );
 
 json_class!(VoteResponseJson {
@@ -402,13 +384,9 @@ json_class!(VoteResponseJson {
     "voteResult" vote_result: JEnum<VoteResult>,
 });
 
-json_body!(
-    VoteResponse,
-    "VoteResponse",
-    VoteResponseJson,
-    |v| base_out!(&v.base, VoteResponseJson { vote_result: Some(JEnum(v.vote_result)) }),
-    |d| VoteResponse { vote_result: d.vote_result.map_or(VoteResult::Unknown, |x| x.0), base: base_in!(d) }
-);
+json_body!(VoteResponse, "VoteResponse", VoteResponseJson, |v| base_out!(&v.base, VoteResponseJson { vote_result: Some(JEnum(v.vote_result)) }), |d| {
+    VoteResponse { vote_result: d.vote_result.map_or(VoteResult::Unknown, |x| x.0), base: base_in!(d) }
+});
 
 // ---------------------------------------------------------------------------------------------
 // PUSH
@@ -445,33 +423,26 @@ fn push_out(v: &PushEntryRequest) -> PushEntryRequestJson {
         (Some(f), Some(l)) => (f.index, l.index),
         _ => (-1, -1),
     };
-    base_out!(&v.base, PushEntryRequestJson {
-        batch: Some(JBool(batch)),
-        batch_entry: entries_out(batch_entry),
-        commit_index: Some(JLong(v.commit_index)),
-        count: Some(JInt(v.entries.len() as i32)),
-        entry: single,
-        first_entry_index: Some(JLong(first)),
-        last_entry_index: Some(JLong(last)),
-        total_size: Some(JLong(total_size)),
-        kind: Some(JEnum(v.kind)),
-    })
+    base_out!(
+        &v.base,
+        PushEntryRequestJson {
+            batch: Some(JBool(batch)),
+            batch_entry: entries_out(batch_entry),
+            commit_index: Some(JLong(v.commit_index)),
+            count: Some(JInt(v.entries.len() as i32)),
+            entry: single,
+            first_entry_index: Some(JLong(first)),
+            last_entry_index: Some(JLong(last)),
+            total_size: Some(JLong(total_size)),
+            kind: Some(JEnum(v.kind)),
+        }
+    )
 }
 
 fn push_in(d: PushEntryRequestJson) -> PushEntryRequest {
     let batch_entry = entries_in(d.batch_entry);
-    let (entries, batch) = if batch_entry.is_empty() {
-        (d.entry.map(EntryJson::into_entry).into_iter().collect(), false)
-    } else {
-        (batch_entry, true)
-    };
-    PushEntryRequest {
-        commit_index: d.commit_index.map_or(-1, |x| x.0),
-        kind: d.kind.map_or(PushType::Append, |x| x.0),
-        entries,
-        batch,
-        base: base_in!(d),
-    }
+    let (entries, batch) = if batch_entry.is_empty() { (d.entry.map(EntryJson::into_entry).into_iter().collect(), false) } else { (batch_entry, true) };
+    PushEntryRequest { commit_index: d.commit_index.map_or(-1, |x| x.0), kind: d.kind.map_or(PushType::Append, |x| x.0), entries, batch, base: base_in!(d) }
 }
 
 json_body!(PushEntryRequest, "PushEntryRequest", PushEntryRequestJson, |v| push_out(v), |d| push_in(d));
@@ -493,12 +464,15 @@ json_body!(
     PushEntryResponse,
     "PushEntryResponse",
     PushEntryResponseJson,
-    |v| base_out!(&v.base, PushEntryResponseJson {
-        begin_index: Some(JLong(v.begin_index)),
-        count: Some(JInt(v.count)),
-        end_index: Some(JLong(v.end_index)),
-        index: v.index.map(JLong),
-    }),
+    |v| base_out!(
+        &v.base,
+        PushEntryResponseJson {
+            begin_index: Some(JLong(v.begin_index)),
+            count: Some(JInt(v.count)),
+            end_index: Some(JLong(v.end_index)),
+            index: v.index.map(JLong),
+        }
+    ),
     |d| PushEntryResponse {
         index: d.index.map(|x| x.0),
         begin_index: d.begin_index.map_or(0, |x| x.0),
@@ -527,11 +501,14 @@ json_body!(
     LeadershipTransferRequest,
     "LeadershipTransferRequest",
     LeadershipTransferRequestJson,
-    |v| base_out!(&v.base, LeadershipTransferRequestJson {
-        take_leadership_ledger_index: Some(JLong(v.take_leadership_ledger_index)),
-        transfer_id: v.transfer_id.clone(),
-        transferee_id: v.transferee_id.clone(),
-    }),
+    |v| base_out!(
+        &v.base,
+        LeadershipTransferRequestJson {
+            take_leadership_ledger_index: Some(JLong(v.take_leadership_ledger_index)),
+            transfer_id: v.transfer_id.clone(),
+            transferee_id: v.transferee_id.clone(),
+        }
+    ),
     |d| LeadershipTransferRequest {
         transfer_id: d.transfer_id,
         transferee_id: d.transferee_id,

@@ -19,10 +19,7 @@ fn text(bytes: Vec<u8>) -> String {
 #[test]
 fn keys_are_sorted_and_nulls_left_out() {
     let req = VoteRequest { base: Base { local_id: None, ..base("g") }, ledger_end_index: 9, ledger_end_term: 2 };
-    assert_eq!(
-        text(encode(&req)),
-        r#"{"code":200,"group":"g","leaderId":"n0","ledgerEndIndex":9,"ledgerEndTerm":2,"remoteId":"n1","term":4}"#
-    );
+    assert_eq!(text(encode(&req)), r#"{"code":200,"group":"g","leaderId":"n0","ledgerEndIndex":9,"ledgerEndTerm":2,"remoteId":"n1","term":4}"#);
 }
 
 #[test]
@@ -33,13 +30,7 @@ fn an_empty_group_is_written_as_absent() {
 
 #[test]
 fn several_entries_travel_as_a_batch_even_unflagged() {
-    let push = PushEntryRequest {
-        base: base("g"),
-        commit_index: 1,
-        kind: PushType::Append,
-        entries: vec![entry(1, b"a"), entry(2, b"bc")],
-        batch: false,
-    };
+    let push = PushEntryRequest { base: base("g"), commit_index: 1, kind: PushType::Append, entries: vec![entry(1, b"a"), entry(2, b"bc")], batch: false };
     let json = text(encode(&push));
     assert!(json.starts_with(r#"{"batch":true,"batchEntry":[{"body":"YQ==""#), "{json}");
     assert!(json.contains(r#""count":2,"firstEntryIndex":1,"#), "{json}");

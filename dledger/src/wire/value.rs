@@ -86,8 +86,7 @@ impl<'de> Deserialize<'de> for JLong {
 
 impl<'de> Deserialize<'de> for JInt {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(IntegerVisitor { min: i32::MIN.into(), max: i32::MAX.into(), java_type: "int" })
-            .map(|v| JInt(v as i32))
+        d.deserialize_any(IntegerVisitor { min: i32::MIN.into(), max: i32::MAX.into(), java_type: "int" }).map(|v| JInt(v as i32))
     }
 }
 
@@ -125,10 +124,7 @@ impl<'de> Deserialize<'de> for Base64 {
                 f.write_str("a base64 string (a Java byte[])")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Base64, E> {
-                LENIENT_BASE64
-                    .decode(v.trim())
-                    .map(|b| Base64(Bytes::from(b)))
-                    .map_err(|e| E::custom(format_args!("invalid base64: {e}")))
+                LENIENT_BASE64.decode(v.trim()).map(|b| Base64(Bytes::from(b))).map_err(|e| E::custom(format_args!("invalid base64: {e}")))
             }
         }
         d.deserialize_str(V)
@@ -176,11 +172,7 @@ impl<'de, T: JavaEnum> Deserialize<'de> for JEnum<T> {
                 write!(f, "a {} name or ordinal", T::JAVA_TYPE)
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<JEnum<T>, E> {
-                T::VALUES
-                    .iter()
-                    .find(|t| t.java_name() == v)
-                    .map(|t| JEnum(*t))
-                    .ok_or_else(|| E::custom(format_args!("{v:?} is not a {}", T::JAVA_TYPE)))
+                T::VALUES.iter().find(|t| t.java_name() == v).map(|t| JEnum(*t)).ok_or_else(|| E::custom(format_args!("{v:?} is not a {}", T::JAVA_TYPE)))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<JEnum<T>, E> {
                 usize::try_from(v)

@@ -118,10 +118,8 @@ mod tests {
     use super::*;
 
     fn body() -> RegisterBrokerBody {
-        let mut wrapper = TopicConfigSerializeWrapper {
-            data_version: DataVersion { counter: 3, state_version: 0, timestamp: 1_700_000_000_000 },
-            ..Default::default()
-        };
+        let mut wrapper =
+            TopicConfigSerializeWrapper { data_version: DataVersion { counter: 3, state_version: 0, timestamp: 1_700_000_000_000 }, ..Default::default() };
         for name in ["TopicTest", "TBW102"] {
             wrapper.topic_config_table.insert(name.to_owned(), TopicConfig::new(name));
         }

@@ -72,13 +72,7 @@ mod tests {
             }],
             filter_server_table: BTreeMap::new(),
             order_topic_conf: None,
-            queue_datas: vec![QueueData {
-                broker_name: "broker-a".into(),
-                perm: 6,
-                read_queue_nums: 4,
-                topic_sys_flag: 0,
-                write_queue_nums: 4,
-            }],
+            queue_datas: vec![QueueData { broker_name: "broker-a".into(), perm: 6, read_queue_nums: 4, topic_sys_flag: 0, write_queue_nums: 4 }],
         }
     }
 

@@ -289,8 +289,7 @@ fn run_case(case: &Case, dir: &Path, args: &Args) -> Result<CaseResult, String> 
     };
     let store = MessageStore::open(config).map_err(|e| format!("open: {e}"))?;
     store.start().map_err(|e| format!("start: {e}"))?;
-    let messages: Vec<Vec<MessageToStore>> =
-        (0..case.writers).map(|w| (0..QUEUES).map(|q| message(case.body, w, (w + q) % QUEUES)).collect()).collect();
+    let messages: Vec<Vec<MessageToStore>> = (0..case.writers).map(|w| (0..QUEUES).map(|q| message(case.body, w, (w + q) % QUEUES)).collect()).collect();
     let record_bytes = store::message::encode_record(&messages[0][0]).map_err(|e| e.to_string())?.len();
     let (measuring, stop) = (AtomicBool::new(false), AtomicBool::new(false));
     let timed = case.flush == FlushDiskType::SyncFlush;
@@ -412,7 +411,12 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if let Some(r) = results.iter().find(|r| r.name == "SYNC 1 KiB w64") {
         let fraction = r.mb_per_sec / group_commit_mbps;
-        println!("  {:<20} {:>9.1} MB/s = {fraction:.2} of batched fdatasync ({group_commit_mbps:.1} MB/s); aim 0.5 = {:.2} of aim", r.name, r.mb_per_sec, fraction / 0.5);
+        println!(
+            "  {:<20} {:>9.1} MB/s = {fraction:.2} of batched fdatasync ({group_commit_mbps:.1} MB/s); aim 0.5 = {:.2} of aim",
+            r.name,
+            r.mb_per_sec,
+            fraction / 0.5
+        );
     }
 
     if let Some(path) = &args.json {
@@ -436,7 +440,13 @@ fn to_json(device: &str, fs_type: &str, cores: usize, args: &Args, base: &Baseli
     );
     for (i, f) in base.fsyncs.iter().enumerate() {
         let sep = if i == 0 { "" } else { ", " };
-        let _ = write!(out, "{sep}{{\"batch_bytes\": {}, \"syncs_per_sec\": {}, \"mb_per_sec\": {}}}", f.batch, num(Some(f.syncs_per_sec)), num(Some(f.mb_per_sec)));
+        let _ = write!(
+            out,
+            "{sep}{{\"batch_bytes\": {}, \"syncs_per_sec\": {}, \"mb_per_sec\": {}}}",
+            f.batch,
+            num(Some(f.syncs_per_sec)),
+            num(Some(f.mb_per_sec))
+        );
     }
     let _ = write!(out, "]}},\n  \"seconds\": {}, \"warmup_seconds\": {}, \"warm_mapped_file\": {},\n  \"cases\": [", args.seconds, args.warmup, args.warm);
     for (i, r) in results.iter().enumerate() {

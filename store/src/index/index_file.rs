@@ -149,10 +149,7 @@ impl IndexFile {
     fn map(path: &Path, file: File, config: &IndexConfig) -> Result<IndexFile, IndexError> {
         // validate() bounded the size by i32::MAX, so it fits a usize.
         let size = config.file_size_bytes() as usize;
-        let map = MmapOptions::new()
-            .len(size)
-            .map_raw(&file)
-            .map_err(|source| IndexError::Io { path: path.to_owned(), source })?;
+        let map = MmapOptions::new().len(size).map_raw(&file).map_err(|source| IndexError::Io { path: path.to_owned(), source })?;
         // mmap returns page-aligned addresses; the word accessors rely on 4-byte alignment.
         if map.len() < size || !map.as_ptr().cast::<u32>().is_aligned() {
             return Err(IndexError::BadMapping { path: path.to_owned() });

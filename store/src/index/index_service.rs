@@ -74,12 +74,7 @@ fn parse_file_name(name: &str) -> Option<NaiveDateTime> {
         return None;
     }
     let num = |from: usize, to: usize| name.get(from..to)?.parse::<u32>().ok();
-    NaiveDate::from_ymd_opt(num(0, 4)? as i32, num(4, 6)?, num(6, 8)?)?.and_hms_milli_opt(
-        num(8, 10)?,
-        num(10, 12)?,
-        num(12, 14)?,
-        num(14, 17)?,
-    )
+    NaiveDate::from_ymd_opt(num(0, 4)? as i32, num(4, 6)?, num(6, 8)?)?.and_hms_milli_opt(num(8, 10)?, num(10, 12)?, num(12, 14)?, num(14, 17)?)
 }
 
 /// The name for a file created now: the local time, or, if that does not sort after `last`
@@ -178,13 +173,7 @@ impl IndexService {
         Ok(full_file_timestamp)
     }
 
-    fn put_key(
-        &self,
-        file: &mut Arc<IndexFile>,
-        key: &str,
-        record: &IndexRecord<'_>,
-        full_file_timestamp: &mut Option<i64>,
-    ) -> Result<(), IndexError> {
+    fn put_key(&self, file: &mut Arc<IndexFile>, key: &str, record: &IndexRecord<'_>, full_file_timestamp: &mut Option<i64>) -> Result<(), IndexError> {
         if file.put_key(key, record.physical_offset, record.store_timestamp) {
             return Ok(());
         }

@@ -42,11 +42,7 @@ pub struct IndexConfig {
 
 impl Default for IndexConfig {
     fn default() -> Self {
-        IndexConfig {
-            max_hash_slot_num: DEFAULT_MAX_HASH_SLOT_NUM,
-            max_index_num: DEFAULT_MAX_INDEX_NUM,
-            max_msgs_num_batch: DEFAULT_MAX_MSGS_NUM_BATCH,
-        }
+        IndexConfig { max_hash_slot_num: DEFAULT_MAX_HASH_SLOT_NUM, max_index_num: DEFAULT_MAX_INDEX_NUM, max_msgs_num_batch: DEFAULT_MAX_MSGS_NUM_BATCH }
     }
 }
 
@@ -65,12 +61,7 @@ impl IndexConfig {
         let size_bytes = self.file_size_bytes();
         let max_bytes = i32::MAX as u64;
         if self.max_hash_slot_num == 0 || self.max_index_num < 2 || size_bytes > max_bytes {
-            return Err(IndexError::BadGeometry {
-                max_hash_slot_num: self.max_hash_slot_num,
-                max_index_num: self.max_index_num,
-                size_bytes,
-                max_bytes,
-            });
+            return Err(IndexError::BadGeometry { max_hash_slot_num: self.max_hash_slot_num, max_index_num: self.max_index_num, size_bytes, max_bytes });
         }
         Ok(())
     }

@@ -16,14 +16,7 @@ fn new_file(dir: &Path, config: &IndexConfig) -> IndexFile {
 }
 
 fn record<'a>(offset: i64, timestamp: i64, uniq_key: Option<&'a str>, keys: Option<&'a str>) -> IndexRecord<'a> {
-    IndexRecord {
-        topic: "TopicA",
-        physical_offset: offset,
-        store_timestamp: timestamp,
-        transaction_type: TRANSACTION_NOT_TYPE,
-        keys,
-        uniq_key,
-    }
+    IndexRecord { topic: "TopicA", physical_offset: offset, store_timestamp: timestamp, transaction_type: TRANSACTION_NOT_TYPE, keys, uniq_key }
 }
 
 fn all_time(service: &IndexService, key: &str) -> Vec<i64> {

@@ -41,7 +41,10 @@ pub fn upper_hex(bytes: &[u8]) -> String {
 
 /// Decodes an offset message id into the store address and physical offset (32 hex chars: IPv4).
 pub fn decode_offset_message_id(id: &str) -> Option<(std::net::SocketAddr, i64)> {
-    let bytes: Vec<u8> = (0..id.len()).step_by(2).map(|i| id.get(i..i + 2).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok())).collect::<Option<_>>()?;
+    let bytes: Vec<u8> = (0..id.len())
+        .step_by(2)
+        .map(|i| id.get(i..i + 2).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect::<Option<_>>()?;
     let ip_len = match bytes.len() {
         16 => 4,
         28 => 16,

@@ -42,11 +42,7 @@ pub fn serialize<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> S
 /// Looks one property up without building the map (the hot path reads TAGS, KEYS, UNIQ_KEY).
 pub fn get<'a>(s: &'a str, name: &str) -> Option<&'a str> {
     // Later duplicates win, so keep the last match.
-    s.split(PROPERTY_SEPARATOR)
-        .rev()
-        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
-        .find(|(n, v)| *n == name && !v.is_empty())
-        .map(|(_, v)| v)
+    s.split(PROPERTY_SEPARATOR).rev().filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR)).find(|(n, v)| *n == name && !v.is_empty()).map(|(_, v)| v)
 }
 
 #[cfg(test)]

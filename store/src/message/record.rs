@@ -164,10 +164,26 @@ pub fn encode_record(msg: &MessageToStore) -> Result<EncodedRecord, RecordError>
     if msg.store_host.is_ipv6() {
         sys_flag |= SYSFLAG_STORE_HOST_V6;
     }
-    let size = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + host_len(&msg.born_host) + 8 + host_len(&msg.store_host) + 4 + 8
-        + 4 + msg.body.len()
-        + if v2 { 2 } else { 1 } + topic.len()
-        + 2 + props.len();
+    let size = 4
+        + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
+        + host_len(&msg.born_host)
+        + 8
+        + host_len(&msg.store_host)
+        + 4
+        + 8
+        + 4
+        + msg.body.len()
+        + if v2 { 2 } else { 1 }
+        + topic.len()
+        + 2
+        + props.len();
     let mut b = Vec::with_capacity(size);
     b.extend_from_slice(&(size as i32).to_be_bytes());
     b.extend_from_slice(&(if v2 { MAGIC_V2 } else { MAGIC_V1 }).to_be_bytes());

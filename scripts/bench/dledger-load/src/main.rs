@@ -187,8 +187,7 @@ async fn settle(client: &DLedgerClient, probe: &DLedgerClient, body: &Bytes, tim
     let ids: Vec<String> = probe.peers().into_iter().map(|p| p.id).collect();
     let mut last;
     loop {
-        let named: Vec<Option<String>> =
-            join_all(ids.iter().map(|id| async move { probe.metadata(id).await.ok().and_then(|m| m.base.leader_id) })).await;
+        let named: Vec<Option<String>> = join_all(ids.iter().map(|id| async move { probe.metadata(id).await.ok().and_then(|m| m.base.leader_id) })).await;
         if let Some(Some(leader)) = named.first() {
             if named.iter().all(|n| n.as_deref() == Some(leader.as_str())) {
                 let r = client.append(body.clone()).await;
@@ -330,8 +329,7 @@ async fn append(a: AppendArgs) -> Result<()> {
 
     let phase = Arc::new(AtomicU8::new(WARMUP));
     let ok_measured = Arc::new(AtomicU64::new(0));
-    let tasks: Vec<_> =
-        (0..a.threads).map(|_| tokio::spawn(appender(client.clone(), body.clone(), phase.clone(), ok_measured.clone()))).collect();
+    let tasks: Vec<_> = (0..a.threads).map(|_| tokio::spawn(appender(client.clone(), body.clone(), phase.clone(), ok_measured.clone()))).collect();
 
     tokio::time::sleep(Duration::from_secs(a.warmup)).await;
     let start = snapshot(&g.pids, a.server_cpu, a.client_cpu);
