@@ -2,6 +2,7 @@
 //! starts the background services (long-polling check, delayed delivery, transaction check, the
 //! metadata persister) and the name-server registration, and stops them in order.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use arc_swap::ArcSwap;
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::ConnectionConfig;
 use remoting::pool::BusinessPool;
-use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, ServerConfig};
+use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, RequestProcessor, ServerConfig};
 use remoting::service::Service;
 use remoting::{RequestCode, ResponseCode};
 use store::config::MessageStoreConfig;
@@ -39,6 +40,7 @@ use crate::processor::relay::RelayProcessor;
 use crate::processor::reply::ReplyProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
+use crate::routes::{Handler, Pool, ROUTES};
 use crate::schedule::ScheduleService;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
@@ -116,7 +118,8 @@ impl BrokerController {
         let metrics_exporter = crate::metrics::BrokerMetrics::start_exporter(&broker, watermarks).await.map_err(StartError::Metrics)?;
         let fast_server = match fast_port(broker.config().listen_port) {
             Some(port) => {
-                let fast = registry.clone_without(&[RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE]);
+                let pulls: Vec<RequestCode> = ROUTES.iter().filter(|r| !r.on_fast_port()).map(|r| r.code).collect();
+                let fast = registry.clone_without(&pulls);
                 let mut config = server_config(&broker.config())?;
                 config.listen_addr.set_port(port);
                 // Secondary: a broker whose fast port is taken still serves on its own port.
@@ -252,128 +255,69 @@ async fn open(
     Ok((broker, member))
 }
 
-/// Every request code on its processor and pool (one bounded pool per family, as Java), and the
-/// long-polling service that parks pulls.
 /// The business pools under the processor names Java's `rocketmq_processor_watermark` gives them.
 type WatermarkPools = Vec<(&'static str, Arc<BusinessPool>)>;
 
+/// Every code of the route table on its processor and pool (one bounded pool per family, as
+/// Java), behind the ACL check of its route when `aclEnable=true`; and the long-polling service
+/// that parks pulls.
 fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, WatermarkPools), StartError> {
     let c = &broker.config();
-    let send_pool = pool("SendMessageThread", c.send_message_thread_pool_nums, c.send_thread_pool_queue_capacity)?;
-    let pull_pool = pool("PullMessageThread", c.pull_message_thread_pool_nums, c.pull_thread_pool_queue_capacity)?;
-    let query_pool = pool("QueryMessageThread", c.query_message_thread_pool_nums, c.query_thread_pool_queue_capacity)?;
-    let heartbeat_pool = pool("HeartbeatThread", c.heartbeat_thread_pool_nums, c.heartbeat_thread_pool_queue_capacity)?;
-    let client_pool = pool("ClientManageThread", c.client_manage_thread_pool_nums, c.client_manager_thread_pool_queue_capacity)?;
-    let consumer_pool = pool("ConsumerManageThread", c.consumer_manage_thread_pool_nums, c.consumer_manager_thread_pool_queue_capacity)?;
-    let admin_pool = pool("AdminBrokerThread", c.admin_broker_thread_pool_nums, 10_000)?;
-    let end_tx_pool = pool("EndTransactionThread", c.end_transaction_thread_pool_nums, c.end_transaction_pool_queue_capacity)?;
-    let reply_pool = pool("ProcessReplyMessageThread", c.process_reply_message_thread_pool_nums, c.reply_thread_pool_queue_capacity)?;
-    let watermarks = vec![
-        ("send", send_pool.clone()),
-        ("pull", pull_pool.clone()),
-        ("query_message", query_pool.clone()),
-        ("client_manager", client_pool.clone()),
-        ("heartbeat", heartbeat_pool.clone()),
-        ("transaction", end_tx_pool.clone()),
-        ("consumer_manager", consumer_pool.clone()),
-        ("admin", admin_pool.clone()),
-        ("reply", reply_pool.clone()),
-    ];
+    let mut pools = HashMap::new();
+    for kind in Pool::ALL {
+        let (threads, capacity) = kind.size(c);
+        pools.insert(kind, pool(kind.thread_name(), threads, capacity)?);
+    }
+    let pool_of = |kind: Pool| pools[&kind].clone();
+    let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
 
     let send = Arc::new(SendProcessor { broker: broker.clone() });
     let pull = Arc::new(PullProcessor { broker: broker.clone() });
     let client = Arc::new(ClientManageProcessor { broker: broker.clone() });
+    let queued =
+        QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
+    let hold = long_polling(broker, &pull, &pool_of(Pool::Pull));
     let consumer = Arc::new(ConsumerManageProcessor { broker: broker.clone() });
-    let query = Arc::new(QueryProcessor { broker: broker.clone() });
     let lock = Arc::new(LockProcessor { broker: broker.clone() });
-    let pools = QueuedPools { send: send_pool.clone(), pull: pull_pool.clone(), query: query_pool.clone(), end_transaction: end_tx_pool.clone() };
-    let broker_stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
-    let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools });
-    let hold = long_polling(broker, &pull, &pull_pool);
-
-    let mut registry = ProcessorRegistry::new();
-    let acl = broker.acl.clone();
-    let mut on = |codes: &[RequestCode], processor: Arc<dyn remoting::server::RequestProcessor>, pool: &Arc<BusinessPool>| {
-        // With aclEnable every request is checked before its processor, as Java's RPC hook does.
-        let processor: Arc<dyn remoting::server::RequestProcessor> = match &acl {
-            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone() }),
-            None => processor,
-        };
-        for code in codes {
-            registry.register(*code, processor.clone(), pool);
+    let query = Arc::new(QueryProcessor { broker: broker.clone() });
+    let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
+    let acl_admin = Arc::new(crate::acl::admin::AclAdminProcessor { broker: broker.clone() });
+    let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools: queued });
+    let relay = Arc::new(RelayProcessor { broker: broker.clone() });
+    let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
+    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
+    let end_transaction = Arc::new(EndTransactionProcessor { broker: broker.clone() });
+    let reply = Arc::new(ReplyProcessor { broker: broker.clone() });
+    // Exhaustive: a new handler in the route table does not compile until it is built here.
+    let handler = |h: Handler| -> Arc<dyn RequestProcessor> {
+        match h {
+            Handler::Send => send.clone(),
+            Handler::Pull => pull.clone(),
+            Handler::ClientManage => client.clone(),
+            Handler::ConsumerManage => consumer.clone(),
+            Handler::Lock => lock.clone(),
+            Handler::Query => query.clone(),
+            Handler::BrokerStats => stats.clone(),
+            Handler::AclAdmin => acl_admin.clone(),
+            Handler::Admin => admin.clone(),
+            Handler::Relay => relay.clone(),
+            Handler::Maintenance => maintenance.clone(),
+            Handler::StoreAdmin => store_admin.clone(),
+            Handler::EndTransaction => end_transaction.clone(),
+            Handler::Reply => reply.clone(),
         }
     };
-    use RequestCode as R;
-    on(&[R::SEND_MESSAGE, R::SEND_MESSAGE_V2, R::SEND_BATCH_MESSAGE, R::CONSUMER_SEND_MSG_BACK], send, &send_pool);
-    on(&[R::PULL_MESSAGE, R::LITE_PULL_MESSAGE], pull, &pull_pool);
-    on(&[R::HEART_BEAT], client.clone(), &heartbeat_pool);
-    on(&[R::UNREGISTER_CLIENT, R::CHECK_CLIENT_CONFIG], client, &client_pool);
-    on(&[R::GET_CONSUMER_LIST_BY_GROUP, R::UPDATE_CONSUMER_OFFSET, R::QUERY_CONSUMER_OFFSET], consumer, &consumer_pool);
-    on(&[R::LOCK_BATCH_MQ, R::UNLOCK_BATCH_MQ], lock, &consumer_pool);
-    on(&[R::VIEW_BROKER_STATS_DATA, R::GET_BROKER_CONSUME_STATS], broker_stats, &admin_pool);
-    on(&crate::acl::admin::CODES, Arc::new(crate::acl::admin::AclAdminProcessor { broker: broker.clone() }), &admin_pool);
-    on(
-        &[R::GET_MAX_OFFSET, R::GET_MIN_OFFSET, R::GET_EARLIEST_MSG_STORETIME, R::SEARCH_OFFSET_BY_TIMESTAMP, R::QUERY_MESSAGE, R::VIEW_MESSAGE_BY_ID],
-        query,
-        &query_pool,
-    );
-    on(
-        &[
-            R::GET_BROKER_RUNTIME_INFO,
-            R::UPDATE_AND_CREATE_TOPIC,
-            R::DELETE_TOPIC_IN_BROKER,
-            R::GET_ALL_TOPIC_CONFIG,
-            R::GET_TOPIC_CONFIG,
-            R::GET_TOPIC_STATS_INFO,
-            R::GET_CONSUMER_CONNECTION_LIST,
-            R::GET_PRODUCER_CONNECTION_LIST,
-            R::GET_CONSUME_STATS,
-            R::QUERY_TOPIC_CONSUME_BY_WHO,
-            R::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-            R::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-            R::DELETE_SUBSCRIPTIONGROUP,
-            R::GET_BROKER_CONFIG,
-            R::UPDATE_BROKER_CONFIG,
-            R::GET_ALL_CONSUMER_OFFSET,
-            R::GET_ALL_DELAY_OFFSET,
-            R::GET_BROKER_HA_STATUS,
-            R::GET_ALL_MESSAGE_REQUEST_MODE,
-        ],
-        admin,
-        &admin_pool,
-    );
-    let relay = Arc::new(RelayProcessor { broker: broker.clone() });
-    on(
-        &[R::INVOKE_BROKER_TO_RESET_OFFSET, R::INVOKE_BROKER_TO_GET_CONSUMER_STATUS, R::GET_CONSUMER_RUNNING_INFO, R::CONSUME_MESSAGE_DIRECTLY],
-        relay,
-        &admin_pool,
-    );
-    let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
-    let codes = [
-        R::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
-        R::CLEAN_EXPIRED_CONSUMEQUEUE,
-        R::DELETE_EXPIRED_COMMITLOG,
-        R::CLEAN_UNUSED_TOPIC,
-        R::QUERY_CONSUME_QUEUE,
-        R::GET_ALL_PRODUCER_INFO,
-        R::UPDATE_AND_CREATE_TOPIC_LIST,
-        R::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
-    ];
-    on(&codes, maintenance, &admin_pool);
-    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
-    let codes = [
-        R::UPDATE_COLD_DATA_FLOW_CTR_CONFIG,
-        R::REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
-        R::GET_COLD_DATA_FLOW_CTR_INFO,
-        R::SET_COMMITLOG_READ_MODE,
-        R::RESET_MASTER_FLUSH_OFFSET,
-        R::CHECK_ROCKSDB_CQ_WRITE_PROGRESS,
-        R::EXPORT_ROCKSDB_CONFIG_TO_JSON,
-        R::GET_BROKER_EPOCH_CACHE,
-    ];
-    on(&codes, store_admin, &admin_pool);
-    on(&[R::END_TRANSACTION], Arc::new(EndTransactionProcessor { broker: broker.clone() }), &end_tx_pool);
-    on(&[R::SEND_REPLY_MESSAGE, R::SEND_REPLY_MESSAGE_V2], Arc::new(ReplyProcessor { broker: broker.clone() }), &reply_pool);
+
+    let mut registry = ProcessorRegistry::new();
+    for route in ROUTES {
+        let processor = handler(route.handler);
+        // With aclEnable every request is checked before its processor, as Java's RPC hook does.
+        let processor: Arc<dyn RequestProcessor> = match &broker.acl {
+            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access }),
+            None => processor,
+        };
+        registry.register(route.code, processor, &pool_of(route.pool));
+    }
     registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
     if let Some(observer) = broker.metrics.rpc_observer() {
         registry.set_rpc_observer(observer);

@@ -33,6 +33,7 @@ pub mod persister;
 pub mod processor;
 pub mod rebalance_lock;
 pub mod replication;
+pub mod routes;
 pub mod runtime_config;
 pub mod schedule;
 pub mod slave_sync;

@@ -18,13 +18,6 @@ use super::config::{self, perm};
 use super::Acl;
 use crate::broker::Broker;
 
-pub const UPDATE_AND_CREATE_ACL_CONFIG: RequestCode = RequestCode(50);
-pub const DELETE_ACL_CONFIG: RequestCode = RequestCode(51);
-pub const GET_BROKER_CLUSTER_ACL_INFO: RequestCode = RequestCode(52);
-pub const UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: RequestCode = RequestCode(53);
-pub const GET_BROKER_CLUSTER_ACL_CONFIG: RequestCode = RequestCode(54);
-pub const CODES: [RequestCode; 5] =
-    [UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, GET_BROKER_CLUSTER_ACL_CONFIG];
 /// 4.9.7's codes for the refusals (5.x reuses 209 and 210 for other things).
 const UPDATE_AND_CREATE_ACL_CONFIG_FAILED: i32 = 209;
 const DELETE_ACL_CONFIG_FAILED: i32 = 210;
@@ -286,13 +279,13 @@ impl RequestProcessor for AclAdminProcessor {
         };
         let code = request.request_code();
         let failed = |code: i32, remark: String| Ok(Some(RemotingCommand::error_response(&request, ResponseCode(code), remark)));
-        if code == UPDATE_AND_CREATE_ACL_CONFIG {
+        if code == RequestCode::UPDATE_AND_CREATE_ACL_CONFIG {
             let h: CreateAccessConfigHeader = request.decode_header()?;
             match acl.update_account(&h) {
                 Ok(()) => Ok(Some(super::super::processor::ok(&request))),
                 Err(e) => failed(UPDATE_AND_CREATE_ACL_CONFIG_FAILED, e),
             }
-        } else if code == DELETE_ACL_CONFIG {
+        } else if code == RequestCode::DELETE_ACL_CONFIG {
             let h: DeleteAccessConfigHeader = request.decode_header()?;
             match acl.delete_account(&h.access_key) {
                 Ok(true) => Ok(Some(super::super::processor::ok(&request))),
@@ -301,7 +294,7 @@ impl RequestProcessor for AclAdminProcessor {
                 }
                 Err(e) => failed(DELETE_ACL_CONFIG_FAILED, e),
             }
-        } else if code == UPDATE_GLOBAL_WHITE_ADDRS_CONFIG {
+        } else if code == RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG {
             let h: UpdateGlobalWhiteAddrsHeader = request.decode_header()?;
             let addrs = split(&h.global_white_addrs).unwrap_or_default();
             match acl.update_global_white(&addrs, h.acl_file_full_path.as_deref()) {
@@ -312,7 +305,7 @@ impl RequestProcessor for AclAdminProcessor {
                 ),
                 Err(e) => failed(UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, e),
             }
-        } else if code == GET_BROKER_CLUSTER_ACL_INFO {
+        } else if code == RequestCode::GET_BROKER_CLUSTER_ACL_INFO {
             let (version, all) = acl.versions_json();
             let c = b.config();
             Ok(Some(
@@ -323,7 +316,7 @@ impl RequestProcessor for AclAdminProcessor {
                     .with_ext("brokerAddr", b.identity.broker_addr.clone())
                     .with_ext("clusterName", c.broker_cluster_name.clone()),
             ))
-        } else if code == GET_BROKER_CLUSTER_ACL_CONFIG {
+        } else if code == RequestCode::GET_BROKER_CLUSTER_ACL_CONFIG {
             let body = acl.all_config_json().map_err(ProcessError::system)?;
             Ok(Some(super::super::processor::ok(&request).with_body(body)))
         } else {

@@ -15,7 +15,6 @@
 pub mod address;
 pub mod admin;
 pub mod config;
-mod resources;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -29,6 +28,8 @@ use remoting::RemotingCommand;
 use tracing::{error, info};
 
 use config::{perm, AclState};
+
+use crate::routes::Access;
 
 pub const ACCESS_KEY: &str = "AccessKey";
 pub const SIGNATURE: &str = "Signature";
@@ -106,8 +107,9 @@ impl Acl {
         }
     }
 
-    /// Checks one request from `ip`; the error is the `AclException` message.
-    pub fn check(&self, ip: IpAddr, request: &RemotingCommand) -> Result<(), String> {
+    /// Checks one request from `ip` against its route's access rule; the error is the
+    /// `AclException` message.
+    pub fn check(&self, ip: IpAddr, request: &RemotingCommand, access: Access) -> Result<(), String> {
         let state = self.state.load();
         if state.global_white.iter().any(|rule| rule.matches(ip)) {
             return Ok(());
@@ -122,15 +124,18 @@ impl Acl {
         if account.white.matches(ip) {
             return Ok(());
         }
-        let needed = resources::needed(request)?;
+        let needed = match access {
+            Access::Touches(touched) => touched(request)?,
+            Access::Signed | Access::Admin => Vec::new(),
+        };
         let signature = ext.and_then(|e| e.get(SIGNATURE)).map(String::as_str).unwrap_or("");
         if !signature_matches(request, &account.secret_key, signature) {
             return Err(format!("Check signature failed for accessKey={access_key}"));
         }
-        if needed.get(TRACE_TOPIC) == Some(&perm::PUB) {
+        if needed.iter().any(|(resource, p)| resource == TRACE_TOPIC && *p == perm::PUB) {
             return Ok(());
         }
-        if resources::needs_admin(request.code) && !account.admin {
+        if matches!(access, Access::Admin) && !account.admin {
             return Err(format!("Need admin permission for request code={}, but accessKey={access_key} is not", request.code));
         }
         if account.perms.is_empty() && account.admin {
@@ -178,16 +183,17 @@ fn signature_matches(request: &RemotingCommand, secret_key: &str, signature: &st
     expected.len() == signature.len() && expected.bytes().zip(signature.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
-/// A processor whose requests are checked first (Java runs the validator as an RPC hook before
-/// every processor).
+/// A processor whose requests are checked first, by the access rule of their route (Java runs the
+/// validator as an RPC hook before every processor).
 pub struct Checked {
     pub inner: Arc<dyn remoting::server::RequestProcessor>,
     pub acl: Arc<Acl>,
+    pub access: Access,
 }
 
 impl remoting::server::RequestProcessor for Checked {
     fn process(&self, channel: &remoting::server::Channel, request: RemotingCommand) -> remoting::server::ProcessResult {
-        if let Err(message) = self.acl.check(channel.remote_addr().ip(), &request) {
+        if let Err(message) = self.acl.check(channel.remote_addr().ip(), &request, self.access) {
             tracing::warn!(peer = %channel.remote_addr(), code = request.code, message, "refused by ACL");
             return Err(remoting::server::ProcessError::system(refusal(&message)));
         }
@@ -227,6 +233,12 @@ mod tests {
         r
     }
 
+    /// The check a request gets on its route.
+    fn check(acl: &Acl, ip: IpAddr, request: &RemotingCommand) -> Result<(), String> {
+        let route = crate::routes::find(request.code).expect("a routed code");
+        acl.check(ip, request, route.access)
+    }
+
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
     }
@@ -246,29 +258,29 @@ mod tests {
         let (_home, acl) = acl();
         let client = ip("127.0.0.1");
         let send = |topic: &str, ak: &str, sk: &str| signed(RequestCode::SEND_MESSAGE_V2, &[("a", "pg"), ("b", topic)], b"body", ak, sk);
-        assert_eq!(acl.check(client, &send("AclTopic", "RocketMQUser", "12345678")), Ok(()));
-        assert_eq!(acl.check(client, &send("AclTopic", "RocketMQUser", "wrong")), Err("Check signature failed for accessKey=RocketMQUser".into()));
-        assert_eq!(acl.check(client, &send("ReadOnly", "RocketMQUser", "12345678")), Err("No default permission for topic:ReadOnly".into()));
-        assert_eq!(acl.check(client, &send("Unlisted", "RocketMQUser", "12345678")), Err("No default permission for topic:Unlisted".into()));
-        assert_eq!(acl.check(client, &send("AclTopic", "Nobody", "12345678")), Err("No acl config for Nobody".into()));
-        assert_eq!(acl.check(client, &RemotingCommand::request(RequestCode::SEND_MESSAGE_V2)), Err("No accessKey is configured".into()));
+        assert_eq!(check(&acl, client, &send("AclTopic", "RocketMQUser", "12345678")), Ok(()));
+        assert_eq!(check(&acl, client, &send("AclTopic", "RocketMQUser", "wrong")), Err("Check signature failed for accessKey=RocketMQUser".into()));
+        assert_eq!(check(&acl, client, &send("ReadOnly", "RocketMQUser", "12345678")), Err("No default permission for topic:ReadOnly".into()));
+        assert_eq!(check(&acl, client, &send("Unlisted", "RocketMQUser", "12345678")), Err("No default permission for topic:Unlisted".into()));
+        assert_eq!(check(&acl, client, &send("AclTopic", "Nobody", "12345678")), Err("No acl config for Nobody".into()));
+        assert_eq!(check(&acl, client, &RemotingCommand::request(RequestCode::SEND_MESSAGE_V2)), Err("No accessKey is configured".into()));
         // Batches are checked as sends (4.9.7 does not look at their topic).
         let batch = signed(RequestCode::SEND_BATCH_MESSAGE, &[("a", "pg"), ("b", "ReadOnly")], b"", "RocketMQUser", "12345678");
-        assert!(acl.check(client, &batch).is_err());
+        assert!(check(&acl, client, &batch).is_err());
         // Trace records may go to the trace topic with any signed account.
-        assert_eq!(acl.check(client, &send("RMQ_SYS_TRACE_TOPIC", "RocketMQUser", "12345678")), Ok(()));
+        assert_eq!(check(&acl, client, &send("RMQ_SYS_TRACE_TOPIC", "RocketMQUser", "12345678")), Ok(()));
         // A pull needs SUB on the topic and on the group (its retry topic; groups default to SUB).
         let pull = signed(RequestCode::PULL_MESSAGE, &[("topic", "ReadOnly"), ("consumerGroup", "cg")], b"", "RocketMQUser", "12345678");
-        assert_eq!(acl.check(client, &pull), Ok(()));
+        assert_eq!(check(&acl, client, &pull), Ok(()));
         // Admin codes need an admin account.
         let create = signed(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "New")], b"", "RocketMQUser", "12345678");
-        assert_eq!(acl.check(client, &create), Err("Need admin permission for request code=17, but accessKey=RocketMQUser is not".into()));
+        assert_eq!(check(&acl, client, &create), Err("Need admin permission for request code=17, but accessKey=RocketMQUser is not".into()));
         let create = signed(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "New")], b"", "RocketMQAdmin", "87654321");
-        assert_eq!(acl.check(client, &create), Ok(()));
+        assert_eq!(check(&acl, client, &create), Ok(()));
         // White addresses pass without a signature: globally, and for their own account.
-        assert_eq!(acl.check(ip("10.10.103.5"), &RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC)), Ok(()));
-        assert_eq!(acl.check(ip("192.168.9.1"), &send("Unlisted", "WhiteListed", "no-signature-needed")), Ok(()));
-        assert!(acl.check(ip("192.168.8.1"), &send("Unlisted", "WhiteListed", "no-signature-needed")).is_err());
+        assert_eq!(check(&acl, ip("10.10.103.5"), &RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC)), Ok(()));
+        assert_eq!(check(&acl, ip("192.168.9.1"), &send("Unlisted", "WhiteListed", "no-signature-needed")), Ok(()));
+        assert!(check(&acl, ip("192.168.8.1"), &send("Unlisted", "WhiteListed", "no-signature-needed")).is_err());
     }
 
     #[test]
@@ -278,9 +290,9 @@ mod tests {
         std::fs::write(config::default_file(home.path()), FILE.replace("ReadOnly=SUB", "ReadOnly=PUB")).unwrap();
         assert!(acl.reload_if_changed());
         let send = signed(RequestCode::SEND_MESSAGE_V2, &[("a", "pg"), ("b", "ReadOnly")], b"", "RocketMQUser", "12345678");
-        assert_eq!(acl.check(ip("127.0.0.1"), &send), Ok(()));
+        assert_eq!(check(&acl, ip("127.0.0.1"), &send), Ok(()));
         std::fs::write(config::default_file(home.path()), "accounts: [\n").unwrap();
         assert!(!acl.reload_if_changed());
-        assert_eq!(acl.check(ip("127.0.0.1"), &send), Ok(()));
+        assert_eq!(check(&acl, ip("127.0.0.1"), &send), Ok(()));
     }
 }
