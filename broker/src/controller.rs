@@ -346,11 +346,12 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
         }
     };
     let c = &broker.config();
-    let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), c.max_parked_pulls_per_connection, c.max_parked_pulls));
+    let budget = crate::parking::ParkingBudget::new(c.max_parked_pulls_per_connection, c.max_parked_pulls);
+    let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), budget));
     let _ = broker.hold.set(hold.clone());
     let arrivals = hold.clone();
     broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
-        arrivals.notify_arriving(topic, queue_id, max_offset, Some(tags_code), Instant::now());
+        arrivals.notify_arriving(&crate::parking::QueueKey::new(topic, queue_id), max_offset, Some(tags_code), Instant::now());
     }));
     hold
 }

@@ -29,6 +29,7 @@ pub mod filter;
 pub mod long_polling;
 pub mod metrics;
 pub mod namesrv_client;
+pub mod parking;
 pub mod persister;
 pub mod processor;
 pub mod rebalance_lock;

@@ -1,19 +1,17 @@
-//! Long polling (Java `PullRequestHoldService`): a pull that finds nothing new is parked per
-//! topic and queue, and woken when the dispatcher reports a matching message, when the periodic
-//! check finds its queue grown or its suspend time over; it is then run again without the right
-//! to suspend, and answered.
-//!
-//! Parked pulls are bounded, per connection and in all: a client can park one pull per queue it
-//! owns, not unbounded memory. A pull past a bound is refused at once (the caller answers it
-//! SYSTEM_BUSY, and the Java client retries 3 s later).
+//! Long polling (Java `PullRequestHoldService`): a pull that finds nothing new is parked on its
+//! topic and queue (see [`crate::parking`]), and woken when the dispatcher reports a matching
+//! message, when the periodic check finds its queue grown or its suspend time over; it is then
+//! run again without the right to suspend, and answered.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
-use parking_lot::Mutex;
 use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::server::Channel;
 use remoting::RemotingCommand;
+
+use crate::parking::{Parked, ParkingLot};
+
+pub use crate::parking::NotParked;
 
 /// A parked pull.
 pub struct HeldPull {
@@ -38,117 +36,22 @@ impl HeldPull {
     }
 }
 
-/// Why a pull could not be parked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotParked {
-    ConnectionFull { limit: usize },
-    BrokerFull { limit: usize },
-}
+impl Parked for HeldPull {
+    fn channel(&self) -> &Channel {
+        &self.channel
+    }
 
-impl std::fmt::Display for NotParked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NotParked::ConnectionFull { limit } => write!(f, "[PCBUSY]this connection already holds {limit} suspended pulls (maxParkedPullsPerConnection)"),
-            NotParked::BrokerFull { limit } => write!(f, "[PCBUSY]the broker already holds {limit} suspended pulls (maxParkedPulls)"),
-        }
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    fn satisfied_by(&self, max_offset: i64, tags_code: Option<i64>) -> bool {
+        max_offset > self.pull_from_offset && self.wants(tags_code)
     }
 }
 
-fn key(topic: &str, queue_id: i32) -> String {
-    format!("{topic}@{queue_id}")
-}
-
-/// Runs a woken pull again (on the pull pool) and answers it.
-pub type Wake = Box<dyn Fn(HeldPull) + Send + Sync>;
-
-#[derive(Default)]
-struct Held {
-    by_queue: HashMap<String, Vec<HeldPull>>,
-    /// Parked pulls per connection id.
-    by_channel: HashMap<u64, usize>,
-    total: usize,
-}
-
-impl Held {
-    fn forget(&mut self, pull: &HeldPull) {
-        self.total -= 1;
-        if let Some(n) = self.by_channel.get_mut(&pull.channel.id()) {
-            *n -= 1;
-            if *n == 0 {
-                self.by_channel.remove(&pull.channel.id());
-            }
-        }
-    }
-}
-
-pub struct PullRequestHoldService {
-    held: Mutex<Held>,
-    wake: Wake,
-    max_per_connection: usize,
-    max_total: usize,
-}
-
-impl PullRequestHoldService {
-    pub fn new(wake: Wake, max_per_connection: usize, max_total: usize) -> Self {
-        PullRequestHoldService { held: Mutex::new(Held::default()), wake, max_per_connection, max_total }
-    }
-
-    /// Parks a pull, unless its connection or the broker holds as many as allowed; then the pull
-    /// comes back with the reason.
-    pub fn suspend(&self, topic: &str, queue_id: i32, pull: HeldPull) -> Result<(), Box<(NotParked, HeldPull)>> {
-        let mut held = self.held.lock();
-        if held.total >= self.max_total {
-            return Err(Box::new((NotParked::BrokerFull { limit: self.max_total }, pull)));
-        }
-        let on_channel = held.by_channel.entry(pull.channel.id()).or_default();
-        if *on_channel >= self.max_per_connection {
-            return Err(Box::new((NotParked::ConnectionFull { limit: self.max_per_connection }, pull)));
-        }
-        *on_channel += 1;
-        held.total += 1;
-        held.by_queue.entry(key(topic, queue_id)).or_default().push(pull);
-        Ok(())
-    }
-
-    /// A message reached a queue (or the checker found one): wake the pulls it satisfies, and
-    /// drop those whose time is up or whose connection closed. `max_offset` is the queue's new
-    /// end; `tags_code` that of the message, when known.
-    pub fn notify_arriving(&self, topic: &str, queue_id: i32, max_offset: i64, tags_code: Option<i64>, now: Instant) {
-        let woken: Vec<HeldPull> = {
-            let mut held = self.held.lock();
-            let Some(pulls) = held.by_queue.get_mut(&key(topic, queue_id)) else { return };
-            let (wake, keep): (Vec<HeldPull>, Vec<HeldPull>) =
-                pulls.drain(..).partition(|p| (max_offset > p.pull_from_offset && p.wants(tags_code)) || now >= p.deadline || p.channel.is_closed());
-            *pulls = keep;
-            for pull in &wake {
-                held.forget(pull);
-            }
-            wake
-        };
-        for pull in woken {
-            if !pull.channel.is_closed() {
-                (self.wake)(pull);
-            }
-        }
-    }
-
-    /// The periodic check: wakes pulls whose queue has grown (per `max_offset_of`) or whose time
-    /// is up.
-    pub fn check(&self, now: Instant, max_offset_of: impl Fn(&str, i32) -> i64) {
-        let keys: Vec<String> = self.held.lock().by_queue.keys().cloned().collect();
-        for k in keys {
-            let Some((topic, queue)) = k.rsplit_once('@') else { continue };
-            let Ok(queue_id) = queue.parse::<i32>() else { continue };
-            self.notify_arriving(topic, queue_id, max_offset_of(topic, queue_id), None, now);
-        }
-        self.held.lock().by_queue.retain(|_, pulls| !pulls.is_empty());
-    }
-
-    /// How many pulls are parked.
-    pub fn held_count(&self) -> usize {
-        self.held.lock().total
-    }
-}
+/// The parked pulls.
+pub type PullRequestHoldService = ParkingLot<HeldPull>;
 
 #[cfg(test)]
 mod tests {
@@ -157,6 +60,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::parking::{ParkingBudget, QueueKey};
 
     /// A channel to a throwaway listener: parked pulls need a live connection.
     async fn channel() -> (Channel, tokio::net::TcpListener) {
@@ -187,18 +91,17 @@ mod tests {
             Box::new(move |_| {
                 w.fetch_add(1, Ordering::SeqCst);
             }),
-            2,
-            3,
+            ParkingBudget::new(2, 3),
         );
         let later = Instant::now() + Duration::from_secs(60);
-        assert!(hold.suspend("T", 0, held(&a, 5, later)).is_ok());
-        assert!(hold.suspend("T", 1, held(&a, 5, later)).is_ok());
-        assert_eq!(hold.suspend("T", 2, held(&a, 5, later)).map_err(|e| e.0), Err(NotParked::ConnectionFull { limit: 2 }));
-        assert!(hold.suspend("T", 0, held(&b, 5, later)).is_ok());
-        assert_eq!(hold.suspend("T", 1, held(&b, 5, later)).map_err(|e| e.0), Err(NotParked::BrokerFull { limit: 3 }));
-        hold.notify_arriving("T", 0, 6, None, Instant::now());
+        assert!(hold.park(QueueKey::new("T", 0), held(&a, 5, later)).is_ok());
+        assert!(hold.park(QueueKey::new("T", 1), held(&a, 5, later)).is_ok());
+        assert_eq!(hold.park(QueueKey::new("T", 2), held(&a, 5, later)).map_err(|e| e.0), Err(NotParked::ConnectionFull { limit: 2 }));
+        assert!(hold.park(QueueKey::new("T", 0), held(&b, 5, later)).is_ok());
+        assert_eq!(hold.park(QueueKey::new("T", 1), held(&b, 5, later)).map_err(|e| e.0), Err(NotParked::BrokerFull { limit: 3 }));
+        hold.notify_arriving(&QueueKey::new("T", 0), 6, None, Instant::now());
         assert_eq!((woken.load(Ordering::SeqCst), hold.held_count()), (2, 1));
-        assert!(hold.suspend("T", 2, held(&a, 5, later)).is_ok(), "a woken pull frees its place");
+        assert!(hold.park(QueueKey::new("T", 2), held(&a, 5, later)).is_ok(), "a woken pull frees its place");
         hold.check(later, |_, _| 0);
         assert_eq!((woken.load(Ordering::SeqCst), hold.held_count()), (4, 0), "the deadline wakes the rest");
     }

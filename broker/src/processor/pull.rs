@@ -15,6 +15,7 @@ use store::store::GetMessageStatus;
 
 use crate::broker::{Broker, FAQ_SUFFIX};
 use crate::long_polling::HeldPull;
+use crate::parking::QueueKey;
 
 /// Java `PullSysFlag` bits.
 const FLAG_COMMIT_OFFSET: i32 = 0x1;
@@ -154,9 +155,8 @@ impl PullProcessor {
                 } else {
                     Duration::from_millis(b.config().short_polling_time_ms)
                 };
-                let parked = hold.suspend(
-                    &h.topic,
-                    h.queue_id,
+                let parked = hold.park(
+                    QueueKey::new(&h.topic, h.queue_id),
                     HeldPull {
                         request,
                         channel: channel.clone(),

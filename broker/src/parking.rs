@@ -1,0 +1,245 @@
+//! Parked requests: a request that cannot be answered yet (a long-polling pull today, a pop
+//! tomorrow) waits on a queue until a message arrives there, its deadline passes or its
+//! connection closes; then its kind's wake action runs it again and answers it.
+//!
+//! One mechanism for every kind: requests are keyed by [`QueueKey`], and every lot draws from
+//! one [`ParkingBudget`], so a client can park one request per queue it owns, not unbounded
+//! memory, whichever kinds it parks. A request past a bound is refused at once (the caller answers
+//! it SYSTEM_BUSY, and the Java client retries 3 s later).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use remoting::server::Channel;
+
+/// The queue a request waits on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct QueueKey {
+    pub topic: String,
+    pub queue_id: i32,
+}
+
+impl QueueKey {
+    pub fn new(topic: &str, queue_id: i32) -> Self {
+        QueueKey { topic: topic.to_owned(), queue_id }
+    }
+}
+
+/// What one kind of parked request tells the lot.
+pub trait Parked: Send + 'static {
+    fn channel(&self) -> &Channel;
+    fn deadline(&self) -> Instant;
+    /// Whether the queue's new end (and the arriving message's tags code, when known) lets it
+    /// be answered.
+    fn satisfied_by(&self, max_offset: i64, tags_code: Option<i64>) -> bool;
+}
+
+/// Why a request could not be parked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotParked {
+    ConnectionFull { limit: usize },
+    BrokerFull { limit: usize },
+}
+
+impl std::fmt::Display for NotParked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotParked::ConnectionFull { limit } => write!(f, "[PCBUSY]this connection already holds {limit} suspended pulls (maxParkedPullsPerConnection)"),
+            NotParked::BrokerFull { limit } => write!(f, "[PCBUSY]the broker already holds {limit} suspended pulls (maxParkedPulls)"),
+        }
+    }
+}
+
+/// The bounds every lot shares: parked requests per connection (`maxParkedPullsPerConnection`)
+/// and in all (`maxParkedPulls`).
+pub struct ParkingBudget {
+    max_per_connection: usize,
+    max_total: usize,
+    used: Mutex<Used>,
+}
+
+#[derive(Default)]
+struct Used {
+    by_channel: HashMap<u64, usize>,
+    total: usize,
+}
+
+impl ParkingBudget {
+    pub fn new(max_per_connection: usize, max_total: usize) -> Arc<Self> {
+        Arc::new(ParkingBudget { max_per_connection, max_total, used: Mutex::new(Used::default()) })
+    }
+
+    fn take(&self, channel_id: u64) -> Result<(), NotParked> {
+        let mut used = self.used.lock();
+        if used.total >= self.max_total {
+            return Err(NotParked::BrokerFull { limit: self.max_total });
+        }
+        let on_channel = used.by_channel.entry(channel_id).or_default();
+        if *on_channel >= self.max_per_connection {
+            return Err(NotParked::ConnectionFull { limit: self.max_per_connection });
+        }
+        *on_channel += 1;
+        used.total += 1;
+        Ok(())
+    }
+
+    fn give_back(&self, channel_id: u64) {
+        let mut used = self.used.lock();
+        used.total = used.total.saturating_sub(1);
+        if let Some(n) = used.by_channel.get_mut(&channel_id) {
+            *n -= 1;
+            if *n == 0 {
+                used.by_channel.remove(&channel_id);
+            }
+        }
+    }
+
+    /// Parked requests of every kind.
+    pub fn total(&self) -> usize {
+        self.used.lock().total
+    }
+}
+
+/// Runs a woken request again and answers it.
+pub type Wake<P> = Box<dyn Fn(P) + Send + Sync>;
+
+/// The parked requests of one kind, by queue.
+pub struct ParkingLot<P: Parked> {
+    by_queue: Mutex<HashMap<QueueKey, Vec<P>>>,
+    budget: Arc<ParkingBudget>,
+    wake: Wake<P>,
+}
+
+impl<P: Parked> ParkingLot<P> {
+    pub fn new(wake: Wake<P>, budget: Arc<ParkingBudget>) -> Self {
+        ParkingLot { by_queue: Mutex::new(HashMap::new()), budget, wake }
+    }
+
+    /// Parks a request, unless the budget is spent; then it comes back with the reason.
+    pub fn park(&self, key: QueueKey, request: P) -> Result<(), Box<(NotParked, P)>> {
+        if let Err(reason) = self.budget.take(request.channel().id()) {
+            return Err(Box::new((reason, request)));
+        }
+        self.by_queue.lock().entry(key).or_default().push(request);
+        Ok(())
+    }
+
+    /// A message reached a queue (or the check looked at it): wake the requests it satisfies,
+    /// and drop those whose time is up or whose connection closed (a closed one is not run).
+    pub fn notify_arriving(&self, key: &QueueKey, max_offset: i64, tags_code: Option<i64>, now: Instant) {
+        let woken: Vec<P> = {
+            let mut by_queue = self.by_queue.lock();
+            let Some(parked) = by_queue.get_mut(key) else { return };
+            let (wake, keep): (Vec<P>, Vec<P>) =
+                parked.drain(..).partition(|p| p.satisfied_by(max_offset, tags_code) || now >= p.deadline() || p.channel().is_closed());
+            *parked = keep;
+            wake
+        };
+        for request in woken {
+            self.budget.give_back(request.channel().id());
+            if !request.channel().is_closed() {
+                (self.wake)(request);
+            }
+        }
+    }
+
+    /// The periodic check: wakes requests whose queue has grown (per `max_offset_of`) or whose
+    /// time is up, and forgets empty queues.
+    pub fn check(&self, now: Instant, max_offset_of: impl Fn(&str, i32) -> i64) {
+        let keys: Vec<QueueKey> = self.by_queue.lock().keys().cloned().collect();
+        for key in keys {
+            self.notify_arriving(&key, max_offset_of(&key.topic, key.queue_id), None, now);
+        }
+        self.by_queue.lock().retain(|_, parked| !parked.is_empty());
+    }
+
+    /// How many requests of this kind are parked.
+    pub fn held_count(&self) -> usize {
+        self.by_queue.lock().values().map(Vec::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A channel to a throwaway listener: parked requests need a live connection.
+    pub(crate) async fn channel() -> (Channel, tokio::net::TcpListener) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = remoting::client::RemotingClient::new(Default::default());
+        let channel = client.channel(&listener.local_addr().unwrap().to_string()).await.unwrap();
+        (channel, listener)
+    }
+
+    /// A request of a kind other than a pull, waiting for offset `from`.
+    struct Waiting {
+        channel: Channel,
+        from: i64,
+        deadline: Instant,
+    }
+
+    impl Parked for Waiting {
+        fn channel(&self) -> &Channel {
+            &self.channel
+        }
+        fn deadline(&self) -> Instant {
+            self.deadline
+        }
+        fn satisfied_by(&self, max_offset: i64, _tags_code: Option<i64>) -> bool {
+            max_offset > self.from
+        }
+    }
+
+    fn counting(woken: &Arc<AtomicUsize>) -> Wake<Waiting> {
+        let w = woken.clone();
+        Box::new(move |_| {
+            w.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    #[tokio::test]
+    async fn two_kinds_of_parked_requests_share_one_budget() {
+        let (a, _la) = channel().await;
+        let budget = ParkingBudget::new(2, 10);
+        let (first, second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let pulls = ParkingLot::new(counting(&first), budget.clone());
+        let pops = ParkingLot::new(counting(&second), budget.clone());
+        let later = Instant::now() + Duration::from_secs(60);
+        let waiting = |from| Waiting { channel: a.clone(), from, deadline: later };
+        assert!(pulls.park(QueueKey::new("T", 0), waiting(5)).is_ok());
+        assert!(pops.park(QueueKey::new("T", 0), waiting(5)).is_ok());
+        assert_eq!(pops.park(QueueKey::new("T", 1), waiting(5)).map_err(|e| e.0), Err(NotParked::ConnectionFull { limit: 2 }));
+        // An arrival wakes each lot's own requests only, with its own action.
+        pulls.notify_arriving(&QueueKey::new("T", 0), 6, None, Instant::now());
+        assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst), budget.total()), (1, 0, 1));
+        assert!(pops.park(QueueKey::new("T", 1), waiting(5)).is_ok(), "a woken request frees its place for any kind");
+        pops.check(later, |_, _| 0);
+        assert_eq!((second.load(Ordering::SeqCst), pops.held_count(), budget.total()), (2, 0, 0), "the deadline wakes the rest");
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_connection_closed_is_dropped_not_run() {
+        let (a, listener) = channel().await;
+        let budget = ParkingBudget::new(2, 10);
+        let woken = Arc::new(AtomicUsize::new(0));
+        let lot = ParkingLot::new(counting(&woken), budget.clone());
+        assert!(lot.park(QueueKey::new("T", 0), Waiting { channel: a.clone(), from: 5, deadline: Instant::now() + Duration::from_secs(60) }).is_ok());
+        drop(listener);
+        a.close();
+        // The connection's tasks see the close asynchronously.
+        for _ in 0..200 {
+            if a.is_closed() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(a.is_closed());
+        lot.notify_arriving(&QueueKey::new("T", 0), 9, None, Instant::now());
+        assert_eq!((woken.load(Ordering::SeqCst), budget.total()), (0, 0));
+    }
+}
