@@ -35,7 +35,7 @@ pub struct Broker {
     /// Where UPDATE_BROKER_CONFIG persists the config (`mqbroker -c FILE`; none when embedded).
     pub config_file: Option<std::path::PathBuf>,
     /// The config's data version, and the lock that makes updates one at a time.
-    pub config_version: crate::runtime_config::ConfigVersion,
+    pub config_version: crate::config::ConfigVersion,
     pub store: Arc<MessageStore>,
     pub topics: TopicConfigManager,
     pub groups: SubscriptionGroupManager,

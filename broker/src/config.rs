@@ -289,6 +289,45 @@ fn namesrv_addr_is_valid(addr: &str) -> bool {
     !parts.is_empty() && parts.iter().all(|part| part.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok()))
 }
 
+/// The store's keys that Java leaves null unless they are set; GET_BROKER_CONFIG prints no line
+/// for a null (`MixAll.object2Properties` skips it).
+const NULL_UNLESS_SET: [&str; 7] =
+    ["storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId"];
+
+pub fn without_unset_paths(printed: &str) -> String {
+    printed.lines().filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key))).flat_map(|line| [line, "\n"]).collect()
+}
+
+/// The config's own data version (GET_BROKER_CONFIG's `version`), moved on by every update.
+#[derive(Debug)]
+pub struct ConfigVersion {
+    version: parking_lot::Mutex<remoting::protocol::topic::DataVersion>,
+    /// Java's method is `synchronized`: one update at a time, so no update is lost.
+    updating: parking_lot::Mutex<()>,
+}
+
+impl Default for ConfigVersion {
+    fn default() -> Self {
+        ConfigVersion { version: parking_lot::Mutex::new(crate::config_file::new_data_version()), updating: Default::default() }
+    }
+}
+
+impl ConfigVersion {
+    pub fn current(&self) -> remoting::protocol::topic::DataVersion {
+        self.version.lock().clone()
+    }
+
+    /// Moves the version on after an update.
+    pub fn next(&self) {
+        crate::config_file::next_version(&mut self.version.lock());
+    }
+
+    /// Held while an update is applied and persisted.
+    pub fn one_at_a_time(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.updating.lock()
+    }
+}
+
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
 /// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
 /// `MessageStoreConfig`).

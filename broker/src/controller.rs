@@ -115,7 +115,23 @@ impl BrokerController {
         let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
         let (registry, hold, watermarks) = processors(&broker, &delay_offsets)?;
         // As Java, a metrics port that cannot be had stops the start.
-        let metrics_exporter = crate::metrics::BrokerMetrics::start_exporter(&broker, watermarks).await.map_err(StartError::Metrics)?;
+        let me = Arc::downgrade(&broker);
+        let sources = move |refresh: &mut dyn FnMut(&crate::metrics::gauges::Sources)| {
+            if let Some(b) = me.upgrade() {
+                let (config, store_config) = (b.config(), b.store_config());
+                refresh(&crate::metrics::gauges::Sources {
+                    config: &config,
+                    store_config: &store_config,
+                    store: &b.store,
+                    topics: &b.topics,
+                    groups: &b.groups,
+                    offsets: &b.offsets,
+                    consumers: &b.consumers,
+                    producers: &b.producers,
+                });
+            }
+        };
+        let metrics_exporter = broker.metrics.start_exporter(&broker.config(), sources, watermarks).await.map_err(StartError::Metrics)?;
         let fast_server = match fast_port(broker.config().listen_port) {
             Some(port) => {
                 let pulls: Vec<RequestCode> = ROUTES.iter().filter(|r| !r.on_fast_port()).map(|r| r.code).collect();
@@ -281,7 +297,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let lock = Arc::new(LockProcessor { broker: broker.clone() });
     let query = Arc::new(QueryProcessor { broker: broker.clone() });
     let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
-    let acl_admin = Arc::new(crate::acl::admin::AclAdminProcessor { broker: broker.clone() });
+    let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor { broker: broker.clone() });
     let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools: queued });
     let relay = Arc::new(RelayProcessor { broker: broker.clone() });
     let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });

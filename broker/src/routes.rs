@@ -7,6 +7,7 @@
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::acl::config::perm;
+pub use crate::acl::{Access, Resources};
 use crate::config::BrokerConfig;
 
 /// The bounded pools, one per family of codes, as Java's broker executors.
@@ -90,31 +91,6 @@ pub enum Handler {
     StoreAdmin,
     EndTransaction,
     Reply,
-}
-
-/// The topics and groups a request touches, each with the permission it needs (a group as its
-/// retry topic, `%RETRY%group`); an error is Java's `AclException` message.
-pub type Resources = Vec<(String, u8)>;
-
-/// What ACL 1.0 (`aclEnable=true`) checks for a code once the signature is right.
-#[derive(Clone, Copy)]
-pub enum Access {
-    /// The signature only: the code touches no topic or group of its own.
-    Signed,
-    /// An admin account (Java's `Permission.ADMIN_CODE`, and ours: see [`Route`]s marked so).
-    Admin,
-    /// The topics and groups read from the request (Java's `PlainAccessValidator.parse`).
-    Touches(fn(&RemotingCommand) -> Result<Resources, String>),
-}
-
-impl std::fmt::Debug for Access {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Access::Signed => f.write_str("Signed"),
-            Access::Admin => f.write_str("Admin"),
-            Access::Touches(_) => f.write_str("Touches(..)"),
-        }
-    }
 }
 
 /// One request code the broker serves.

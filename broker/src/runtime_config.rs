@@ -14,7 +14,6 @@ use std::path::Path;
 use indexmap::IndexMap;
 use remoting::config::JavaConfig;
 use remoting::protocol::perm;
-use remoting::protocol::topic::DataVersion;
 use remoting::server::ProcessError;
 use remoting::ResponseCode;
 use store::cleanup::CleanPolicy;
@@ -50,26 +49,6 @@ pub const MUTABLE_KEYS: &[&str] = &[
 /// The store's cleaning keys: in DLedger mode the member's own expiry was set from them at start.
 const CLEANING_KEYS: [&str; 3] = ["deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio"];
 
-/// The config's own data version (GET_BROKER_CONFIG's `version`), moved on by every update.
-#[derive(Debug)]
-pub struct ConfigVersion {
-    version: parking_lot::Mutex<DataVersion>,
-    /// Java's method is `synchronized`: one update at a time, so no update is lost.
-    updating: parking_lot::Mutex<()>,
-}
-
-impl Default for ConfigVersion {
-    fn default() -> Self {
-        ConfigVersion { version: parking_lot::Mutex::new(crate::config_file::new_data_version()), updating: Default::default() }
-    }
-}
-
-impl ConfigVersion {
-    pub fn current(&self) -> DataVersion {
-        self.version.lock().clone()
-    }
-}
-
 /// What an update changed, for the caller to act on.
 #[derive(Debug, Default, PartialEq)]
 pub struct Updated {
@@ -94,7 +73,7 @@ pub fn update(b: &Broker, properties: &IndexMap<String, String>) -> Result<Updat
             ));
         }
     }
-    let _one_at_a_time = b.config_version.updating.lock();
+    let _one_at_a_time = b.config_version.one_at_a_time();
     let mut config = BrokerConfigs { broker: (**b.config()).clone(), store: (**b.store_config()).clone() };
     for (key, value) in properties {
         let known = config.broker.set(key, value).map_err(bad_value)? | config.store.set(key, value).map_err(bad_value)?;
@@ -105,7 +84,7 @@ pub fn update(b: &Broker, properties: &IndexMap<String, String>) -> Result<Updat
     b.live_config.store(std::sync::Arc::new(config.broker));
     b.live_store_config.store(std::sync::Arc::new(config.store));
     b.store.set_clean_policy(CleanPolicy::of(&b.store_config()));
-    crate::config_file::next_version(&mut b.config_version.version.lock());
+    b.config_version.next();
     info!(?properties, "broker config updated");
     if let Some(path) = &b.config_file {
         write_config_file(path, text.as_bytes())
@@ -145,7 +124,7 @@ fn check(c: &BrokerConfigs) -> Result<(), ProcessError> {
 /// The config as Java's `Configuration.persist` writes it: every key and value, as
 /// GET_BROKER_CONFIG prints them (keys Java leaves null are left out).
 pub fn persisted_text(broker: &crate::config::BrokerConfig, store: &store::config::MessageStoreConfig) -> String {
-    crate::processor::admin::without_unset_paths(&crate::config::print_all(broker, store))
+    crate::config::without_unset_paths(&crate::config::print_all(broker, store))
 }
 
 /// Java's `MixAll.string2File`: the new content to `FILE.tmp`, the old one kept as `FILE.bak`,

@@ -237,6 +237,19 @@ pub fn java_double(value: f64) -> String {
     }
 }
 
+/// The store time of the oldest message in the commit log (Java's `getEarliestMessageTime`);
+/// none while the commit log is empty.
+pub fn earliest_message_time(store: &store::store::MessageStore) -> Option<i64> {
+    if store.max_phy_offset() <= 0 {
+        return None;
+    }
+    let bytes = store.look_message_by_offset(store.min_phy_offset())?;
+    match store::message::record::decode_record(&bytes, false) {
+        Ok(store::message::record::RecordAt::Record(r)) => Some(r.store_timestamp),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,19 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use remoting::command_header;
-use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
-use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use super::config::{self, perm};
 use super::Acl;
-use crate::broker::Broker;
 
 /// 4.9.7's codes for the refusals (5.x reuses 209 and 210 for other things).
-const UPDATE_AND_CREATE_ACL_CONFIG_FAILED: i32 = 209;
-const DELETE_ACL_CONFIG_FAILED: i32 = 210;
-const UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED: i32 = 211;
+pub const UPDATE_AND_CREATE_ACL_CONFIG_FAILED: i32 = 209;
+pub const DELETE_ACL_CONFIG_FAILED: i32 = 210;
+pub const UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED: i32 = 211;
 
 command_header! {
     /// UPDATE_AND_CREATE_ACL_CONFIG (`CreateAccessConfigRequestHeader`).
@@ -57,7 +54,7 @@ fn key(s: &str) -> Yaml {
 }
 
 /// Java's `UtilAll.split(s, ",")`: trimmed non-empty parts; None for no value.
-fn split(s: &Option<String>) -> Option<Vec<String>> {
+pub fn split(s: &Option<String>) -> Option<Vec<String>> {
     s.as_ref().map(|s| s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect())
 }
 
@@ -208,7 +205,7 @@ impl Acl {
     }
 
     /// GET_BROKER_CLUSTER_ACL_CONFIG's body: every file's white addresses and accounts.
-    fn all_config_json(&self) -> Result<String, String> {
+    pub fn all_config_json(&self) -> Result<String, String> {
         let state = self.state.load();
         let mut white = Vec::new();
         let mut accounts = Vec::new();
@@ -255,73 +252,13 @@ impl Acl {
     }
 
     /// GET_BROKER_CLUSTER_ACL_INFO's versions: `plain_acl.yml`'s, and every file's by path.
-    fn versions_json(&self) -> (String, String) {
+    pub fn versions_json(&self) -> (String, String) {
         let state = self.state.load();
         let json = |counter: i64, ts: i64| format!(r#"{{"counter":{counter},"timestamp":{ts}}}"#);
         let default = config::default_file(&self.home);
         let version = state.versions.iter().find(|(p, _, _)| *p == default).map_or_else(|| json(0, 0), |(_, c, t)| json(*c, *t));
         let all = state.versions.iter().map(|(p, c, t)| format!("{}:{}", serde_json::Value::from(p.display().to_string()), json(*c, *t)));
         (version, format!("{{{}}}", all.collect::<Vec<_>>().join(",")))
-    }
-}
-
-/// Answers the ACL admin codes; with ACL off, Java has no validator and answers nothing useful,
-/// so these are refused with a clear remark.
-pub struct AclAdminProcessor {
-    pub broker: Arc<Broker>,
-}
-
-impl RequestProcessor for AclAdminProcessor {
-    fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
-        let Some(acl) = &b.acl else {
-            return Err(ProcessError::system("ACL is not enabled on this broker (aclEnable=false)"));
-        };
-        let code = request.request_code();
-        let failed = |code: i32, remark: String| Ok(Some(RemotingCommand::error_response(&request, ResponseCode(code), remark)));
-        if code == RequestCode::UPDATE_AND_CREATE_ACL_CONFIG {
-            let h: CreateAccessConfigHeader = request.decode_header()?;
-            match acl.update_account(&h) {
-                Ok(()) => Ok(Some(super::super::processor::ok(&request))),
-                Err(e) => failed(UPDATE_AND_CREATE_ACL_CONFIG_FAILED, e),
-            }
-        } else if code == RequestCode::DELETE_ACL_CONFIG {
-            let h: DeleteAccessConfigHeader = request.decode_header()?;
-            match acl.delete_account(&h.access_key) {
-                Ok(true) => Ok(Some(super::super::processor::ok(&request))),
-                Ok(false) => {
-                    failed(DELETE_ACL_CONFIG_FAILED, format!("The accesskey[{}] corresponding to accessConfig has been deleted failed.", h.access_key))
-                }
-                Err(e) => failed(DELETE_ACL_CONFIG_FAILED, e),
-            }
-        } else if code == RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG {
-            let h: UpdateGlobalWhiteAddrsHeader = request.decode_header()?;
-            let addrs = split(&h.global_white_addrs).unwrap_or_default();
-            match acl.update_global_white(&addrs, h.acl_file_full_path.as_deref()) {
-                Ok(true) => Ok(Some(super::super::processor::ok(&request))),
-                Ok(false) => failed(
-                    UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
-                    format!("The globalWhiteAddresses[{}] has been updated failed.", h.global_white_addrs.unwrap_or_default()),
-                ),
-                Err(e) => failed(UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, e),
-            }
-        } else if code == RequestCode::GET_BROKER_CLUSTER_ACL_INFO {
-            let (version, all) = acl.versions_json();
-            let c = b.config();
-            Ok(Some(
-                super::super::processor::ok(&request)
-                    .with_ext("version", version)
-                    .with_ext("allAclFileVersion", all)
-                    .with_ext("brokerName", c.broker_name.clone())
-                    .with_ext("brokerAddr", b.identity.broker_addr.clone())
-                    .with_ext("clusterName", c.broker_cluster_name.clone()),
-            ))
-        } else if code == RequestCode::GET_BROKER_CLUSTER_ACL_CONFIG {
-            let body = acl.all_config_json().map_err(ProcessError::system)?;
-            Ok(Some(super::super::processor::ok(&request).with_body(body)))
-        } else {
-            Ok(Some(remoting::server::not_supported(&request)))
-        }
     }
 }
 

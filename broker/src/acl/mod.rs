@@ -29,8 +29,6 @@ use tracing::{error, info};
 
 use config::{perm, AclState};
 
-use crate::routes::Access;
-
 pub const ACCESS_KEY: &str = "AccessKey";
 pub const SIGNATURE: &str = "Signature";
 /// Java's `MixAll.UNIQUE_MSG_QUERY_FLAG`, which the client adds after signing.
@@ -60,6 +58,31 @@ fn fingerprint(home: &Path) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
             (p, modified, len)
         })
         .collect()
+}
+
+/// The topics and groups a request touches, each with the permission it needs (a group as its
+/// retry topic, `%RETRY%group`); an error is Java's `AclException` message.
+pub type Resources = Vec<(String, u8)>;
+
+/// What ACL 1.0 (`aclEnable=true`) checks for a code once the signature is right.
+#[derive(Clone, Copy)]
+pub enum Access {
+    /// The signature only: the code touches no topic or group of its own.
+    Signed,
+    /// An admin account (Java's `Permission.ADMIN_CODE`, and more of ours: see `crate::routes`).
+    Admin,
+    /// The topics and groups read from the request (Java's `PlainAccessValidator.parse`).
+    Touches(fn(&RemotingCommand) -> Result<Resources, String>),
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Access::Signed => f.write_str("Signed"),
+            Access::Admin => f.write_str("Admin"),
+            Access::Touches(_) => f.write_str("Touches(..)"),
+        }
+    }
 }
 
 /// Java's `AclException` text, as the 4.9.7 broker puts it in the remark.

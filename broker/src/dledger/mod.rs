@@ -32,6 +32,8 @@ pub enum DLedgerStartError {
     NotAPeer { self_id: String, peers: String },
     #[error("DLedger store: {0}")]
     Store(#[from] dledger::store::StoreError),
+    #[error("store: {0}")]
+    MessageStore(#[from] store::store::StoreError),
     #[error("DLedger member: {0}")]
     Server(#[from] dledger::server::ServerError),
     #[error("DLedger peers: {0}")]
@@ -77,7 +79,7 @@ pub struct Opened {
 }
 
 /// Opens the member's store, then the message store over it. Blocking (recovery reads files).
-pub fn open(store_config: &MessageStoreConfig) -> Result<(Arc<MessageStore>, Opened), crate::controller::StartError> {
+pub fn open(store_config: &MessageStoreConfig) -> Result<(Arc<MessageStore>, Opened), DLedgerStartError> {
     let config = member_config(store_config);
     let slave_id = slave_broker_id(&config.self_id)?;
     if !config.peer_list().map_err(DLedgerStartError::from)?.iter().any(|p| p.id == config.self_id) {

@@ -6,7 +6,6 @@ use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::ResponseCode;
 
 use super::{compile, is_tag_type, Expr, SQL92};
-use crate::broker::Broker;
 
 /// Java's remark when `enablePropertyFilter` is off.
 fn not_supported(expression_type: &str) -> String {
@@ -14,11 +13,11 @@ fn not_supported(expression_type: &str) -> String {
 }
 
 /// CHECK_CLIENT_CONFIG of one subscription: `Ok` or the code and remark to refuse it with.
-pub fn check_subscription(b: &Broker, sub: &SubscriptionData) -> Result<(), (ResponseCode, String)> {
+pub fn check_subscription(enable_property_filter: bool, sub: &SubscriptionData) -> Result<(), (ResponseCode, String)> {
     if is_tag_type(&sub.expression_type) {
         return Ok(());
     }
-    if !b.config().enable_property_filter {
+    if !enable_property_filter {
         return Err((ResponseCode::SYSTEM_ERROR, not_supported(&sub.expression_type)));
     }
     if sub.expression_type != SQL92 {
@@ -48,11 +47,11 @@ pub fn subscription_of_pull(topic: &str, expression_type: &str, expression: &str
 }
 
 /// The compiled filter a pull applies to each record; `None` for a tag subscription.
-pub fn pull_filter(b: &Broker, sub: &SubscriptionData) -> Result<Option<Expr>, (ResponseCode, String)> {
+pub fn pull_filter(enable_property_filter: bool, sub: &SubscriptionData) -> Result<Option<Expr>, (ResponseCode, String)> {
     if is_tag_type(&sub.expression_type) {
         return Ok(None);
     }
-    if !b.config().enable_property_filter {
+    if !enable_property_filter {
         return Err((ResponseCode::SYSTEM_ERROR, not_supported(&sub.expression_type)));
     }
     // Java compiles at the heartbeat and, for an expression that did not compile, has no filter

@@ -12,7 +12,24 @@ use remoting::protocol::perm;
 use remoting::version::version_desc;
 
 use super::{bool_label, is_system, is_system_group, Families};
-use crate::broker::Broker;
+use crate::client::consumer_manager::ConsumerManager;
+use crate::client::producer_manager::ProducerManager;
+use crate::config::BrokerConfig;
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::subscription_group::SubscriptionGroupManager;
+use crate::topic_config::TopicConfigManager;
+
+/// What the gauges read at a scrape: the broker's state, each part by its own handle.
+pub struct Sources<'a> {
+    pub config: &'a BrokerConfig,
+    pub store_config: &'a store::config::MessageStoreConfig,
+    pub store: &'a store::store::MessageStore,
+    pub topics: &'a TopicConfigManager,
+    pub groups: &'a SubscriptionGroupManager,
+    pub offsets: &'a ConsumerOffsetManager,
+    pub consumers: &'a ConsumerManager,
+    pub producers: &'a ProducerManager,
+}
 
 /// Java's processor names, in its order: a pool we do not have (pop's ack, a separate async-put
 /// or lite-pull pool) has nothing queued.
@@ -90,13 +107,13 @@ impl Gauges {
         ]
     }
 
-    pub(super) fn refresh(&self, b: &Broker, f: &Families, pools: &[(&'static str, Arc<BusinessPool>)]) {
+    pub(super) fn refresh(&self, b: &Sources, f: &Families, pools: &[(&'static str, Arc<BusinessPool>)]) {
         self.all().iter().for_each(|g| g.clear());
         for processor in PROCESSORS {
             let queued = pools.iter().filter(|(name, _)| *name == processor).map(|(_, pool)| pool.queued()).sum::<usize>();
             self.processor_watermark.set(&[processor], queued as i64);
         }
-        self.broker_permission.set(&[], i64::from(b.config().broker_permission));
+        self.broker_permission.set(&[], i64::from(b.config.broker_permission));
         self.topic_number.set(&[], b.topics.count() as i64);
         self.consumer_group_number.set(&[], b.groups.names().len() as i64);
         self.connections(b);
@@ -107,7 +124,7 @@ impl Gauges {
         self.storage(b);
     }
 
-    fn connections(&self, b: &Broker) {
+    fn connections(&self, b: &Sources) {
         let attrs = |info: &crate::client::ClientChannelInfo| (info.language.name().to_ascii_lowercase(), version_desc(info.version).to_ascii_lowercase());
         let mut producers: BTreeMap<(String, String), i64> = BTreeMap::new();
         for (_, clients) in b.producers.table() {
@@ -134,9 +151,9 @@ impl Gauges {
     /// Java's `ConsumerLagCalculator` for pull and push groups: per online group of the
     /// subscription table and each topic it subscribes (retry topics and topics it may neither
     /// read nor write skipped), summed over the topic's write queues.
-    fn lag(&self, b: &Broker, f: &Families) {
-        let store = &b.store;
-        let broker_perm = b.config().broker_permission;
+    fn lag(&self, b: &Sources, f: &Families) {
+        let store = b.store;
+        let broker_perm = b.config.broker_permission;
         let now = store::commit_log::now_ms();
         // A message's store time, `i64::MAX` when there is none at that offset (Java's getStoreTimeStamp).
         let store_time = |topic: &str, queue_id: i32, offset: i64| {
@@ -183,9 +200,9 @@ impl Gauges {
         }
     }
 
-    fn storage(&self, b: &Broker) {
-        let store = &b.store;
-        let root = b.store_config().root_dir();
+    fn storage(&self, b: &Sources) {
+        let store = b.store;
+        let root = b.store_config.root_dir();
         if let Ok(fs) = nix::sys::statvfs::statvfs(&root) {
             // The field types differ between platforms (u64 on Linux).
             #[allow(clippy::unnecessary_cast)]
@@ -202,7 +219,7 @@ impl Gauges {
         }
         self.flush_behind.set(&STORAGE, behind);
         self.dispatch_behind.set(&STORAGE, store.dispatch_behind_bytes().max(0));
-        if let Some(earliest) = crate::processor::admin::earliest_message_time(store).filter(|t| *t > 0) {
+        if let Some(earliest) = crate::stats::earliest_message_time(store).filter(|t| *t > 0) {
             self.reserve_time.set(&STORAGE, store::commit_log::now_ms() - earliest);
         }
     }

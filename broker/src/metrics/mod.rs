@@ -6,7 +6,7 @@
 //! [`gauges`]. With `metricsExporterType` other than PROM nothing is registered and every
 //! recording is a no-op, as Java's `Nop` instruments.
 
-mod gauges;
+pub mod gauges;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -21,7 +21,6 @@ use remoting::metrics::MetricsExporterType;
 use remoting::pool::BusinessPool;
 use store::message::properties;
 
-use crate::broker::Broker;
 use crate::config::BrokerConfig;
 use crate::subscription_group::system_group;
 use crate::topic_config::system_topic;
@@ -84,13 +83,13 @@ const PULLED_TOPIC_EXPIRY: std::time::Duration = std::time::Duration::from_secs(
 /// The broker's metrics: recorders that do nothing unless `metricsExporterType=PROM`.
 #[derive(Default)]
 pub struct BrokerMetrics {
-    families: Option<Families>,
+    families: Option<Arc<Families>>,
 }
 
 impl BrokerMetrics {
     pub fn new(c: &BrokerConfig) -> BrokerMetrics {
         match c.metrics_exporter_type {
-            MetricsExporterType::Prom => BrokerMetrics { families: Families::new(c) },
+            MetricsExporterType::Prom => BrokerMetrics { families: Families::new(c).map(Arc::new) },
             MetricsExporterType::Disable => BrokerMetrics::default(),
             other => {
                 tracing::warn!(exporter = ?other, "only metricsExporterType=PROM is supported; metrics are not exported");
@@ -182,23 +181,23 @@ impl BrokerMetrics {
     }
 
     /// Starts the endpoint (`metricsPromExporterHost`, else `brokerIP1`, and
-    /// `metricsPromExporterPort`); `pools` are the business pools by Java's processor names.
-    pub async fn start_exporter(broker: &Arc<Broker>, pools: Vec<(&'static str, Arc<BusinessPool>)>) -> std::io::Result<Option<PromExporter>> {
-        let Some(f) = &broker.metrics.families else { return Ok(None) };
-        let c = broker.config();
+    /// `metricsPromExporterPort`); at each scrape `sources` is asked for the broker's state and
+    /// hands it to the gauges (it may decline, e.g. once the broker is gone); `pools` are the
+    /// business pools by Java's processor names.
+    pub async fn start_exporter(
+        &self,
+        c: &BrokerConfig,
+        sources: impl Fn(&mut dyn FnMut(&gauges::Sources)) + Send + Sync + 'static,
+        pools: Vec<(&'static str, Arc<BusinessPool>)>,
+    ) -> std::io::Result<Option<PromExporter>> {
+        let Some(f) = &self.families else { return Ok(None) };
         let host = if c.metrics_prom_exporter_host.trim().is_empty() { &c.broker_ip1 } else { &c.metrics_prom_exporter_host };
         let ip: IpAddr = host
             .trim()
             .parse()
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("metricsPromExporterHost {host} is not an IP address")))?;
-        let me = Arc::downgrade(broker);
-        let refresh = Arc::new(move || {
-            if let Some(broker) = me.upgrade() {
-                if let Some(f) = &broker.metrics.families {
-                    f.gauges.refresh(&broker, f, &pools);
-                }
-            }
-        });
+        let families = f.clone();
+        let refresh = Arc::new(move || sources(&mut |s| families.gauges.refresh(s, &families, &pools)));
         let exporter = PromExporter::start(SocketAddr::new(ip, c.metrics_prom_exporter_port), f.registry.clone(), refresh).await?;
         Ok(Some(exporter))
     }

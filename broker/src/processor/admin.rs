@@ -92,33 +92,11 @@ pub(crate) fn answered_ok(answer: &ProcessResult) -> bool {
     matches!(answer, Ok(Some(response)) if response.code == ResponseCode::SUCCESS.0)
 }
 
-/// The store time of the oldest message in the commit log (Java's `getEarliestMessageTime`);
-/// none while the commit log is empty.
-pub(crate) fn earliest_message_time(store: &store::store::MessageStore) -> Option<i64> {
-    if store.max_phy_offset() <= 0 {
-        return None;
-    }
-    let bytes = store.look_message_by_offset(store.min_phy_offset())?;
-    match store::message::record::decode_record(&bytes, false) {
-        Ok(store::message::record::RecordAt::Record(r)) => Some(r.store_timestamp),
-        _ => None,
-    }
-}
-
 /// Java's "Total : X, Free : Y." of the store root (`File.getTotalSpace` / `getUsableSpace`).
 fn disk_capacity(path: &std::path::Path) -> Option<String> {
     let s = nix::sys::statvfs::statvfs(path).ok()?;
     let fragment = s.fragment_size() as u64;
     Some(format!("Total : {}, Free : {}.", human_bytes(s.blocks() as u64 * fragment), human_bytes(s.blocks_available() as u64 * fragment)))
-}
-
-/// The store's keys that Java leaves null unless they are set; GET_BROKER_CONFIG prints no line
-/// for a null (`MixAll.object2Properties` skips it).
-const NULL_UNLESS_SET: [&str; 7] =
-    ["storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId"];
-
-pub(crate) fn without_unset_paths(printed: &str) -> String {
-    printed.lines().filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key))).flat_map(|line| [line, "\n"]).collect()
 }
 
 pub struct AdminProcessor {
@@ -224,7 +202,7 @@ impl RequestProcessor for AdminProcessor {
             RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(&br#"{"messageRequestModeMap":{}}"#[..]))),
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.config_version.current(), JsonStyle::Fastjson);
-                let text = without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config(), &b.store_config())));
+                let text = crate::config::without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config(), &b.store_config())));
                 Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
             }
             RequestCode::UPDATE_BROKER_CONFIG => self.update_config(channel, &request),
@@ -277,7 +255,7 @@ impl AdminProcessor {
         // Java: -1 for both while the commit log has no file yet.
         let has_data = store.max_phy_offset() > 0;
         let earliest = if has_data { store.min_phy_offset() } else { -1 };
-        let earliest_time = earliest_message_time(store).unwrap_or(-1);
+        let earliest_time = crate::stats::earliest_message_time(store).unwrap_or(-1);
         let mut t: BTreeMap<&str, String> = BTreeMap::new();
         // Keys made of a path or a level.
         let mut named: Vec<(String, String)> = Vec::new();
@@ -508,9 +486,9 @@ mod tests {
     #[test]
     fn an_unset_commit_log_path_is_not_printed() {
         let printed = "rocketmqHome=/h\nstorePathCommitLog=\nmessageStorePlugIn=\nstorePathRootDir=/s\n";
-        assert_eq!(without_unset_paths(printed), "rocketmqHome=/h\nmessageStorePlugIn=\nstorePathRootDir=/s\n");
+        assert_eq!(crate::config::without_unset_paths(printed), "rocketmqHome=/h\nmessageStorePlugIn=\nstorePathRootDir=/s\n");
         let set = "storePathCommitLog=/c\n";
-        assert_eq!(without_unset_paths(set), set);
-        assert_eq!(without_unset_paths("dLegerGroup=\nhaMasterAddress=\ndLegerSelfId=n0\n"), "dLegerSelfId=n0\n");
+        assert_eq!(crate::config::without_unset_paths(set), set);
+        assert_eq!(crate::config::without_unset_paths("dLegerGroup=\nhaMasterAddress=\ndLegerSelfId=n0\n"), "dLegerSelfId=n0\n");
     }
 }

@@ -99,7 +99,7 @@ impl ClientManageProcessor {
             subscription_data: Option<remoting::protocol::heartbeat::SubscriptionData>,
         }
         let body: Body = fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad CHECK_CLIENT_CONFIG body: {e}")))?;
-        let checked = body.subscription_data.as_ref().map_or(Ok(()), |sub| crate::filter::check_subscription(&self.broker, sub));
+        let checked = body.subscription_data.as_ref().map_or(Ok(()), |sub| crate::filter::check_subscription(self.broker.config().enable_property_filter, sub));
         match checked {
             Ok(()) => Ok(Some(ok(request))),
             Err((code, remark)) => Err(ProcessError::new(code, remark)),

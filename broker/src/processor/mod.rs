@@ -1,5 +1,6 @@
 //! Request processors, one file per family of codes, as Java's.
 
+pub mod acl_admin;
 pub mod admin;
 pub mod batch_create;
 pub mod broker_stats;

@@ -87,7 +87,7 @@ impl PullProcessor {
             Err((code, remark)) => return err(code, remark),
         };
 
-        let sql = match crate::filter::pull_filter(b, &subscription) {
+        let sql = match crate::filter::pull_filter(b.config().enable_property_filter, &subscription) {
             Ok(sql) => sql,
             Err((code, remark)) => return err(code, remark),
         };
