@@ -5,9 +5,8 @@ use std::time::Instant;
 
 use parking_lot::RwLock;
 use remoting::protocol::heartbeat::SubscriptionData;
-use remoting::server::Channel;
 
-use super::{ClientChannelInfo, CHANNEL_EXPIRED_TIMEOUT};
+use super::{ClientChannel, ClientChannelInfo, CHANNEL_EXPIRED_TIMEOUT};
 
 #[derive(Clone, Debug, Default)]
 pub struct ConsumerGroupInfo {
@@ -80,7 +79,7 @@ impl ConsumerManager {
     }
 
     /// Removes a connection from a group (UNREGISTER_CLIENT). True when it was there.
-    pub fn unregister(&self, group: &str, channel: &Channel) -> bool {
+    pub fn unregister(&self, group: &str, channel: &dyn ClientChannel) -> bool {
         let mut groups = self.groups.write();
         let Some(info) = groups.get_mut(group) else { return false };
         let removed = info.channels.remove(&channel.id()).is_some();
@@ -91,7 +90,7 @@ impl ConsumerManager {
     }
 
     /// A connection closed: the groups it was in (whose other members must be told).
-    pub fn on_channel_closed(&self, channel: &Channel) -> Vec<String> {
+    pub fn on_channel_closed(&self, channel: &dyn ClientChannel) -> Vec<String> {
         let mut groups = self.groups.write();
         let mut affected = Vec::new();
         groups.retain(|name, info| {
@@ -116,7 +115,7 @@ impl ConsumerManager {
         let mut affected = Vec::new();
         for channel in expired {
             channel.close();
-            affected.extend(self.on_channel_closed(&channel));
+            affected.extend(self.on_channel_closed(channel.as_ref()));
         }
         affected.sort();
         affected.dedup();

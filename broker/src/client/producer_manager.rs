@@ -5,9 +5,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use parking_lot::RwLock;
-use remoting::server::Channel;
 
-use super::{ClientChannelInfo, CHANNEL_EXPIRED_TIMEOUT};
+use super::{ClientChannel, ClientChannelInfo, SharedClientChannel, CHANNEL_EXPIRED_TIMEOUT};
 
 #[derive(Default)]
 pub struct ProducerManager {
@@ -19,7 +18,7 @@ impl ProducerManager {
         self.groups.write().entry(group.to_owned()).or_default().insert(client.channel.id(), client);
     }
 
-    pub fn unregister(&self, group: &str, channel: &Channel) {
+    pub fn unregister(&self, group: &str, channel: &dyn ClientChannel) {
         let mut groups = self.groups.write();
         if let Some(channels) = groups.get_mut(group) {
             channels.remove(&channel.id());
@@ -29,7 +28,7 @@ impl ProducerManager {
         }
     }
 
-    pub fn on_channel_closed(&self, channel: &Channel) {
+    pub fn on_channel_closed(&self, channel: &dyn ClientChannel) {
         self.groups.write().retain(|_, channels| {
             channels.remove(&channel.id());
             !channels.is_empty()
@@ -37,7 +36,7 @@ impl ProducerManager {
     }
 
     pub fn scan_expired(&self, now: Instant) {
-        let expired: Vec<Channel> = self
+        let expired: Vec<SharedClientChannel> = self
             .groups
             .read()
             .values()
@@ -47,7 +46,7 @@ impl ProducerManager {
             .collect();
         for channel in expired {
             channel.close();
-            self.on_channel_closed(&channel);
+            self.on_channel_closed(channel.as_ref());
         }
     }
 
@@ -58,7 +57,7 @@ impl ProducerManager {
 
     /// The live connection of the client with this id, in whichever group (Java's `findChannel`):
     /// where a reply to that client's request goes.
-    pub fn find_channel(&self, client_id: &str) -> Option<Channel> {
+    pub fn find_channel(&self, client_id: &str) -> Option<SharedClientChannel> {
         let groups = self.groups.read();
         let mut clients = groups.values().flat_map(|m| m.values());
         clients.find(|c| c.client_id == client_id && !c.channel.is_closed()).map(|c| c.channel.clone())
@@ -70,7 +69,7 @@ impl ProducerManager {
     }
 
     /// Any one live connection of a group (where a transaction check goes).
-    pub fn any_channel(&self, group: &str) -> Option<Channel> {
+    pub fn any_channel(&self, group: &str) -> Option<SharedClientChannel> {
         self.groups.read().get(group)?.values().find(|c| !c.channel.is_closed()).map(|c| c.channel.clone())
     }
 }

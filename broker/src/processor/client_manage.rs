@@ -39,7 +39,7 @@ impl ClientManageProcessor {
         let data: HeartbeatData =
             fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("heartbeat body is not valid HeartbeatData: {e}")))?;
         let client = ClientChannelInfo {
-            channel: channel.clone(),
+            channel: std::sync::Arc::new(channel.clone()),
             client_id: data.client_id.clone(),
             language: request.language,
             version: request.version,

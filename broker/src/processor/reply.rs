@@ -149,7 +149,7 @@ fn push_request(h: &SendMessageRequestHeader, born: SocketAddr, stored: SocketAd
 }
 
 /// Pushes the reply to the requester, with Java's remarks for each way it fails.
-async fn push_to(requester: Option<&str>, target: Option<Channel>, push: RemotingCommand) -> Pushed {
+async fn push_to(requester: Option<&str>, target: Option<crate::client::SharedClientChannel>, push: RemotingCommand) -> Pushed {
     let Some(id) = requester else {
         return Err(format!("reply message properties[{REPLY_TO_CLIENT}] is null"));
     };
