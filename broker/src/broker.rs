@@ -24,24 +24,28 @@ use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
 
+/// The broker's config as UPDATE_BROKER_CONFIG leaves it: a handle services keep and read at
+/// each use.
+pub type LiveConfig = Arc<ArcSwap<BrokerConfig>>;
+
 /// Appended to remarks as Java's `FAQUrl.suggestTodo` does.
 pub const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
 pub struct Broker {
     /// The config now: read through [`Broker::config`] where a value is used, so what
     /// UPDATE_BROKER_CONFIG changes takes effect at once (see [`crate::runtime_config`]).
-    pub(crate) live_config: ArcSwap<BrokerConfig>,
+    pub(crate) live_config: LiveConfig,
     pub(crate) live_store_config: ArcSwap<MessageStoreConfig>,
     /// Where UPDATE_BROKER_CONFIG persists the config (`mqbroker -c FILE`; none when embedded).
     pub config_file: Option<std::path::PathBuf>,
     /// The config's data version, and the lock that makes updates one at a time.
     pub config_version: crate::config::ConfigVersion,
     pub store: Arc<MessageStore>,
-    pub topics: TopicConfigManager,
-    pub groups: SubscriptionGroupManager,
-    pub offsets: ConsumerOffsetManager,
-    pub consumers: ConsumerManager,
-    pub producers: ProducerManager,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub consumers: Arc<ConsumerManager>,
+    pub producers: Arc<ProducerManager>,
     pub locks: RebalanceLockManager,
     pub hold: std::sync::OnceLock<Arc<PullRequestHoldService>>,
     pub identity: BrokerIdentity,
@@ -56,11 +60,11 @@ pub struct Broker {
     /// the metadata from.
     pub master_addr: parking_lot::RwLock<Option<String>>,
     /// Messages stored and handed out, and their rates (GET_BROKER_RUNTIME_INFO).
-    pub stats: crate::stats::StoreStats,
+    pub stats: Arc<crate::stats::StoreStats>,
     /// Per-topic and per-group counters and their windows (VIEW_BROKER_STATS_DATA).
-    pub broker_stats: crate::stats_manager::BrokerStatsManager,
+    pub broker_stats: Arc<crate::stats_manager::BrokerStatsManager>,
     /// Prometheus metrics (`metricsExporterType=PROM`; no-ops otherwise).
-    pub metrics: crate::metrics::BrokerMetrics,
+    pub metrics: Arc<crate::metrics::BrokerMetrics>,
     /// The access validator of `aclEnable=true`.
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Asks the registration task for a registration with every name server (coalesced).

@@ -20,8 +20,6 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::broker::Broker;
-use crate::client::consumer_manager::ConsumerManager;
-use crate::client::producer_manager::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
 use crate::consumer_offset::ConsumerOffsetManager;
@@ -242,19 +240,19 @@ async fn open(
         ha_server_addr: format!("{}:{ha_port}", config.broker_ip2),
     };
     let broker = Arc::new(Broker {
-        topics: TopicConfigManager::open(&config, &root)?,
-        groups: SubscriptionGroupManager::open(&root)?,
-        offsets: ConsumerOffsetManager::open(&root)?,
-        broker_stats: crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name),
-        metrics: crate::metrics::BrokerMetrics::new(&config),
+        topics: Arc::new(TopicConfigManager::open(&config, &root)?),
+        groups: Arc::new(SubscriptionGroupManager::open(&root)?),
+        offsets: Arc::new(ConsumerOffsetManager::open(&root)?),
+        broker_stats: Arc::new(crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name)),
+        metrics: Arc::new(crate::metrics::BrokerMetrics::new(&config)),
         acl: open_acl(&config)?,
-        live_config: ArcSwap::from_pointee(config),
+        live_config: Arc::new(ArcSwap::from_pointee(config)),
         live_store_config: ArcSwap::from_pointee(store_config),
         config_file,
         config_version: Default::default(),
         store,
-        consumers: ConsumerManager::default(),
-        producers: ProducerManager::default(),
+        consumers: Default::default(),
+        producers: Default::default(),
         locks: Default::default(),
         hold: std::sync::OnceLock::new(),
         identity,
@@ -288,11 +286,23 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
 
     let send = Arc::new(SendProcessor { broker: broker.clone() });
-    let pull = Arc::new(PullProcessor { broker: broker.clone() });
+    let pull_service = Arc::new(crate::consumption::PullService {
+        config: broker.live_config.clone(),
+        store: broker.store.clone(),
+        topics: broker.topics.clone(),
+        groups: broker.groups.clone(),
+        offsets: broker.offsets.clone(),
+        consumers: broker.consumers.clone(),
+        stats: broker.stats.clone(),
+        broker_stats: broker.broker_stats.clone(),
+        metrics: broker.metrics.clone(),
+        parking: Default::default(),
+    });
+    let pull = Arc::new(PullProcessor { service: pull_service.clone() });
     let client = Arc::new(ClientManageProcessor { broker: broker.clone() });
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
-    let hold = long_polling(broker, &pull, &pool_of(Pool::Pull));
+    let hold = long_polling(broker, &pull_service, &pool_of(Pool::Pull));
     let consumer = Arc::new(ConsumerManageProcessor { broker: broker.clone() });
     let lock = Arc::new(LockProcessor { broker: broker.clone() });
     let query = Arc::new(QueryProcessor { broker: broker.clone() });
@@ -343,16 +353,17 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
 
 /// The long-polling service: the store's dispatcher wakes parked pulls, which run again on the
 /// pull pool without the right to be parked again.
-fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc<BusinessPool>) -> Arc<PullRequestHoldService> {
-    let (processor, pool) = (pull.clone(), pull_pool.clone());
+fn long_polling(broker: &Arc<Broker>, pull: &Arc<crate::consumption::PullService>, pull_pool: &Arc<BusinessPool>) -> Arc<PullRequestHoldService> {
+    // Weak: the service holds the lot, whose wake action runs the service.
+    let (service, pool) = (Arc::downgrade(pull), pull_pool.clone());
     let wake = move |held: HeldPull| {
-        let processor = processor.clone();
+        let Some(service) = service.upgrade() else { return };
         let (channel, request, parked_at) = (held.channel, held.request, held.parked_at);
         // Exactly one of the two answers: the job's, or SYSTEM_BUSY when the pool refuses it.
         let answer = || Reply::to(&channel, &request).since(parked_at).after_long_polling();
         let (reply, busy) = (answer(), answer());
         let job = move || {
-            if let Some(response) = processor.pull(&channel, request, false) {
+            if let Some(response) = service.pull(&channel, request, false) {
                 reply.send(response);
             }
         };
@@ -365,6 +376,7 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<PullProcessor>, pull_pool: &Arc
     let budget = crate::parking::ParkingBudget::new(c.max_parked_pulls_per_connection, c.max_parked_pulls);
     let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), budget));
     let _ = broker.hold.set(hold.clone());
+    let _ = pull.parking.set(hold.clone());
     let arrivals = hold.clone();
     broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
         arrivals.notify_arriving(&crate::parking::QueueKey::new(topic, queue_id), max_offset, Some(tags_code), Instant::now());

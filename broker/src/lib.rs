@@ -22,6 +22,7 @@ pub mod client;
 pub mod config;
 pub mod config_file;
 pub mod consumer_offset;
+pub mod consumption;
 pub mod controller;
 pub mod delay_offset;
 pub mod dledger;
