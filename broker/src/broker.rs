@@ -44,6 +44,8 @@ pub struct Broker {
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
+    /// The schedule service's progress per delay level (`delayOffset.json`).
+    pub delay_offsets: Arc<crate::delay_offset::DelayOffsets>,
     pub consumers: Arc<ConsumerManager>,
     pub producers: Arc<ProducerManager>,
     pub locks: RebalanceLockManager,
@@ -229,6 +231,16 @@ impl Broker {
         }
         namesrv_client::unregister_all(&self.namesrv, &addrs, &self.identity(), Duration::from_secs(3)).await;
         info!("unregistered from the name servers");
+    }
+
+    /// The metadata tables, as handles a service keeps.
+    pub fn metadata(&self) -> crate::metadata::Metadata {
+        crate::metadata::Metadata {
+            topics: self.topics.clone(),
+            groups: self.groups.clone(),
+            offsets: self.offsets.clone(),
+            delay_offsets: self.delay_offsets.clone(),
+        }
     }
 
     pub fn hold(&self) -> Option<&Arc<PullRequestHoldService>> {

@@ -22,8 +22,6 @@ use tracing::{info, warn};
 use crate::broker::Broker;
 use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
-use crate::consumer_offset::ConsumerOffsetManager;
-use crate::delay_offset::DelayOffsets;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
 use crate::processor::admin::{AdminProcessor, QueuedPools};
@@ -40,8 +38,6 @@ use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
 use crate::routes::{Handler, Pool, ROUTES};
 use crate::schedule::ScheduleService;
-use crate::subscription_group::SubscriptionGroupManager;
-use crate::topic_config::TopicConfigManager;
 use crate::transaction::TransactionChecker;
 
 #[derive(Debug, thiserror::Error)]
@@ -109,9 +105,9 @@ impl BrokerController {
         config_file: Option<std::path::PathBuf>,
     ) -> Result<BrokerController, StartError> {
         let (broker, member) = open(config, store_config, config_file).await?;
-        let delay_offsets = Arc::new(DelayOffsets::open(&broker.store_config().root_dir())?);
-        let mut services = vec![crate::persister::start(broker.clone(), delay_offsets.clone())?];
-        let (registry, hold, watermarks) = processors(&broker, &delay_offsets)?;
+        let flush_offsets_every = Duration::from_millis(broker.config().flush_consumer_offset_interval_ms);
+        let mut services = vec![crate::persister::start(broker.metadata(), flush_offsets_every)?];
+        let (registry, hold, watermarks) = processors(&broker)?;
         // As Java, a metrics port that cannot be had stops the start.
         let me = Arc::downgrade(&broker);
         let sources = move |refresh: &mut dyn FnMut(&crate::metrics::gauges::Sources)| {
@@ -148,11 +144,11 @@ impl BrokerController {
             None => None,
         };
         let server = RemotingServer::start(server_config(&broker.config())?, registry).await?;
-        services.extend(background_services(&broker, hold, delay_offsets.clone())?);
+        services.extend(background_services(&broker, hold)?);
         // As Java: register once at start (in DLedger mode at the first role change), then
         // periodically and when asked.
         broker.register(false).await;
-        let mut tasks = async_tasks(&broker, delay_offsets);
+        let mut tasks = async_tasks(&broker);
         let member = member.map(|m| {
             let roles = crate::dledger::role::follow(broker.clone(), m.server.handle(), m.offsets.clone(), m.slave_id);
             tasks.push(tokio::spawn(roles));
@@ -239,10 +235,12 @@ async fn open(
         broker_addr: store_host.to_string(),
         ha_server_addr: format!("{}:{ha_port}", config.broker_ip2),
     };
+    let meta = crate::metadata::Metadata::open(&config, &root)?;
     let broker = Arc::new(Broker {
-        topics: Arc::new(TopicConfigManager::open(&config, &root)?),
-        groups: Arc::new(SubscriptionGroupManager::open(&root)?),
-        offsets: Arc::new(ConsumerOffsetManager::open(&root)?),
+        topics: meta.topics,
+        groups: meta.groups,
+        offsets: meta.offsets,
+        delay_offsets: meta.delay_offsets,
         broker_stats: Arc::new(crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name)),
         metrics: Arc::new(crate::metrics::BrokerMetrics::new(&config)),
         acl: open_acl(&config)?,
@@ -275,7 +273,7 @@ type WatermarkPools = Vec<(&'static str, Arc<BusinessPool>)>;
 /// Every code of the route table on its processor and pool (one bounded pool per family, as
 /// Java), behind the ACL check of its route when `aclEnable=true`; and the long-polling service
 /// that parks pulls.
-fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, WatermarkPools), StartError> {
+fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, WatermarkPools), StartError> {
     let c = &broker.config();
     let mut pools = HashMap::new();
     for kind in Pool::ALL {
@@ -308,7 +306,7 @@ fn processors(broker: &Arc<Broker>, delay_offsets: &Arc<DelayOffsets>) -> Result
     let query = Arc::new(QueryProcessor { broker: broker.clone() });
     let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
     let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor { broker: broker.clone() });
-    let admin = Arc::new(AdminProcessor { broker: broker.clone(), delay_offsets: delay_offsets.clone(), pools: queued });
+    let admin = Arc::new(AdminProcessor { broker: broker.clone(), pools: queued });
     let relay = Arc::new(RelayProcessor { broker: broker.clone() });
     let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
     let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
@@ -411,7 +409,7 @@ fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
 /// The threads that run on their own: the long-polling check (Java: every 5 s, or every
 /// `shortPollingTimeMills` without long polling), and on a master delayed delivery and the
 /// transaction check (a slave runs neither: it writes nothing).
-fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, delay_offsets: Arc<DelayOffsets>) -> Result<Vec<Service>, StartError> {
+fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>) -> Result<Vec<Service>, StartError> {
     let c = &broker.config();
     let check_every = if c.long_polling_enable { Duration::from_secs(5) } else { Duration::from_millis(c.short_polling_time_ms.max(1)) };
     let store = broker.store.clone();
@@ -426,7 +424,12 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     }
     let me = broker.clone();
     let on_delivered = Box::new(move |topic: &str, bytes: usize| me.metrics.on_delayed_delivery(topic, bytes));
-    let schedule = ScheduleService { store: broker.store.clone(), offsets: delay_offsets, levels: broker.store_config().delay_levels_ms().len(), on_delivered };
+    let schedule = ScheduleService {
+        store: broker.store.clone(),
+        offsets: broker.delay_offsets.clone(),
+        levels: broker.store_config().delay_levels_ms().len(),
+        on_delivered,
+    };
     let me = broker.clone();
     let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || {
         if !me.is_slave() {
@@ -445,7 +448,7 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
 
 /// Name-server registration (every `registerNameServerPeriod`, and when a processor asks), the
 /// stats sampler, the expiry of silent clients, and on a slave the metadata copy.
-fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<JoinHandle<()>> {
+fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     if broker.is_slave() || broker.store.is_dledger() {
         let me = broker.clone();
@@ -459,7 +462,7 @@ fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<Jo
                 }
                 let master = me.master_addr.read().clone();
                 if let Some(master) = master {
-                    crate::slave_sync::sync_all(&me, &delay_offsets, &master).await;
+                    crate::slave_sync::sync_all(&me, &master).await;
                 }
             }
         }));

@@ -28,6 +28,7 @@ pub mod delay_offset;
 pub mod dledger;
 pub mod filter;
 pub mod long_polling;
+pub mod metadata;
 pub mod metrics;
 pub mod namesrv_client;
 pub mod parking;

@@ -4,14 +4,12 @@
 //! `flushConsumerOffsetInterval` and delay offsets every 10 s, as Java's scheduled tasks do, and
 //! everything once more when it stops.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use remoting::service::Service;
 use tracing::error;
 
-use crate::broker::Broker;
-use crate::delay_offset::DelayOffsets;
+use crate::metadata::Metadata;
 
 /// Java's `flushDelayOffsetInterval` default.
 const DELAY_OFFSET_INTERVAL: Duration = Duration::from_secs(10);
@@ -19,8 +17,7 @@ const DELAY_OFFSET_INTERVAL: Duration = Duration::from_secs(10);
 const TICK: Duration = Duration::from_secs(1);
 
 struct Files {
-    broker: Arc<Broker>,
-    delay_offsets: Arc<DelayOffsets>,
+    meta: Metadata,
     offsets_every: Duration,
     offsets_written: Instant,
     delay_written: Instant,
@@ -28,7 +25,7 @@ struct Files {
 
 impl Files {
     fn write_due(&mut self, everything: bool) {
-        let b = &self.broker;
+        let b = &self.meta;
         if let Err(e) = b.topics.persist_if_dirty() {
             error!(error = %e, "cannot persist topics; will try again");
         }
@@ -43,7 +40,7 @@ impl Files {
         }
         if everything || self.delay_written.elapsed() >= DELAY_OFFSET_INTERVAL {
             self.delay_written = Instant::now();
-            if let Err(e) = self.delay_offsets.persist() {
+            if let Err(e) = b.delay_offsets.persist() {
                 error!(error = %e, "cannot persist delay offsets");
             }
         }
@@ -51,16 +48,18 @@ impl Files {
 }
 
 /// Starts the persister; stopping the returned service writes everything a last time.
-pub fn start(broker: Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> std::io::Result<Service> {
-    let offsets_every = Duration::from_millis(broker.config().flush_consumer_offset_interval_ms.max(100));
-    let mut files = Files { broker: broker.clone(), delay_offsets, offsets_every, offsets_written: Instant::now(), delay_written: Instant::now() };
+/// `flush_consumer_offset_interval`: Java's `flushConsumerOffsetInterval`.
+pub fn start(meta: Metadata, flush_consumer_offset_interval: Duration) -> std::io::Result<Service> {
+    let offsets_every = flush_consumer_offset_interval.max(Duration::from_millis(100));
+    let (topics, groups) = (meta.topics.clone(), meta.groups.clone());
+    let mut files = Files { meta, offsets_every, offsets_written: Instant::now(), delay_written: Instant::now() };
     let service = Service::spawn("BrokerPersister", move |cx| {
         while cx.wait(TICK.min(offsets_every)) {
             files.write_due(false);
         }
         files.write_due(true);
     })?;
-    broker.topics.file().set_persister(service.waker());
-    broker.groups.file().set_persister(service.waker());
+    topics.file().set_persister(service.waker());
+    groups.file().set_persister(service.waker());
     Ok(service)
 }

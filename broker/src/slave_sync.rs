@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use crate::broker::Broker;
 use crate::consumer_offset::ConsumerOffsetFile;
-use crate::delay_offset::{DelayOffsetFile, DelayOffsets};
+use crate::delay_offset::DelayOffsetFile;
 use crate::subscription_group::SubscriptionGroupFile;
 
 pub const FIRST_SYNC_AFTER: Duration = Duration::from_secs(3);
@@ -43,7 +43,7 @@ async fn fetch<T: DeserializeOwned>(b: &Broker, master: &str, code: RequestCode)
 }
 
 /// One round of the four copies; each is tried even when another fails, as Java does.
-pub async fn sync_all(b: &Broker, delay_offsets: &DelayOffsets, master: &str) {
+pub async fn sync_all(b: &Broker, master: &str) {
     if master == b.identity.broker_addr {
         return;
     }
@@ -60,7 +60,7 @@ pub async fn sync_all(b: &Broker, delay_offsets: &DelayOffsets, master: &str) {
         Err(e) => warn!(error = %e, "cannot sync consumer offsets"),
     }
     match fetch::<DelayOffsetFile>(b, master, RequestCode::GET_ALL_DELAY_OFFSET).await {
-        Ok(delay) => delay_offsets.replace_from_master(delay),
+        Ok(delay) => b.delay_offsets.replace_from_master(delay),
         Err(e) => warn!(error = %e, "cannot sync delay offsets"),
     }
     match fetch::<SubscriptionGroupFile>(b, master, RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await {

@@ -101,8 +101,6 @@ fn disk_capacity(path: &std::path::Path) -> Option<String> {
 
 pub struct AdminProcessor {
     pub broker: Arc<Broker>,
-    /// The schedule service's progress (GET_ALL_DELAY_OFFSET).
-    pub delay_offsets: Arc<crate::delay_offset::DelayOffsets>,
     pub pools: QueuedPools,
 }
 
@@ -147,7 +145,7 @@ impl RequestProcessor for AdminProcessor {
             RequestCode::GET_ALL_TOPIC_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.topics.wrapper(), JsonStyle::Fastjson)))),
             // What a slave copies from its master (Java's SlaveSynchronize), compact JSON of the files.
             RequestCode::GET_ALL_CONSUMER_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.offsets.snapshot(), JsonStyle::Fastjson)))),
-            RequestCode::GET_ALL_DELAY_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&self.delay_offsets.snapshot(), JsonStyle::Fastjson)))),
+            RequestCode::GET_ALL_DELAY_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&self.broker.delay_offsets.snapshot(), JsonStyle::Fastjson)))),
             RequestCode::GET_TOPIC_CONFIG => {
                 let h: TopicHeader = request.decode_header()?;
                 match b.topics.select(&h.topic) {
@@ -312,7 +310,7 @@ impl AdminProcessor {
         named.push((format!("commitLogDiskRatio_{}", commit_log_dir.display()), java_double(disk)));
         t.insert("consumeQueueDiskRatio", java_double(store::cleanup::disk_used_ratio(&b.store_config().consume_queue_dir())));
         // The schedule service's progress per level: "delivered offset,max offset" (Java's buildRunningStats).
-        for (level, offset) in self.delay_offsets.snapshot().offset_table {
+        for (level, offset) in self.broker.delay_offsets.snapshot().offset_table {
             let max = store.max_offset_in_queue(system_topic::SCHEDULE, level - 1);
             named.push((format!("scheduleMessageOffset_{level}"), format!("{offset},{max}")));
         }
