@@ -149,6 +149,16 @@ impl BrokerController {
         self.server.local_addr()
     }
 
+    /// Serves one connection over `stream` (e.g. one end of `tokio::io::duplex`) as if `peer` had
+    /// connected to the broker's port: the same processors, bounds and connection hooks, so
+    /// tests can drive the broker in-process.
+    pub fn serve_stream<S>(&self, stream: S, peer: SocketAddr) -> std::io::Result<Channel>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        self.server.serve_stream(stream, peer)
+    }
+
     /// Stops as Java does: unregister, stop serving, stop the services (the persister writes the
     /// metadata a last time), shut the store down.
     pub async fn shutdown(mut self) {
