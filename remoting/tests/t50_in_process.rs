@@ -1,11 +1,12 @@
 //! The server and client over `tokio::io::duplex` instead of sockets: requests, oneways, bad
 //! input, idle close, the connection listener, the metrics observer and the connection cap all
-//! behave as they do over TCP.
+//! behave as they do over TCP; typed calls go over them too.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use remoting::call::{expect_success, CallError, RemotingRequest};
 use remoting::client::{client_channel, ClientConfig, RemotingClient};
 use remoting::connection::{ConnectionConfig, Endpoints};
 use remoting::metrics::rpc::{RpcObserver, RpcRecord, RpcResult};
@@ -226,4 +227,71 @@ async fn shutdown_closes_in_process_streams() {
     let mut rest = Vec::new();
     let read = tokio::time::timeout(TIMEOUT, raw.read_to_end(&mut rest)).await.expect("shutdown closes the stream");
     assert_eq!(read.unwrap(), 0);
+}
+
+/// A typed request for the echo processor: its `name` goes out in a header and comes back.
+struct Greet {
+    name: &'static str,
+}
+
+impl RemotingRequest for Greet {
+    const CODE: RequestCode = ECHO;
+    type Response = String;
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request(Self::CODE).with_ext("name", self.name)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<String, CallError> {
+        let answer = expect_success(response)?;
+        answer.ext("name").map(str::to_owned).ok_or_else(|| CallError::BadResponse { reason: "no name".into() })
+    }
+}
+
+/// The same request under a code nobody serves.
+struct Unserved;
+
+impl RemotingRequest for Unserved {
+    const CODE: RequestCode = RequestCode(778);
+    type Response = ();
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request(Self::CODE)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<(), CallError> {
+        expect_success(response).map(drop)
+    }
+}
+
+#[tokio::test]
+async fn a_typed_call_over_a_duplex_stream_returns_its_typed_answer() {
+    let fixture = in_process_server(ConnectionConfig::default(), 16);
+    let (client_end, server_end) = tokio::io::duplex(DUPLEX_BYTES);
+    fixture.server.serve_stream(server_end, peer(40010)).unwrap();
+    let client = client_channel(client_end, endpoints(40010), &ConnectionConfig::default());
+
+    let greeted = client.call(Greet { name: "ada" }, TIMEOUT).await.unwrap();
+    let refused = client.call(Unserved, TIMEOUT).await.unwrap_err();
+
+    assert_eq!(greeted, "ada");
+    assert!(matches!(refused, CallError::Refused { code: ResponseCode::REQUEST_CODE_NOT_SUPPORTED, .. }), "{refused:?}");
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_typed_call_by_address_goes_over_the_attached_stream() {
+    let fixture = in_process_server(ConnectionConfig::default(), 16);
+    let (client_end, server_end) = tokio::io::duplex(DUPLEX_BYTES);
+    fixture.server.serve_stream(server_end, peer(40011)).unwrap();
+    let client = RemotingClient::new(ClientConfig::default());
+    client.attach_stream("10.0.0.2:10911", client_end, endpoints(40011));
+
+    client.call_oneway("10.0.0.2:10911", Greet { name: "oneway" }).await.unwrap();
+    let greeted = client.call("10.0.0.2:10911", Greet { name: "grace" }, TIMEOUT).await.unwrap();
+
+    assert_eq!(greeted, "grace");
+    assert_eq!(fixture.echo.seen.lock().unwrap().clone(), vec![(ECHO.0, true), (ECHO.0, false)]);
+    client.shutdown();
+    fixture.server.shutdown().await;
 }
