@@ -252,7 +252,7 @@ async fn open(
         store_host,
         namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
         runtime: tokio::runtime::Handle::current(),
-        boot_timestamp: store::commit_log::now_ms(),
+        boot_timestamp: remoting::clock::now_ms(),
         ha,
         master_addr: Default::default(),
         stats: Default::default(),
@@ -474,7 +474,7 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>, 
     let me = broker.clone();
     let transaction_check = Service::every("TransactionalMessageCheckService", checker.interval(), false, move || {
         if !me.is_slave() {
-            checker.check_once(store::commit_log::now_ms());
+            checker.check_once(remoting::clock::now_ms());
         }
     })?;
     Ok(vec![hold_check, schedule, transaction_check])
@@ -517,7 +517,7 @@ fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<Jo
         let mut ticker = tokio::time::interval(Duration::from_millis(crate::stats_manager::TICK_MS));
         loop {
             ticker.tick().await;
-            me.broker_stats.tick(store::commit_log::now_ms());
+            me.broker_stats.tick(remoting::clock::now_ms());
         }
     }));
     let me = broker.clone();
@@ -537,7 +537,7 @@ fn async_tasks(broker: &Arc<Broker>, delay_offsets: Arc<DelayOffsets>) -> Vec<Jo
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
         loop {
             ticker.tick().await;
-            me.stats.sample(store::commit_log::now_ms());
+            me.stats.sample(remoting::clock::now_ms());
         }
     }));
     let me = broker.clone();

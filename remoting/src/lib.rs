@@ -10,12 +10,13 @@
 //!   business pools; [`client`]: sync, async and oneway calls over cached connections;
 //!   [`connection`]: one connection over a socket or any in-process byte stream;
 //! - [`call`]: typed calls, a request type naming its code, frame and response type;
-//! - [`service`]: background threads that can be woken and stopped;
+//! - [`service`]: background threads that can be woken and stopped; [`clock`]: the wall clock;
 //! - [`metrics`]: the Prometheus endpoint and request latency, named as Java 5.3.3 names them;
 //!   [`version`]: Java's version ordinals.
 
 pub mod call;
 pub mod client;
+pub mod clock;
 pub mod code;
 pub mod codec;
 pub mod command;

@@ -125,7 +125,7 @@ impl RequestProcessor for MaintenanceProcessor {
             }
             RequestCode::QUERY_CONSUME_QUEUE => super::consume_queue_query::query_consume_queue(b, &request),
             RequestCode::GET_ALL_PRODUCER_INFO => {
-                let (now_ms, now) = (store::commit_log::now_ms(), Instant::now());
+                let (now_ms, now) = (remoting::clock::now_ms(), Instant::now());
                 let mut table: BTreeMap<String, Vec<ProducerInfo>> = BTreeMap::new();
                 for (group, clients) in b.producers.table() {
                     table.insert(group, clients.iter().map(|c| ProducerInfo::of(c, now_ms, now)).collect());
