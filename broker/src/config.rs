@@ -307,6 +307,12 @@ pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_netty_server_key_is_a_broker_key() {
+        let missing: Vec<&str> = remoting::config::NETTY_SERVER_KEYS.into_iter().filter(|k| !BrokerConfig::keys().contains(k)).collect();
+        assert_eq!(missing, Vec::<&str>::new());
+    }
+
     fn props(pairs: &[(&str, &str)]) -> IndexMap<String, String> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
