@@ -319,7 +319,7 @@ impl RelayProcessor {
         let client_body = bytes::Bytes::from(client_body);
         for client in &clients {
             let reset = ResetClientOffset { header: header.clone(), body: client_body.clone() };
-            match client.channel.call_oneway(reset) {
+            match client.channel.invoke_oneway(reset.into_command()) {
                 Ok(()) => tracing::info!(topic = %h.topic, group = %h.group, client = client.client_id, "[reset-offset] reset offset sent"),
                 Err(e) => tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent"),
             }
@@ -362,7 +362,7 @@ impl RelayProcessor {
         let client_body = bytes::Bytes::from(body.clone());
         for client in b.consumers.group(&h.group).map(|g| g.channels.into_values().collect::<Vec<_>>()).unwrap_or_default() {
             let reset = ResetClientOffset { header: header.clone(), body: client_body.clone() };
-            if let Err(e) = client.channel.call_oneway(reset) {
+            if let Err(e) = client.channel.invoke_oneway(reset.into_command()) {
                 tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent");
             }
         }
@@ -393,7 +393,9 @@ impl RelayProcessor {
         b.runtime.spawn(async move {
             let mut table = BTreeMap::new();
             for client in asked {
-                match client.channel.call(ClientStatus { header: header.clone() }, CONSUMER_STATUS_TIMEOUT).await {
+                // Through the connection's own `invoke`, which every kind of client connection has.
+                let asked = client.channel.invoke(ClientStatus { header: header.clone() }.into_command(), CONSUMER_STATUS_TIMEOUT).await;
+                match asked.map_err(CallError::from).and_then(ClientStatus::parse_response) {
                     Ok(Some(offsets)) => {
                         table.insert(client.client_id.clone(), offsets);
                     }
