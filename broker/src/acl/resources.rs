@@ -11,7 +11,7 @@ use remoting::{RemotingCommand, RequestCode};
 
 use super::config::perm;
 
-const RETRY_PREFIX: &str = remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX;
+const RETRY_PREFIX: &str = "%RETRY%";
 
 /// Java's `Permission.ADMIN_CODE`, and the ACL codes (which 4.9.7 leaves to any account, though
 /// GET_BROKER_CLUSTER_ACL_CONFIG hands out every secret key), the offset reset, the batch creates
