@@ -9,7 +9,6 @@ use arc_swap::ArcSwap;
 
 use remoting::client::RemotingClient;
 use remoting::protocol::perm;
-use remoting::RemotingCommand;
 use store::config::MessageStoreConfig;
 use store::store::MessageStore;
 use tracing::info;
@@ -213,10 +212,9 @@ impl Broker {
         // The local end is read before the master is asked: while replication runs, bytes the
         // master sent after it answered would otherwise look like bytes it never had.
         let local_end = self.store.commit_log().max_offset();
-        let request = RemotingCommand::request(remoting::RequestCode::GET_BROKER_RUNTIME_INFO);
-        let Ok(response) = self.namesrv.invoke(master, request, Duration::from_secs(3)).await else { return true };
-        let Ok(info) = remoting::fastjson::from_slice::<serde_json::Value>(response.body_bytes()) else { return true };
-        let Some(master_end) = info["table"]["commitLogMaxOffset"].as_str().and_then(|v| v.parse::<i64>().ok()) else { return true };
+        let asked = self.namesrv.call(master, remoting::protocol::body::GetBrokerRuntimeInfo, Duration::from_secs(3)).await;
+        let Ok(info) = asked else { return true };
+        let Some(master_end) = info.table.get("commitLogMaxOffset").and_then(|v| v.parse::<i64>().ok()) else { return true };
         if local_end > master_end {
             tracing::error!(master, master_end, local_end, "this slave holds {} bytes its master does not: the logs have diverged; not replicating (truncate this slave's commit log to the master's end, or restore the master)", local_end - master_end);
             return false;

@@ -86,7 +86,7 @@ java_config! {
         pub broker_topic_enable: bool = "brokerTopicEnable" => true,
         pub auto_create_subscription_group: bool = "autoCreateSubscriptionGroup" => true,
         pub message_store_plug_in: String = "messageStorePlugIn" => String::new(),
-        pub msg_trace_topic_name: String = "msgTraceTopicName" => "RMQ_SYS_TRACE_TOPIC".to_owned(),
+        pub msg_trace_topic_name: String = "msgTraceTopicName" => remoting::protocol::system_topic::TRACE.to_owned(),
         pub trace_topic_enable: bool = "traceTopicEnable" => false,
         pub send_message_thread_pool_nums: usize = "sendMessageThreadPoolNums" => cpus().min(4),
         pub put_message_future_thread_pool_nums: usize = "putMessageFutureThreadPoolNums" => cpus().min(4),
@@ -345,6 +345,12 @@ pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_netty_server_key_is_a_broker_key() {
+        let missing: Vec<&str> = remoting::config::NETTY_SERVER_KEYS.into_iter().filter(|k| !BrokerConfig::keys().contains(k)).collect();
+        assert_eq!(missing, Vec::<&str>::new());
+    }
 
     fn props(pairs: &[(&str, &str)]) -> IndexMap<String, String> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
+use remoting::clock::now_ms;
 use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::topic::DataVersion;
 use remoting::service::Waker;
@@ -225,10 +226,6 @@ pub fn next_version(version: &mut DataVersion) {
     version.counter += 1;
     version.state_version = 0;
     version.timestamp = now_ms();
-}
-
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -162,6 +162,16 @@ impl BrokerController {
         self.server.local_addr()
     }
 
+    /// Serves one connection over `stream` (e.g. one end of `tokio::io::duplex`) as if `peer` had
+    /// connected to the broker's port: the same processors, bounds and connection hooks, so
+    /// tests can drive the broker in-process.
+    pub fn serve_stream<S>(&self, stream: S, peer: SocketAddr) -> std::io::Result<Channel>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        self.server.serve_stream(stream, peer)
+    }
+
     /// Stops as Java does: unregister, stop serving, stop the services (the persister writes the
     /// metadata a last time), shut the store down.
     pub async fn shutdown(mut self) {
@@ -257,7 +267,7 @@ async fn open(
         store_host,
         namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
         runtime: tokio::runtime::Handle::current(),
-        boot_timestamp: store::commit_log::now_ms(),
+        boot_timestamp: remoting::clock::now_ms(),
         ha,
         master_addr: Default::default(),
         stats: Default::default(),
@@ -440,7 +450,7 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>) 
     let me = broker.clone();
     let transaction_check = Service::every("TransactionalMessageCheckService", checker.interval(), false, move || {
         if !me.is_slave() {
-            checker.check_once(store::commit_log::now_ms());
+            checker.check_once(remoting::clock::now_ms());
         }
     })?;
     Ok(vec![hold_check, schedule, transaction_check])
@@ -483,7 +493,7 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         let mut ticker = tokio::time::interval(Duration::from_millis(crate::stats_manager::TICK_MS));
         loop {
             ticker.tick().await;
-            me.broker_stats.tick(store::commit_log::now_ms());
+            me.broker_stats.tick(remoting::clock::now_ms());
         }
     }));
     let me = broker.clone();
@@ -503,7 +513,7 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
         loop {
             ticker.tick().await;
-            me.stats.sample(store::commit_log::now_ms());
+            me.stats.sample(remoting::clock::now_ms());
         }
     }));
     let me = broker.clone();

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use remoting::call::CallError;
 use remoting::client::RemotingClient;
-use remoting::protocol::namesrv::{BrokerIdentityHeader, RegisterBrokerRequestHeader};
+use remoting::protocol::namesrv::{BrokerIdentityHeader, RegisterBroker, RegisterBrokerRequestHeader, UnregisterBroker};
 use remoting::protocol::register::RegisterBrokerBody;
 use remoting::protocol::topic::TopicConfigSerializeWrapper;
-use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use tracing::{debug, warn};
 
 /// Who this broker is, as the name server records it.
@@ -44,7 +44,7 @@ pub async fn register_all(
     timeout: Duration,
     oneway: bool,
 ) -> Option<RegisterResult> {
-    let body = RegisterBrokerBody { filter_server_list: Vec::new(), topic_config_serialize_wrapper: topics.clone() }.encode_json();
+    let body = bytes::Bytes::from(RegisterBrokerBody { filter_server_list: Vec::new(), topic_config_serialize_wrapper: topics.clone() }.encode_json());
     let header = RegisterBrokerRequestHeader {
         broker_name: me.broker_name.clone(),
         broker_addr: me.broker_addr.clone(),
@@ -57,19 +57,19 @@ pub async fn register_all(
     };
     let mut result = None;
     for addr in addrs {
-        let request = RemotingCommand::request_with_header(RequestCode::REGISTER_BROKER, &header).with_body(body.clone());
+        let request = RegisterBroker { header: header.clone(), body: body.clone() };
         if oneway {
-            if let Err(e) = client.invoke_oneway(addr, request).await {
+            if let Err(e) = client.call_oneway(addr, request).await {
                 warn!(namesrv = addr, error = %e, "oneway registration failed");
             }
             continue;
         }
-        match client.invoke(addr, request, timeout).await {
-            Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
+        match client.call(addr, request, timeout).await {
+            Ok(answer) => {
                 debug!(namesrv = addr, "registered");
-                result = Some(RegisterResult { master_addr: r.ext("masterAddr").map(str::to_owned), ha_server_addr: r.ext("haServerAddr").map(str::to_owned) });
+                result = Some(RegisterResult { master_addr: answer.master_addr, ha_server_addr: answer.ha_server_addr });
             }
-            Ok(r) => warn!(namesrv = addr, code = r.code, remark = ?r.remark, "registration refused"),
+            Err(CallError::Refused { code, remark }) => warn!(namesrv = addr, code = code.0, ?remark, "registration refused"),
             Err(e) => warn!(namesrv = addr, error = %e, "registration failed"),
         }
     }
@@ -85,8 +85,7 @@ pub async fn unregister_all(client: &RemotingClient, addrs: &[String], me: &Brok
         broker_id: me.broker_id,
     };
     for addr in addrs {
-        let request = RemotingCommand::request_with_header(RequestCode::UNREGISTER_BROKER, &header);
-        if let Err(e) = client.invoke(addr, request, timeout).await {
+        if let Err(e) = client.call(addr, UnregisterBroker { header: header.clone() }, timeout).await {
             warn!(namesrv = addr, error = %e, "unregistration failed");
         }
     }

@@ -222,7 +222,7 @@ mod touches {
 
     use super::*;
 
-    const RETRY_PREFIX: &str = "%RETRY%";
+    use remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX;
 
     fn retry(group: &str) -> String {
         format!("{RETRY_PREFIX}{group}")

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use remoting::clock::now_ms;
 use remoting::protocol::name::TopicName;
-use store::commit_log::now_ms;
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use store::message::{properties, MessageToStore};
 use store::store::MessageStore;

@@ -5,10 +5,9 @@
 
 use std::time::Duration;
 
-use remoting::fastjson;
+use remoting::call::{self, CallError, RemotingRequest};
 use remoting::protocol::topic::TopicConfigSerializeWrapper;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use serde::de::DeserializeOwned;
 use tracing::{info, warn};
 
 use crate::broker::Broker;
@@ -29,17 +28,41 @@ pub enum SyncError {
     Body { code: RequestCode, master: String, reason: String },
 }
 
-async fn fetch<T: DeserializeOwned>(b: &Broker, master: &str, code: RequestCode) -> Result<T, SyncError> {
+/// The four copies a slave asks its master for: each a bare request whose answer is a JSON body.
+macro_rules! master_copy {
+    ($($name:ident: $code:ident -> $response:ty;)*) => {$(
+        struct $name;
+
+        impl RemotingRequest for $name {
+            const CODE: RequestCode = RequestCode::$code;
+            type Response = $response;
+
+            fn into_command(self) -> RemotingCommand {
+                RemotingCommand::request(Self::CODE)
+            }
+
+            fn parse_response(response: RemotingCommand) -> Result<$response, CallError> {
+                call::json_body(&call::expect_success(response)?)
+            }
+        }
+    )*};
+}
+
+master_copy! {
+    GetAllTopicConfig: GET_ALL_TOPIC_CONFIG -> TopicConfigSerializeWrapper;
+    GetAllConsumerOffset: GET_ALL_CONSUMER_OFFSET -> ConsumerOffsetFile;
+    GetAllDelayOffset: GET_ALL_DELAY_OFFSET -> DelayOffsetFile;
+    GetAllSubscriptionGroupConfig: GET_ALL_SUBSCRIPTIONGROUP_CONFIG -> SubscriptionGroupFile;
+}
+
+async fn fetch<R: RemotingRequest>(b: &Broker, master: &str, request: R) -> Result<R::Response, SyncError> {
     let timeout = Duration::from_secs(3);
-    let response = b.namesrv.invoke(master, RemotingCommand::request(code), timeout).await.map_err(|source| SyncError::Call {
-        code,
-        master: master.to_owned(),
-        source,
-    })?;
-    if response.response_code() != ResponseCode::SUCCESS {
-        return Err(SyncError::Refused { code, master: master.to_owned(), answer: response.response_code(), remark: response.remark.unwrap_or_default() });
-    }
-    fastjson::from_slice(response.body_bytes()).map_err(|e| SyncError::Body { code, master: master.to_owned(), reason: e.to_string() })
+    let (code, master) = (R::CODE, master.to_owned());
+    b.namesrv.call(&master, request, timeout).await.map_err(|e| match e {
+        CallError::Client(source) => SyncError::Call { code, master, source },
+        CallError::Refused { code: answer, remark } => SyncError::Refused { code, master, answer, remark: remark.unwrap_or_default() },
+        CallError::BadResponse { reason } => SyncError::Body { code, master, reason },
+    })
 }
 
 /// One round of the four copies; each is tried even when another fails, as Java does.
@@ -47,7 +70,7 @@ pub async fn sync_all(b: &Broker, master: &str) {
     if master == b.identity.broker_addr {
         return;
     }
-    match fetch::<TopicConfigSerializeWrapper>(b, master, RequestCode::GET_ALL_TOPIC_CONFIG).await {
+    match fetch(b, master, GetAllTopicConfig).await {
         Ok(topics) => {
             if b.topics.replace_from_master(topics) {
                 info!(master, "slave topic config updated from the master");
@@ -55,15 +78,15 @@ pub async fn sync_all(b: &Broker, master: &str) {
         }
         Err(e) => warn!(error = %e, "cannot sync topics"),
     }
-    match fetch::<ConsumerOffsetFile>(b, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await {
+    match fetch(b, master, GetAllConsumerOffset).await {
         Ok(offsets) => b.offsets.merge_from_master(offsets),
         Err(e) => warn!(error = %e, "cannot sync consumer offsets"),
     }
-    match fetch::<DelayOffsetFile>(b, master, RequestCode::GET_ALL_DELAY_OFFSET).await {
+    match fetch(b, master, GetAllDelayOffset).await {
         Ok(delay) => b.delay_offsets.replace_from_master(delay),
         Err(e) => warn!(error = %e, "cannot sync delay offsets"),
     }
-    match fetch::<SubscriptionGroupFile>(b, master, RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await {
+    match fetch(b, master, GetAllSubscriptionGroupConfig).await {
         Ok(groups) => {
             if b.groups.replace_from_master(groups) {
                 info!(master, "slave subscription groups updated from the master");

@@ -10,7 +10,7 @@ pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 /// Set on messages the timer itself re-delivers.
 pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
 /// Java's `TimerMessageStore.TIMER_TOPIC`.
-pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+pub const TIMER_TOPIC: &str = remoting::protocol::system_topic::WHEEL_TIMER;
 
 /// Java's remark for a timer message when the wheel is off.
 pub const NOT_ENABLED: &str = "accurate timer message is not enabled, timerWheelEnable is false";

@@ -19,49 +19,8 @@ use crate::config_file::{self, ConfigFile, ConfigFileError};
 
 pub const TOPICS_FILE: &str = "topics.json";
 
-/// Java's `TopicValidator` / `MixAll` topic names.
-pub mod system_topic {
-    pub const SELF_TEST: &str = "SELF_TEST_TOPIC";
-    /// The auto-create template (`AUTO_CREATE_TOPIC_KEY_TOPIC`).
-    pub const AUTO_CREATE_TEMPLATE: &str = "TBW102";
-    pub const BENCHMARK: &str = "BenchmarkTest";
-    pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
-    pub const SCHEDULE: &str = "SCHEDULE_TOPIC_XXXX";
-    pub const TRANS_HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
-    pub const TRANS_OP_HALF: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
-    pub const TRANS_CHECK_MAX_TIME: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
-    pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
-    pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
-    pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
-    /// 5.x system topics start with this (Java `TopicValidator.SYSTEM_TOPIC_PREFIX`).
-    pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
-
-    /// `<cluster>_REPLY_TOPIC`.
-    pub fn reply_topic(cluster: &str) -> String {
-        format!("{cluster}_{REPLY_TOPIC_POSTFIX}")
-    }
-
-    /// Java's `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`: topics only the broker itself writes.
-    /// A client writing them could forge delayed deliveries, half messages or the op records that
-    /// end other producers' transactions.
-    pub const NOT_ALLOWED_SEND: [&str; 6] = [SCHEDULE, TRANS_HALF, TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT];
-
-    pub fn is_not_allowed_send(topic: &str) -> bool {
-        NOT_ALLOWED_SEND.contains(&topic)
-    }
-
-    /// Java's `TopicValidator.isSystemTopic` (4.9.7's set plus the `rmq_sys_` prefix).
-    pub fn is_system_topic(topic: &str) -> bool {
-        [AUTO_CREATE_TEMPLATE, SCHEDULE, BENCHMARK, TRANS_HALF, "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT]
-            .contains(&topic)
-            || topic.starts_with(SYSTEM_TOPIC_PREFIX)
-    }
-
-    /// A system topic name, checked once (they are literals).
-    pub fn name(topic: &'static str) -> super::TopicName {
-        super::TopicName::new(topic).unwrap_or_else(|e| panic!("system topic {topic}: {e}"))
-    }
-}
+/// Java's reserved topic names and sets, declared once in `remoting` (the store reads them too).
+pub use remoting::protocol::system_topic;
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`, one per delay level.
 pub const SCHEDULE_TOPIC_QUEUE_NUMS: i32 = 18;

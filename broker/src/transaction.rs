@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use remoting::clock::now_ms;
 use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::perm;
 use remoting::{command_header, RemotingCommand, RequestCode};
-use store::commit_log::{now_ms, PutMessageResult};
+use store::commit_log::PutMessageResult;
 use store::message::record::{
     decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
 };

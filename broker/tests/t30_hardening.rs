@@ -250,7 +250,7 @@ async fn a_timer_message_is_refused_as_java_does_without_its_timer_wheel() {
     let broker = start(dir.path(), &[]).await;
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
-    let at = (store::commit_log::now_ms() + 3000).to_string();
+    let at = (remoting::clock::now_ms() + 3000).to_string();
     for (key, value) in [("TIMER_DELIVER_MS", at.as_str()), ("TIMER_DELAY_SEC", "5"), ("TIMER_DELAY_MS", "5000")] {
         let r = c.invoke(&addr, send("Later", 0, "early?", &format!("{key}\u{1}{value}\u{2}")), TIMEOUT).await.unwrap();
         assert_eq!(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use parking_lot::Mutex;
+use remoting::clock::now_ms;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -55,10 +56,6 @@ pub struct ClientStatus {
     pub last_read_ms: i64,
     pub last_write_ms: i64,
     pub last_error: Option<String>,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 #[derive(Debug, thiserror::Error)]

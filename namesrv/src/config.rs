@@ -84,3 +84,16 @@ pub const RUNTIME_UPDATABLE_KEYS: &[&str] = &[
     "waitSecondsForService",
     "deleteTopicWithBrokerRegistration",
 ];
+
+#[cfg(test)]
+mod tests {
+    use remoting::config::{JavaConfig, NETTY_SERVER_KEYS};
+
+    use super::NamesrvConfig;
+
+    #[test]
+    fn every_netty_server_key_is_a_name_server_key() {
+        let missing: Vec<&str> = NETTY_SERVER_KEYS.into_iter().filter(|k| !NamesrvConfig::keys().contains(k)).collect();
+        assert_eq!(missing, Vec::<&str>::new());
+    }
+}

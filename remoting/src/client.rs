@@ -1,16 +1,22 @@
 //! The client side: connections cached by address (reconnected when they close), sync, async and
 //! oneway invocations. Server-initiated requests on these connections go to an [`InboundHandler`];
 //! the default one answers them REQUEST_CODE_NOT_SUPPORTED, as a Java client does for codes it lacks.
+//!
+//! A connection need not be a socket: [`client_channel`] makes one over any byte stream, and
+//! [`RemotingClient::attach_stream`] puts such a connection behind an address, so code that
+//! calls an address can be driven in-process over `tokio::io::duplex`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use crate::call::{CallError, RemotingRequest};
 use crate::command::RemotingCommand;
-use crate::connection::{self, Channel, ChannelError, ConnectionConfig, InFlight, InboundHandler, Side};
+use crate::connection::{self, Channel, ChannelError, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
 use crate::server::{not_supported, Reply};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +48,16 @@ impl InboundHandler for RefuseRequests {
     fn on_request(&self, channel: &Channel, request: RemotingCommand, _: InFlight) {
         Reply::to(channel, &request).send(not_supported(&request));
     }
+}
+
+/// A client connection over any byte stream (e.g. one end of `tokio::io::duplex` whose other end
+/// a server serves), reporting `endpoints` as its addresses. Requests the peer sends on it are
+/// answered REQUEST_CODE_NOT_SUPPORTED. Must be called inside a tokio runtime.
+pub fn client_channel<S>(stream: S, endpoints: Endpoints, config: &ConnectionConfig) -> Channel
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    connection::spawn_stream(stream, endpoints, config, Side::Client, Arc::new(RefuseRequests))
 }
 
 pub struct RemotingClient {
@@ -86,6 +102,20 @@ impl RemotingClient {
         }
     }
 
+    /// Makes a connection over `stream` (with this client's handler and limits) the one used for
+    /// `addr`, replacing any other: calls to `addr` then go over the stream until it closes, after
+    /// which the next call dials `addr` over TCP as usual. Must be called inside a tokio runtime.
+    pub fn attach_stream<S>(&self, addr: &str, stream: S, endpoints: Endpoints) -> Channel
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let channel = connection::spawn_stream(stream, endpoints, &self.config.connection, Side::Client, self.handler.clone());
+        if let Some(previous) = self.channels.lock().insert(addr.to_owned(), channel.clone()) {
+            previous.close();
+        }
+        channel
+    }
+
     /// Sends `request` and waits up to `timeout` for its response.
     pub async fn invoke(&self, addr: &str, request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand, ClientError> {
         let channel = self.channel(addr).await?;
@@ -94,6 +124,17 @@ impl RemotingClient {
             self.close_channel(addr);
         }
         Ok(result?)
+    }
+
+    /// Sends a typed request and reads its typed answer (see [`crate::call`]).
+    pub async fn call<R: RemotingRequest>(&self, addr: &str, request: R, timeout: Duration) -> Result<R::Response, CallError> {
+        let response = self.invoke(addr, crate::call::command_of(request), timeout).await?;
+        R::parse_response(response)
+    }
+
+    /// Sends a typed request marked oneway.
+    pub async fn call_oneway<R: RemotingRequest>(&self, addr: &str, request: R) -> Result<(), ClientError> {
+        self.invoke_oneway(addr, crate::call::command_of(request)).await
     }
 
     /// Sends `request` marked oneway.

@@ -87,6 +87,30 @@ pub trait JavaConfig {
     }
 }
 
+/// The keys of Java's `NettyServerConfig` that the broker and the name server both read and print.
+/// Each config declares them itself: `-p` and GET_BROKER_CONFIG / GET_NAMESRV_CONFIG print keys
+/// in declaration order, and the two print these in different orders (`bindAddress` before or
+/// after `listenPort`, the allocator flag before or after the buffer sizes) with different
+/// `listenPort` defaults, so one shared declaration would change one of the outputs. This list
+/// is what both must hold (each crate's tests check it).
+pub const NETTY_SERVER_KEYS: [&str; 15] = [
+    "bindAddress",
+    "listenPort",
+    "serverWorkerThreads",
+    "serverCallbackExecutorThreads",
+    "serverSelectorThreads",
+    "serverOnewaySemaphoreValue",
+    "serverAsyncSemaphoreValue",
+    "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize",
+    "serverSocketRcvBufSize",
+    "writeBufferHighWaterMark",
+    "writeBufferLowWaterMark",
+    "serverSocketBacklog",
+    "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector",
+];
+
 /// Declares a config struct: `pub field: Type = "javaKey" => default_expr,` per field.
 #[macro_export]
 macro_rules! java_config {

@@ -1,6 +1,10 @@
-//! One TCP connection, server-accepted or client-dialled: a reader task that decodes frames, a
-//! single writer task that owns the socket's write half, and the table of requests this side sent
+//! One connection, server-accepted or client-dialled: a reader task that decodes frames, a
+//! single writer task that owns the stream's write half, and the table of requests this side sent
 //! and still awaits (keyed by opaque). [`Channel`] is the cheap handle everyone else holds.
+//!
+//! The stream is any `AsyncRead + AsyncWrite` byte stream: a TCP socket ([`spawn`]) or, for
+//! tests that drive a server in-process, one end of a `tokio::io::duplex` ([`spawn_stream`]).
+//! Both get the same tasks, bounds and idle close.
 //!
 //! Memory per connection is bounded by bytes, in both directions:
 //! - out: what is queued for the writer is counted from [`Channel::send`] until written. A server
@@ -20,12 +24,14 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info_span, warn, Instrument};
 
+use crate::call::{CallError, RemotingRequest};
 use crate::codec::{CodecError, RemotingCodec};
 use crate::command::RemotingCommand;
 
@@ -341,6 +347,17 @@ impl Channel {
         }
     }
 
+    /// Sends a typed request and reads its typed answer.
+    pub async fn call<R: RemotingRequest>(&self, request: R, timeout: Duration) -> Result<R::Response, CallError> {
+        let response = self.invoke(crate::call::command_of(request), timeout).await?;
+        R::parse_response(response)
+    }
+
+    /// Sends a typed request marked oneway; nothing comes back.
+    pub fn call_oneway<R: RemotingRequest>(&self, request: R) -> Result<(), ChannelError> {
+        self.invoke_oneway(crate::call::command_of(request))
+    }
+
     /// Sends a request marked oneway; nothing comes back.
     pub fn invoke_oneway(&self, mut request: RemotingCommand) -> Result<(), ChannelError> {
         request.opaque = next_opaque();
@@ -382,12 +399,42 @@ impl Channel {
     }
 }
 
-/// Starts the reader and writer tasks for `stream` and returns the channel.
+/// Starts the reader and writer tasks for a TCP `stream` and returns the channel.
 pub fn spawn(stream: TcpStream, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> std::io::Result<Channel> {
     let remote = stream.peer_addr()?;
     let local = stream.local_addr()?;
     let _ = stream.set_nodelay(true);
+    // The owned halves of a socket need no lock between reader and writer.
     let (read_half, write_half) = stream.into_split();
+    Ok(start(read_half, write_half, Endpoints { remote, local }, config, side, handler))
+}
+
+/// The addresses a connection reports as its peer's and its own. A socket has real ones; an
+/// in-process stream is given them, and everything that names a peer (client tables, born
+/// hosts, logs) sees these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoints {
+    pub remote: SocketAddr,
+    pub local: SocketAddr,
+}
+
+/// Starts the reader and writer tasks for any byte stream (e.g. one end of
+/// `tokio::io::duplex`) and returns the channel: the same tasks, bounds and idle close as a
+/// socket's. Must be called inside a tokio runtime.
+pub fn spawn_stream<S>(stream: S, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (read_half, write_half) = tokio::io::split(stream);
+    start(read_half, write_half, endpoints, config, side, handler)
+}
+
+fn start<R, W>(read_half: R, write_half: W, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let Endpoints { remote, local } = endpoints;
     let (tx, rx) = mpsc::unbounded_channel();
     let channel = Channel {
         shared: Arc::new(Shared {
@@ -414,12 +461,10 @@ pub fn spawn(stream: TcpStream, config: &ConnectionConfig, side: Side, handler: 
     let codec = RemotingCodec::new(config.max_frame_bytes);
     tokio::spawn(write_loop(channel.clone(), FramedWrite::new(write_half, codec.clone()), rx).instrument(span.clone()));
     tokio::spawn(read_loop(channel.clone(), FramedRead::new(read_half, SizedFrames(codec)), config.idle_timeout, handler).instrument(span));
-    Ok(channel)
+    channel
 }
 
-type Sink = FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>;
-
-async fn write_loop(channel: Channel, mut sink: Sink, mut rx: mpsc::UnboundedReceiver<Outbound>) {
+async fn write_loop<W: AsyncWrite + Unpin>(channel: Channel, mut sink: FramedWrite<W, RemotingCodec>, mut rx: mpsc::UnboundedReceiver<Outbound>) {
     let shared = channel.shared.clone();
     loop {
         let next = tokio::select! {
@@ -473,7 +518,12 @@ struct Batch {
 }
 
 /// Writes `first` and whatever else is already queued (up to [`WRITE_BATCH_BYTES`]) with one flush.
-async fn write_batch(sink: &mut Sink, rx: &mut mpsc::UnboundedReceiver<Outbound>, first: RemotingCommand, batch: &mut Batch) -> Result<(), CodecError> {
+async fn write_batch<W: AsyncWrite + Unpin>(
+    sink: &mut FramedWrite<W, RemotingCodec>,
+    rx: &mut mpsc::UnboundedReceiver<Outbound>,
+    first: RemotingCommand,
+    batch: &mut Batch,
+) -> Result<(), CodecError> {
     sink.feed(first).await?;
     while batch.bytes < WRITE_BATCH_BYTES {
         match rx.try_recv() {
@@ -504,12 +554,7 @@ impl Decoder for SizedFrames {
     }
 }
 
-async fn read_loop(
-    channel: Channel,
-    mut frames: FramedRead<tokio::net::tcp::OwnedReadHalf, SizedFrames>,
-    idle_timeout: Duration,
-    handler: Arc<dyn InboundHandler>,
-) {
+async fn read_loop<R: AsyncRead + Unpin>(channel: Channel, mut frames: FramedRead<R, SizedFrames>, idle_timeout: Duration, handler: Arc<dyn InboundHandler>) {
     let shared = channel.shared.clone();
     loop {
         if shared.must_pause(false) && !wait_until_readable(&channel, idle_timeout).await {

@@ -8,11 +8,15 @@
 //!   [`properties`]: Java `Properties` text; [`config`]: config structs keyed like Java's;
 //! - [`server`]: accept loop, per-connection reader and writer, processor registry with bounded
 //!   business pools; [`client`]: sync, async and oneway calls over cached connections;
-//! - [`service`]: background threads that can be woken and stopped;
+//!   [`connection`]: one connection over a socket or any in-process byte stream;
+//! - [`call`]: typed calls, a request type naming its code, frame and response type;
+//! - [`service`]: background threads that can be woken and stopped; [`clock`]: the wall clock;
 //! - [`metrics`]: the Prometheus endpoint and request latency, named as Java 5.3.3 names them;
 //!   [`version`]: Java's version ordinals.
 
+pub mod call;
 pub mod client;
+pub mod clock;
 pub mod code;
 pub mod codec;
 pub mod command;

@@ -1,5 +1,8 @@
 //! The server: accept loop, one [`connection`](crate::connection) per socket, and the dispatcher
-//! that maps each request code to a processor and the bounded pool it runs on.
+//! that maps each request code to a processor and the bounded pool it runs on. Besides sockets, a
+//! server serves any byte stream handed to [`RemotingServer::serve_stream`] (one end of a
+//! `tokio::io::duplex`, so tests drive it in-process), with the same bounds, listener and metrics;
+//! [`RemotingServer::in_process`] is a server with no socket at all.
 //!
 //! Request path: frame -> registry lookup by code -> unknown code: REQUEST_CODE_NOT_SUPPORTED;
 //! processor rejects or pool full (by jobs or bytes): SYSTEM_BUSY -> otherwise run on the pool ->
@@ -13,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +24,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::code::{RequestCode, ResponseCode};
 use crate::command::{RemotingCommand, SerializeType, CURRENT_VERSION, FLAG_RESPONSE};
-use crate::connection::{self, ConnectionConfig, InFlight, InboundHandler, Side};
+use crate::connection::{self, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
 use crate::header::HeaderError;
 use crate::metrics::rpc::{RpcRecord, RpcResult, SharedRpcObserver};
 use crate::pool::BusinessPool;
@@ -140,6 +144,9 @@ const BUSY_OVERLOAD_REMARK: &str = "[OVERLOAD]system busy, start flow control fo
 
 struct Dispatcher {
     registry: ProcessorRegistry,
+    /// Limits of each connection, and how many may be open at once.
+    connection_config: ConnectionConfig,
+    max_connections: usize,
     connections: Mutex<HashMap<u64, Channel>>,
     /// Once set, requests still arriving on open connections are no longer read into pools.
     draining: CancellationToken,
@@ -306,7 +313,8 @@ pub struct RemotingServer {
     local_addr: SocketAddr,
     dispatcher: Arc<Dispatcher>,
     stop_accepting: CancellationToken,
-    accept_task: JoinHandle<()>,
+    /// None for an in-process server, which has no socket.
+    accept_task: Option<JoinHandle<()>>,
     drain_timeout: Duration,
 }
 
@@ -315,11 +323,50 @@ impl RemotingServer {
     pub async fn start(config: ServerConfig, registry: ProcessorRegistry) -> std::io::Result<RemotingServer> {
         let listener = TcpListener::bind(config.listen_addr).await?;
         let local_addr = listener.local_addr()?;
-        let dispatcher = Arc::new(Dispatcher { registry, connections: Mutex::new(HashMap::new()), draining: CancellationToken::new() });
-        let stop_accepting = CancellationToken::new();
-        let accept_task = tokio::spawn(accept_loop(listener, config.connection, config.max_connections, dispatcher.clone(), stop_accepting.clone()));
+        let mut server = RemotingServer::in_process(ServerConfig { listen_addr: local_addr, ..config }, registry);
+        server.accept_task = Some(tokio::spawn(accept_loop(listener, server.dispatcher.clone(), server.stop_accepting.clone())));
         info!(%local_addr, "remoting server listening");
-        Ok(RemotingServer { local_addr, dispatcher, stop_accepting, accept_task, drain_timeout: config.drain_timeout })
+        Ok(server)
+    }
+
+    /// A server that listens on no socket and serves only the streams given to
+    /// [`RemotingServer::serve_stream`]; `config.listen_addr` is the local address its
+    /// connections report.
+    pub fn in_process(config: ServerConfig, registry: ProcessorRegistry) -> RemotingServer {
+        let dispatcher = Arc::new(Dispatcher {
+            registry,
+            connection_config: config.connection,
+            max_connections: config.max_connections,
+            connections: Mutex::new(HashMap::new()),
+            draining: CancellationToken::new(),
+        });
+        RemotingServer {
+            local_addr: config.listen_addr,
+            dispatcher,
+            stop_accepting: CancellationToken::new(),
+            accept_task: None,
+            drain_timeout: config.drain_timeout,
+        }
+    }
+
+    /// Serves one connection over `stream` (e.g. one end of `tokio::io::duplex`) as if accepted
+    /// from `peer`: the same dispatcher, per-connection bounds, idle close, connection listener
+    /// and metrics observer as a socket's, and counted against `max_connections` (past it the
+    /// stream is dropped, as an accepted socket is closed, and the error says so). Must be called
+    /// inside a tokio runtime.
+    pub fn serve_stream<S>(&self, stream: S, peer: SocketAddr) -> std::io::Result<Channel>
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let dispatcher = &self.dispatcher;
+        if dispatcher.connections.lock().len() >= dispatcher.max_connections {
+            let refused = format!("{} connections open, the most this server takes", dispatcher.max_connections);
+            return Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, refused));
+        }
+        let endpoints = Endpoints { remote: peer, local: self.local_addr };
+        let channel = connection::spawn_stream(stream, endpoints, &dispatcher.connection_config, Side::Server, dispatcher.clone());
+        dispatcher.admit(&channel);
+        Ok(channel)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -349,7 +396,9 @@ impl RemotingServer {
     /// hold (their responses are written), then close every connection.
     pub async fn shutdown(self) {
         self.stop_accepting.cancel();
-        let _ = self.accept_task.await;
+        if let Some(accept_task) = self.accept_task {
+            let _ = accept_task.await;
+        }
         self.dispatcher.draining.cancel();
         let pools = self.dispatcher.registry.pools();
         let drain = tokio::task::spawn_blocking(move || pools.iter().for_each(|p| p.shutdown()));
@@ -364,7 +413,8 @@ impl RemotingServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, config: ConnectionConfig, max_connections: usize, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+async fn accept_loop(listener: TcpListener, dispatcher: Arc<Dispatcher>, stop: CancellationToken) {
+    let max_connections = dispatcher.max_connections;
     let mut refused = RefusalLog::default();
     loop {
         let accepted = tokio::select! {
@@ -376,7 +426,7 @@ async fn accept_loop(listener: TcpListener, config: ConnectionConfig, max_connec
                 drop(stream);
                 refused.note(peer, max_connections);
             }
-            Ok((stream, peer)) => serve(stream, peer, &config, &dispatcher),
+            Ok((stream, peer)) => serve(stream, peer, &dispatcher),
             Err(e) => {
                 // Typically EMFILE; back off instead of spinning.
                 warn!(error = %e, "accept failed");
@@ -386,22 +436,29 @@ async fn accept_loop(listener: TcpListener, config: ConnectionConfig, max_connec
     }
 }
 
-fn serve(stream: TcpStream, peer: SocketAddr, config: &ConnectionConfig, dispatcher: &Arc<Dispatcher>) {
-    match connection::spawn(stream, config, Side::Server, dispatcher.clone()) {
+fn serve(stream: TcpStream, peer: SocketAddr, dispatcher: &Arc<Dispatcher>) {
+    match connection::spawn(stream, &dispatcher.connection_config, Side::Server, dispatcher.clone()) {
         Ok(channel) => {
             debug!(%peer, "connection accepted");
-            if let Some(observer) = &dispatcher.registry.rpc_observer {
-                channel.set_rpc_observer(observer.clone());
-            }
-            let mut connections = dispatcher.connections.lock();
-            connections.insert(channel.id(), channel.clone());
-            // It may have closed before it was listed, when `on_close` found nothing to remove;
-            // `closed` is set before `on_close` runs, so this catches it.
-            if channel.is_closed() {
-                connections.remove(&channel.id());
-            }
+            dispatcher.admit(&channel);
         }
         Err(e) => debug!(%peer, error = %e, "connection lost while setting up"),
+    }
+}
+
+impl Dispatcher {
+    /// Lists a new connection and gives it the metrics observer.
+    fn admit(&self, channel: &Channel) {
+        if let Some(observer) = &self.registry.rpc_observer {
+            channel.set_rpc_observer(observer.clone());
+        }
+        let mut connections = self.connections.lock();
+        connections.insert(channel.id(), channel.clone());
+        // It may have closed before it was listed, when `on_close` found nothing to remove;
+        // `closed` is set before `on_close` runs, so this catches it.
+        if channel.is_closed() {
+            connections.remove(&channel.id());
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use remoting::service::{Service, ServiceContext, Waker};
@@ -93,9 +93,7 @@ impl PutMessageResult {
     }
 }
 
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
+pub use remoting::clock::now_ms;
 
 /// The append path of the store. The file-based [`CommitLog`] implements it; the DLedger commit
 /// log will too, so the broker's put path does not change when a store switches to Raft.

@@ -27,8 +27,8 @@ use crate::message::{properties, tags_code, MessageToStore};
 use crate::recovery::{self, RecoveryReport};
 use remoting::protocol::name::TopicName;
 
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
-const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+pub use remoting::protocol::system_topic::SCHEDULE as SCHEDULE_TOPIC;
+use remoting::protocol::system_topic::TRANS_OP_HALF as TRANS_OP_HALF_TOPIC;
 
 /// Java's `manualDeleteFileSeveralTimes`: how many cleanup passes a manual delete lasts.
 const MANUAL_DELETE_PASSES: u32 = 20;

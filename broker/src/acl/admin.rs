@@ -76,7 +76,7 @@ fn next_version(doc: &mut Hash) {
     let counter = doc.get(&key("dataVersion")).and_then(|v| v[0]["counter"].as_i64()).unwrap_or(0);
     let mut version = Hash::new();
     version.insert(key("counter"), Yaml::Integer(counter + 1));
-    version.insert(key("timestamp"), Yaml::Integer(crate::config_file::now_ms()));
+    version.insert(key("timestamp"), Yaml::Integer(remoting::clock::now_ms()));
     doc.insert(key("dataVersion"), Yaml::Array(vec![Yaml::Hash(version)]));
 }
 

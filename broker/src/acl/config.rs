@@ -145,7 +145,7 @@ pub(super) fn account(y: &Yaml) -> Result<Account, String> {
             let Some((name, p)) = entry.split_once('=').filter(|(n, p)| !n.trim().is_empty() && !p.trim().is_empty() && !p.contains('=')) else {
                 return Err(format!("Parse resource permission failed for {}:{entry}", if is_topic { "topic" } else { "group" }));
             };
-            let key = if is_topic { name.trim().to_owned() } else { format!("%RETRY%{}", name.trim()) };
+            let key = if is_topic { name.trim().to_owned() } else { format!("{}{}", remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX, name.trim()) };
             perms.insert(key, perm::parse(Some(p)));
         }
     }

@@ -34,7 +34,7 @@ pub const SIGNATURE: &str = "Signature";
 /// Java's `MixAll.UNIQUE_MSG_QUERY_FLAG`, which the client adds after signing.
 const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
 /// Java's message trace topic: a PUB to it passes once the signature is right.
-const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+const TRACE_TOPIC: &str = remoting::protocol::system_topic::TRACE;
 /// How often the files are looked at for changes (Java's watcher: every 5 s; ours is quicker).
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -165,7 +165,7 @@ impl Acl {
             return Ok(());
         }
         for (resource, needed_perm) in &needed {
-            let group = resource.strip_prefix("%RETRY%");
+            let group = resource.strip_prefix(remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX);
             let owned = account.perms.get(resource).copied().unwrap_or(if group.is_some() { account.default_group_perm } else { account.default_topic_perm });
             if !perm::allows(*needed_perm, owned) {
                 let shown = match group {

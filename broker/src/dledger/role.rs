@@ -114,7 +114,7 @@ fn append_barrier(broker: &Broker) {
         queue_id: 0,
         flag: 0,
         sys_flag: TRANSACTION_ROLLBACK_TYPE,
-        born_timestamp: store::commit_log::now_ms(),
+        born_timestamp: remoting::clock::now_ms(),
         born_host: host,
         store_host: broker.store_host,
         reconsume_times: 0,

@@ -158,7 +158,7 @@ impl BrokerMetrics {
         let Some(f) = &self.families else { return };
         f.add_half(topic, -1);
         f.commit.add(&[topic], 1);
-        let seconds = (store::commit_log::now_ms() - born_ms).max(0) / 1000;
+        let seconds = (remoting::clock::now_ms() - born_ms).max(0) / 1000;
         f.finish_latency.observe(&[topic], seconds as f64);
     }
 

@@ -319,7 +319,7 @@ impl AdminProcessor {
         t.insert("dispatchBehindBytes", store.dispatch_behind_bytes().to_string());
         t.insert("brokerActive", "true".into());
         t.insert("bootTimestamp", b.boot_timestamp.to_string());
-        t.insert("runtime", java_runtime(store::commit_log::now_ms() - b.boot_timestamp));
+        t.insert("runtime", java_runtime(remoting::clock::now_ms() - b.boot_timestamp));
         let mut table: BTreeMap<String, String> = t.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         table.extend(named);
         fastjson::to_vec(&serde_json::json!({ "table": table }), JsonStyle::Fastjson)

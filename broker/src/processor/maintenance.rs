@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use remoting::fastjson::{self, JsonStyle};
+use remoting::protocol::system_topic;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode};
 use serde::Serialize;
@@ -17,21 +18,6 @@ use serde::Serialize;
 use super::ok;
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
-
-/// Java 4.9.7's static `TopicValidator` system topic set; the broker adds the topics its
-/// `TopicConfigManager` creates (see [`system_topics`]). 5.x adds its `rmq_sys_` topics as it
-/// creates them; this broker creates none.
-const SYSTEM_TOPICS: [&str; 9] = [
-    "TBW102",
-    "SCHEDULE_TOPIC_XXXX",
-    "BenchmarkTest",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT",
-];
 
 /// 5.x's `ProducerInfo`.
 #[derive(Serialize, Debug, PartialEq)]
@@ -67,10 +53,11 @@ pub fn producer_table_json(table: &BTreeMap<String, Vec<ProducerInfo>>) -> Vec<u
 /// What Java's `TopicValidator.getSystemTopicSet()` holds on a running broker: the static set,
 /// the cluster's and the broker's own topics, the reply topic, and the trace topic when enabled.
 pub fn system_topics(config: &crate::config::BrokerConfig) -> Vec<String> {
-    let mut topics: Vec<String> = SYSTEM_TOPICS.iter().map(|t| t.to_string()).collect();
+    // 5.x adds its `rmq_sys_` topics as it creates them; this broker creates none.
+    let mut topics: Vec<String> = system_topic::SYSTEM_TOPICS.iter().map(|t| t.to_string()).collect();
     topics.push(config.broker_cluster_name.clone());
     topics.push(config.broker_name.clone());
-    topics.push(crate::topic_config::system_topic::reply_topic(&config.broker_cluster_name));
+    topics.push(system_topic::reply_topic(&config.broker_cluster_name));
     if config.trace_topic_enable {
         topics.push(config.msg_trace_topic_name.clone());
     }
@@ -125,7 +112,7 @@ impl RequestProcessor for MaintenanceProcessor {
             }
             RequestCode::QUERY_CONSUME_QUEUE => super::consume_queue_query::query_consume_queue(b, &request),
             RequestCode::GET_ALL_PRODUCER_INFO => {
-                let (now_ms, now) = (store::commit_log::now_ms(), Instant::now());
+                let (now_ms, now) = (remoting::clock::now_ms(), Instant::now());
                 let mut table: BTreeMap<String, Vec<ProducerInfo>> = BTreeMap::new();
                 for (group, clients) in b.producers.table() {
                     table.insert(group, clients.iter().map(|c| ProducerInfo::of(c, now_ms, now)).collect());

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use remoting::call::{self, CallError, RemotingRequest};
 use remoting::connection::ChannelError;
 use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::name::{GroupName, TopicName};
@@ -146,6 +147,45 @@ command_header! {
     }
 }
 
+/// RESET_CONSUMER_CLIENT_OFFSET to one client (sent oneway): the queues' new offsets in the body.
+struct ResetClientOffset {
+    header: ResetClientOffsetHeader,
+    body: bytes::Bytes,
+}
+
+impl RemotingRequest for ResetClientOffset {
+    const CODE: RequestCode = RequestCode::RESET_CONSUMER_CLIENT_OFFSET;
+    type Response = ();
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request_with_header(Self::CODE, &self.header).with_body(self.body)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<(), CallError> {
+        call::expect_success(response).map(drop)
+    }
+}
+
+/// GET_CONSUMER_STATUS_FROM_CLIENT to one client: its offsets as the table's JSON, or None when
+/// its answer has no body or one that does not read.
+struct ClientStatus {
+    header: ClientStatusHeader,
+}
+
+impl RemotingRequest for ClientStatus {
+    const CODE: RequestCode = RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT;
+    type Response = Option<String>;
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request_with_header(Self::CODE, &self.header)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<Option<String>, CallError> {
+        let answer = call::expect_success(response)?;
+        Ok(answer.body.as_deref().and_then(client_offsets_json))
+    }
+}
+
 command_header! {
     /// What GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY need to find the client.
     pub struct CallConsumerHeader {
@@ -276,9 +316,10 @@ impl RelayProcessor {
             return Err(ProcessError::system(format!("the client does not support this feature. version={}", old_version_desc(old.version))));
         }
         let header = ResetClientOffsetHeader { topic: h.topic.to_string(), group: h.group.to_string(), timestamp: h.timestamp, is_force: false };
+        let client_body = bytes::Bytes::from(client_body);
         for client in &clients {
-            let cmd = RemotingCommand::request_with_header(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header).with_body(client_body.clone());
-            match client.channel.invoke_oneway(cmd) {
+            let reset = ResetClientOffset { header: header.clone(), body: client_body.clone() };
+            match client.channel.invoke_oneway(reset.into_command()) {
                 Ok(()) => tracing::info!(topic = %h.topic, group = %h.group, client = client.client_id, "[reset-offset] reset offset sent"),
                 Err(e) => tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent"),
             }
@@ -318,9 +359,10 @@ impl RelayProcessor {
         let entries = [(h.topic.to_string(), b.config().broker_name.clone(), queue_id, offset)];
         let body = format!(r#"{{"offsetTable":{}}}"#, offset_table_json(&entries));
         let header = ResetClientOffsetHeader { topic: h.topic.to_string(), group: h.group.to_string(), timestamp: h.timestamp, is_force: false };
+        let client_body = bytes::Bytes::from(body.clone());
         for client in b.consumers.group(&h.group).map(|g| g.channels.into_values().collect::<Vec<_>>()).unwrap_or_default() {
-            let cmd = RemotingCommand::request_with_header(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header).with_body(body.clone());
-            if let Err(e) = client.channel.invoke_oneway(cmd) {
+            let reset = ResetClientOffset { header: header.clone(), body: client_body.clone() };
+            if let Err(e) = client.channel.invoke_oneway(reset.into_command()) {
                 tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent");
             }
         }
@@ -351,15 +393,15 @@ impl RelayProcessor {
         b.runtime.spawn(async move {
             let mut table = BTreeMap::new();
             for client in asked {
-                let cmd = RemotingCommand::request_with_header(RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT, &header);
-                match client.channel.invoke(cmd, CONSUMER_STATUS_TIMEOUT).await {
-                    Ok(answer) if answer.response_code() == ResponseCode::SUCCESS && answer.body.is_some() => {
-                        if let Some(offsets) = client_offsets_json(answer.body_bytes()) {
-                            table.insert(client.client_id.clone(), offsets);
-                        }
+                // Through the connection's own `invoke`, which every kind of client connection has.
+                let asked = client.channel.invoke(ClientStatus { header: header.clone() }.into_command(), CONSUMER_STATUS_TIMEOUT).await;
+                match asked.map_err(CallError::from).and_then(ClientStatus::parse_response) {
+                    Ok(Some(offsets)) => {
+                        table.insert(client.client_id.clone(), offsets);
                     }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(group = header.group, client = client.client_id, error = %e, "[get-consumer-status] no answer"),
+                    // As Java: a client that refuses, or answers without offsets, is left out.
+                    Ok(None) | Err(CallError::Refused { .. } | CallError::BadResponse { .. }) => {}
+                    Err(CallError::Client(e)) => tracing::warn!(group = header.group, client = client.client_id, error = %e, "[get-consumer-status] no answer"),
                 }
             }
             let entries: Vec<String> = table.iter().map(|(id, offsets)| format!("{}:{offsets}", fastjson::to_string(id, JsonStyle::Fastjson))).collect();

@@ -12,11 +12,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use remoting::clock::now_ms;
 use remoting::command_header;
 use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use remoting::server::{Channel, ProcessResult, Reply, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use store::commit_log::{now_ms, PutMessageResult, PutStatus};
+use store::commit_log::{PutMessageResult, PutStatus};
 use store::message::{properties, MessageToStore};
 use tracing::{debug, warn};
 

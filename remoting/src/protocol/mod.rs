@@ -11,6 +11,7 @@ pub mod name;
 pub mod namesrv;
 pub mod register;
 pub mod route;
+pub mod system_topic;
 pub mod topic;
 
 /// Topic permission bits (Java `PermName`).

@@ -104,12 +104,12 @@ impl GroupName {
 
     /// `%RETRY%<group>`; an error when the result would be too long for a topic.
     pub fn retry_topic(&self) -> Result<TopicName, NameError> {
-        TopicName::new(format!("%RETRY%{}", self.0))
+        TopicName::new(format!("{}{}", super::system_topic::RETRY_GROUP_TOPIC_PREFIX, self.0))
     }
 
     /// `%DLQ%<group>`; an error when the result would be too long for a topic.
     pub fn dlq_topic(&self) -> Result<TopicName, NameError> {
-        TopicName::new(format!("%DLQ%{}", self.0))
+        TopicName::new(format!("{}{}", super::system_topic::DLQ_GROUP_TOPIC_PREFIX, self.0))
     }
 }
 

@@ -1,6 +1,8 @@
 //! Headers of the name-server codes.
 
+use crate::call::{self, expect_success, CallError, RemotingRequest};
 use crate::command_header;
+use crate::{RemotingCommand, RequestCode};
 
 command_header! {
     /// REGISTER_BROKER request.
@@ -106,5 +108,45 @@ command_header! {
     #[derive(Default)]
     pub struct NamespaceHeader {
         pub namespace: String => "namespace",
+    }
+}
+
+/// REGISTER_BROKER as a typed call: the header and the body (JSON or compressed, as the header
+/// says); the answer's header names a slave's master.
+#[derive(Clone, Debug)]
+pub struct RegisterBroker {
+    pub header: RegisterBrokerRequestHeader,
+    pub body: bytes::Bytes,
+}
+
+impl RemotingRequest for RegisterBroker {
+    const CODE: RequestCode = RequestCode::REGISTER_BROKER;
+    type Response = RegisterBrokerResponseHeader;
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request_with_header(Self::CODE, &self.header).with_body(self.body)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<RegisterBrokerResponseHeader, CallError> {
+        call::header(&expect_success(response)?)
+    }
+}
+
+/// UNREGISTER_BROKER as a typed call; a SUCCESS answer carries nothing.
+#[derive(Clone, Debug)]
+pub struct UnregisterBroker {
+    pub header: BrokerIdentityHeader,
+}
+
+impl RemotingRequest for UnregisterBroker {
+    const CODE: RequestCode = RequestCode::UNREGISTER_BROKER;
+    type Response = ();
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request_with_header(Self::CODE, &self.header)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<(), CallError> {
+        expect_success(response).map(drop)
     }
 }
