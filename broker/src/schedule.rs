@@ -13,6 +13,7 @@ use store::store::MessageStore;
 use tracing::warn;
 
 use crate::delay_offset::DelayOffsets;
+use crate::put::{Origin, PutPipeline};
 use crate::topic_config::system_topic;
 
 /// Rewrites a message with a positive `DELAY` into the schedule topic, as Java's commit log does
@@ -36,17 +37,15 @@ pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
     msg.queue_id = (level - 1) as i32;
 }
 
-/// Told of a delivered message: its real topic and its stored bytes.
-pub type OnDelivered = Box<dyn Fn(&str, usize) + Send + Sync>;
-
 /// Delivers due delayed messages (its loop runs on a [`remoting::service::Service`] every 100 ms);
 /// the broker's persister writes its progress.
 pub struct ScheduleService {
+    /// Where the delayed messages are read.
     pub store: Arc<MessageStore>,
-    pub offsets: std::sync::Arc<DelayOffsets>,
+    pub offsets: Arc<DelayOffsets>,
     pub levels: usize,
-    /// Told of each delivered message: its real topic and stored bytes (the metrics).
-    pub on_delivered: OnDelivered,
+    /// Where they are put back (and counted, as Java counts a delivery).
+    pub put: Arc<PutPipeline>,
 }
 
 impl ScheduleService {
@@ -71,12 +70,11 @@ impl ScheduleService {
                 continue;
             };
             if let Some(msg) = real_message(&bytes) {
-                let r = self.store.put_message(&msg);
+                let r = self.put.put(&msg, Origin::DelayedDelivery);
                 if !r.is_ok() {
                     warn!(level, offset, status = ?r.status, "delivering a delayed message failed; will retry");
                     break;
                 }
-                (self.on_delivered)(&msg.topic, r.append.as_ref().map_or(0, |a| a.wrote_bytes));
             }
             offset += 1;
             self.offsets.set(level as i32, offset);

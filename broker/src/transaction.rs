@@ -23,6 +23,7 @@ use store::message::{offset_message_id, properties, MessageToStore};
 use tracing::{debug, info, warn};
 
 use crate::broker::Broker;
+use crate::put::Origin;
 use crate::topic_config::system_topic;
 
 /// The group whose consumer offsets track how far the half and op queues were checked.
@@ -104,7 +105,7 @@ fn write_op(b: &Broker, half_queue_offset: i64) -> PutMessageResult {
         body: Bytes::from(half_queue_offset.to_string()),
         properties: properties::serialize([(properties::TAGS, REMOVE_TAG), (properties::WAIT, "false")]),
     };
-    b.store.put_message(&op)
+    b.put.put(&op, Origin::TransactionOp)
 }
 
 /// END_TRANSACTION: commits or rolls back the half message (Java `EndTransactionProcessor`).
@@ -145,11 +146,10 @@ pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting:
             }
             p.insert(properties::WAIT.to_owned(), "false".to_owned());
         });
-        let r = b.store.put_message(&msg);
+        let r = b.put.put(&msg, Origin::Commit { born_ms: half.born_timestamp });
         if !r.is_ok() {
             return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
         }
-        b.metrics.on_commit(&msg.topic, half.born_timestamp);
     } else {
         b.metrics.on_rollback(half.property(properties::REAL_TOPIC).unwrap_or(""));
     }
@@ -245,7 +245,7 @@ impl TransactionChecker {
             p.insert(CHECK_TIMES.to_owned(), (checks + 1).to_string());
             p.insert(properties::WAIT.to_owned(), "false".to_owned());
         });
-        let r = b.store.put_message(&copy);
+        let r = b.put.put(&copy, Origin::HalfPutBack);
         let Some(a) = r.append.filter(|_| r.status == store::commit_log::PutStatus::PutOk) else {
             warn!(offset, status = ?r.status, "cannot put a half message back for its check");
             return;
