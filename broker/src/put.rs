@@ -3,8 +3,9 @@
 //! - **What is put** ([`Origin`]): a producer's send or batch (a prepared message already turned
 //!   into its half), a consumer's send-back (retry or DLQ), a reply, a due delayed message, a
 //!   committed transaction, a half message put back for its next check, a transaction op record.
-//!   The message rewrites every origin needs are here too: the delay level
-//!   ([`PutPipeline::apply_delay`], Java's commit-log hook), and [`crate::transaction::to_half`].
+//!   The rewrites Java applies before storing are made here, by origin ([`PutPipeline::rewrite`]):
+//!   a prepared send becomes its half message, a send or send-back with a delay level goes to the
+//!   schedule topic (Java's commit-log hook).
 //! - **How long it waits** ([`Wait`]): decided in one place from the store (SYNC_FLUSH, the
 //!   role, a DLedger commit log), the origin (a reply never waits for slaves) and the message
 //!   (`WAIT=false`). A put that waits is answered by the service that learns the result (the
@@ -39,7 +40,7 @@ use crate::topic_config::system_topic;
 pub enum Origin {
     /// A producer's SEND_MESSAGE(_V2) or SEND_BATCH_MESSAGE; `message_type` is its metrics label,
     /// `half_for` the real topic of a prepared message (stored as its half).
-    Send { message_type: &'static str, half_for: Option<String> },
+    Send { message_type: &'static str, half_for: Option<String>, batch: bool },
     /// A replier's SEND_REPLY_MESSAGE(_V2), stored in the reply topic.
     Reply { message_type: &'static str },
     /// CONSUMER_SEND_MSG_BACK: `group` failed a message first sent to `back_topic`.
@@ -127,7 +128,7 @@ impl PutObserver {
         let put_ok = result.is_ok() && result.append.is_some();
         let stored = put_ok || (result.status == PutStatus::FlushDiskTimeout && result.append.is_some());
         match origin {
-            Origin::Send { message_type, half_for } if stored => {
+            Origin::Send { message_type, half_for, .. } if stored => {
                 self.broker_stats.on_put(topic, messages, bytes);
                 self.metrics.on_put(topic, message_type, messages, bytes);
                 if let Some(real_topic) = half_for {
@@ -176,10 +177,19 @@ impl PutPipeline {
         &self.observer
     }
 
-    /// Rewrites a message with a positive `DELAY` into the schedule topic (Java's commit-log hook),
-    /// with the store's delay levels.
-    pub fn apply_delay(&self, msg: &mut MessageToStore) {
-        crate::schedule::apply_delay(msg, self.store.config().delay_levels_ms().len());
+    /// What Java does to a message before storing it, by origin: a prepared send (not a batch)
+    /// becomes its half message; any other single send and a send-back with a positive `DELAY`
+    /// go to the schedule topic, levels above the highest clamped to it. A batch, a reply and the
+    /// broker's own puts are stored as they are.
+    pub fn rewrite(&self, origin: &Origin, msgs: &mut [MessageToStore]) {
+        let levels = self.store.config().delay_levels_ms().len();
+        for msg in msgs {
+            match origin {
+                Origin::Send { batch: false, half_for: Some(_), .. } => crate::transaction::to_half(msg),
+                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } => crate::schedule::apply_delay(msg, levels),
+                _ => {}
+            }
+        }
     }
 
     /// What a put of `msgs` from `origin` waits for.
@@ -196,16 +206,19 @@ impl PutPipeline {
         }
     }
 
-    /// Stores `msgs` and answers with `respond(result, what the slaves did)`: returned at once when
-    /// nothing is waited for, else sent later through `answer` by the service that learns the
-    /// result, so the caller's thread is free for the next request and one flush covers many.
+    /// Rewrites `msgs` as their origin asks ([`PutPipeline::rewrite`]), stores them and answers
+    /// with `respond(result, what the slaves did)`: returned at once when nothing is waited for,
+    /// else sent later through `answer` by the service that learns the result, so the caller's
+    /// thread is free for the next request and one flush covers many.
     pub fn put_and_answer<A: Answer>(
         &self,
-        msgs: &[MessageToStore],
+        mut msgs: Vec<MessageToStore>,
         origin: Origin,
         answer: A,
         respond: impl FnOnce(PutMessageResult, Option<Outcome>) -> RemotingCommand + Send + 'static,
     ) -> Option<RemotingCommand> {
+        self.rewrite(&origin, &mut msgs);
+        let msgs = msgs.as_slice();
         let started = Instant::now();
         let (topic, count) = (msgs.first().map(|m| m.topic.clone()).unwrap_or_default(), msgs.len());
         let wait = self.wait_for(&origin, msgs);

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 use remoting::RemotingCommand;
 use store::commit_log::now_ms;
 use store::config::{BrokerRole, FlushDiskType};
+use store::message::record::{decode_record, RecordAt};
 
 use super::*;
 use crate::delay_offset::DelayOffsets;
@@ -53,7 +54,7 @@ fn respond(result: PutMessageResult, replica: Option<Outcome>) -> RemotingComman
 }
 
 fn send() -> Origin {
-    Origin::Send { message_type: "normal", half_for: None }
+    Origin::Send { message_type: "normal", half_for: None, batch: false }
 }
 
 /// What the stats manager counted under `name` and `key` (None: never counted).
@@ -69,7 +70,7 @@ fn an_async_flush_put_is_answered_at_once_and_counted_once() {
     let msgs = [message("T", "")];
     assert_eq!(p.wait_for(&send(), &msgs), Wait::Appended);
     let (tx, rx) = mpsc::channel();
-    let answer = p.put_and_answer(&msgs, send(), Collect(tx), respond).expect("answered at once");
+    let answer = p.put_and_answer(msgs.to_vec(), send(), Collect(tx), respond).expect("answered at once");
     assert_eq!((answer.code, answer.remark.as_deref()), (0, Some("None")));
     assert!(rx.try_recv().is_err(), "and not a second time");
     assert_eq!(counted(&p, names::TOPIC_PUT_NUMS, "T"), Some(1));
@@ -85,7 +86,7 @@ fn a_sync_flush_put_is_answered_by_the_flush_service_once_on_disk() {
     let msgs = [message("T", "")];
     assert_eq!(p.wait_for(&send(), &msgs), Wait::Stored);
     let (tx, rx) = mpsc::channel();
-    assert!(p.put_and_answer(&msgs, send(), Collect(tx), respond).is_none(), "answered later");
+    assert!(p.put_and_answer(msgs.to_vec(), send(), Collect(tx), respond).is_none(), "answered later");
     let answer = rx.recv_timeout(WAIT).expect("the flush service answers");
     assert_eq!((answer.code, answer.remark.as_deref()), (0, Some("None")));
     assert!(p.store.commit_log().flushed_offset() >= p.store.commit_log().max_offset());
@@ -99,7 +100,7 @@ fn a_message_that_says_wait_false_is_answered_once_appended_even_under_sync_flus
     let msgs = [message("T", "WAIT\u{1}false\u{2}")];
     assert_eq!(p.wait_for(&send(), &msgs), Wait::Appended);
     let (tx, _rx) = mpsc::channel();
-    assert_eq!(p.put_and_answer(&msgs, send(), Collect(tx), respond).map(|a| a.code), Some(0));
+    assert_eq!(p.put_and_answer(msgs.to_vec(), send(), Collect(tx), respond).map(|a| a.code), Some(0));
 }
 
 #[test]
@@ -109,7 +110,7 @@ fn a_sync_master_without_slaves_answers_slave_not_available_and_counts_the_store
     let msgs = [message("T", "")];
     assert_eq!(p.wait_for(&send(), &msgs), Wait::Replicated);
     let (tx, rx) = mpsc::channel();
-    assert!(p.put_and_answer(&msgs, send(), Collect(tx), respond).is_none());
+    assert!(p.put_and_answer(msgs.to_vec(), send(), Collect(tx), respond).is_none());
     let answer = rx.recv_timeout(WAIT).unwrap();
     assert_eq!((answer.code, answer.remark.as_deref()), (0, Some("Some(SlaveNotAvailable)")));
     assert_eq!(counted(&p, names::TOPIC_PUT_NUMS, "T"), Some(1), "Java counts a put its slaves missed");
@@ -122,7 +123,7 @@ fn a_sync_master_answers_what_its_slaves_did_with_the_puts_end() {
         let slaves = Arc::new(Slaves { outcome, asked_for: Mutex::new(Vec::new()) });
         let p = pipeline(dir.path(), flush, BrokerRole::SyncMaster, Some(slaves.clone()));
         let (tx, rx) = mpsc::channel();
-        assert!(p.put_and_answer(&[message("T", "")], send(), Collect(tx), respond).is_none());
+        assert!(p.put_and_answer(vec![message("T", "")], send(), Collect(tx), respond).is_none());
         let answer = rx.recv_timeout(WAIT).unwrap();
         assert_eq!(answer.remark, Some(format!("{:?}", Some(outcome))));
         assert_eq!(*slaves.asked_for.lock(), vec![p.store.commit_log().max_offset()], "the slaves are asked for the put's end");
@@ -158,10 +159,10 @@ fn a_stored_reply_is_counted_as_a_put_into_its_topic() {
 fn send_backs_commits_and_op_records_are_counted_as_java_counts_them() {
     let dir = tempfile::tempdir().unwrap();
     let p = pipeline(dir.path(), FlushDiskType::AsyncFlush, BrokerRole::AsyncMaster, None);
-    let mut retry = message("%RETRY%G", "DELAY\u{1}3\u{2}");
-    p.apply_delay(&mut retry);
-    assert_eq!(retry.topic, system_topic::SCHEDULE);
-    assert!(p.put(&retry, Origin::SendBack { group: "G".into(), back_topic: "T".into() }).is_ok());
+    let retry = message("%RETRY%G", "DELAY\u{1}3\u{2}");
+    let (tx, _rx) = mpsc::channel();
+    let back = Origin::SendBack { group: "G".into(), back_topic: "T".into() };
+    assert_eq!(p.put_and_answer(vec![retry], back, Collect(tx), respond).map(|a| a.code), Some(0), "stored in the schedule topic");
     assert!(p.put(&message("%DLQ%G", ""), Origin::SendBack { group: "G".into(), back_topic: "T".into() }).is_ok());
     assert!(p.put(&message("T", ""), Origin::Commit { born_ms: 0 }).is_ok());
     assert!(p.put(&message(system_topic::TRANS_OP_HALF, ""), Origin::TransactionOp).is_ok());
@@ -178,9 +179,9 @@ fn send_backs_commits_and_op_records_are_counted_as_java_counts_them() {
 fn a_delayed_delivery_is_counted_under_its_real_topic_and_as_read_from_the_schedule_topic() {
     let dir = tempfile::tempdir().unwrap();
     let p = Arc::new(pipeline(dir.path(), FlushDiskType::AsyncFlush, BrokerRole::AsyncMaster, None));
-    let mut delayed = message("T", "DELAY\u{1}1\u{2}");
-    p.apply_delay(&mut delayed);
-    assert!(p.put(&delayed, Origin::Send { message_type: "delay", half_for: None }).is_ok());
+    let (tx, _rx) = mpsc::channel();
+    let delayed = Origin::Send { message_type: "delay", half_for: None, batch: false };
+    assert_eq!(p.put_and_answer(vec![message("T", "DELAY\u{1}1\u{2}")], delayed, Collect(tx), respond).map(|a| a.code), Some(0));
     let offsets = Arc::new(DelayOffsets::open(dir.path()).unwrap());
     let levels = p.store.config().delay_levels_ms().len();
     let schedule = ScheduleService { store: p.store.clone(), offsets: offsets.clone(), levels, put: p.clone() };
@@ -199,4 +200,28 @@ fn a_delayed_delivery_is_counted_under_its_real_topic_and_as_read_from_the_sched
     assert!(counted(&p, names::GROUP_GET_SIZE, &read).is_some_and(|bytes| bytes > 5));
     assert_eq!(counted(&p, names::BROKER_PUT_NUMS, "C"), Some(2));
     assert_eq!(counted(&p, names::BROKER_GET_NUMS, "C"), None, "a delivery is no pull");
+}
+
+#[test]
+fn a_prepared_send_is_stored_as_its_half_and_a_delayed_send_in_the_schedule_topic_but_not_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pipeline(dir.path(), FlushDiskType::AsyncFlush, BrokerRole::AsyncMaster, None);
+    let stored_as = |origin: Origin| {
+        let (tx, _rx) = mpsc::channel();
+        // The answer names where the record went.
+        let at = |r: PutMessageResult, _| RemotingCommand { remark: r.append.map(|a| a.wrote_offset.to_string()), ..Default::default() };
+        let answer = p.put_and_answer(vec![message("T", "DELAY\u{1}99\u{2}")], origin, Collect(tx), at).expect("answered at once");
+        let offset: i64 = answer.remark.and_then(|o| o.parse().ok()).expect("stored");
+        let bytes = p.store.look_message_by_offset(offset).expect("readable");
+        let Ok(RecordAt::Record(r)) = decode_record(&bytes, false) else { panic!("a record at {offset}") };
+        let real_topic = r.property(properties::REAL_TOPIC).map(str::to_owned);
+        (r.topic.to_owned(), r.queue_id, real_topic, r.property(properties::DELAY).map(str::to_owned))
+    };
+    let half = stored_as(Origin::Send { message_type: "transaction", half_for: Some("T".into()), batch: false });
+    assert_eq!(half, (system_topic::TRANS_HALF.to_owned(), 0, Some("T".to_owned()), Some("99".to_owned())));
+    let levels = p.store.config().delay_levels_ms().len();
+    let delayed = stored_as(Origin::Send { message_type: "delay", half_for: None, batch: false });
+    assert_eq!(delayed, (system_topic::SCHEDULE.to_owned(), levels as i32 - 1, Some("T".to_owned()), Some(levels.to_string())), "clamped to the last level");
+    let batch = stored_as(Origin::Send { message_type: "delay", half_for: None, batch: true });
+    assert_eq!(batch, ("T".to_owned(), 0, None, Some("99".to_owned())), "as it was sent");
 }

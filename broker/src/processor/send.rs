@@ -135,12 +135,8 @@ impl SendProcessor {
             let mut msg = base;
             if prepared {
                 transaction::ensure_topics(b);
-                transaction::to_half(&mut msg);
-            } else {
-                if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
-                    return err(code, remark);
-                }
-                b.put.apply_delay(&mut msg);
+            } else if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
+                return err(code, remark);
             }
             vec![msg]
         };
@@ -150,9 +146,10 @@ impl SendProcessor {
             // As 5.x: a half message's transaction id is its UNIQ_KEY.
             transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
         };
-        let origin = Origin::Send { message_type, half_for: prepared.then(|| h.topic.to_string()) };
+        // The pipeline stores a prepared message as its half, a delayed one in the schedule topic.
+        let origin = Origin::Send { message_type, half_for: prepared.then(|| h.topic.to_string()), batch };
         let broker = b.clone();
-        b.put.put_and_answer(&msgs, origin, Reply::to(channel, request), move |result, replica| decorate(&broker, reply.response(result, replica)))
+        b.put.put_and_answer(msgs, origin, Reply::to(channel, request), move |result, replica| decorate(&broker, reply.response(result, replica)))
     }
 
     /// A send to `%RETRY%group` that used up its reconsume times goes to `%DLQ%group` instead
@@ -245,13 +242,13 @@ impl SendProcessor {
         msg.prepared_transaction_offset = 0;
         msg.reconsume_times = original.reconsume_times + 1;
         msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        b.put.apply_delay(&mut msg);
         let answer_to = skeleton(request);
         // As Java: counted under the message's own topic (its first one for a retry).
         let back_topic = props.get("RETRY_TOPIC").cloned().unwrap_or_else(|| original.topic.to_owned());
         let origin = Origin::SendBack { group: h.group.to_string(), back_topic };
-        // As Java's send-back: the store's result decides; the slaves' is not asked for.
-        b.put.put_and_answer(std::slice::from_ref(&msg), origin, Reply::to(channel, request), move |r, _| match r.status {
+        // The pipeline puts it in the schedule topic for its delay level. As Java's send-back: the
+        // store's result decides; the slaves' is not asked for.
+        b.put.put_and_answer(vec![msg], origin, Reply::to(channel, request), move |r, _| match r.status {
             PutStatus::PutOk => RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS),
             status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
         })
