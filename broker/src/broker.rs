@@ -122,6 +122,8 @@ pub struct BrokerParts {
     pub identity: BrokerIdentity,
     pub store_host: SocketAddr,
     pub broker_id: i64,
+    /// The access validator of `aclEnable=true`.
+    pub acl: Option<Arc<crate::acl::Acl>>,
 }
 
 impl Broker {
@@ -129,8 +131,8 @@ impl Broker {
     /// counters, and the put pipeline over the store, the master's slaves and the counters. Needs
     /// a tokio runtime (the broker's tasks run on it); starts no server, so a test can build one
     /// over a temporary store.
-    pub fn assemble(parts: BrokerParts) -> Result<Broker, crate::controller::StartError> {
-        let BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id } = parts;
+    pub fn assemble(parts: BrokerParts) -> Result<Broker, crate::config_file::ConfigFileError> {
+        let BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id, acl } = parts;
         let root = store_config.root_dir();
         let stats = Arc::new(crate::stats::StoreStats::default());
         let broker_stats = Arc::new(crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name));
@@ -147,7 +149,7 @@ impl Broker {
             broker_stats,
             metrics,
             stats,
-            acl: crate::controller::open_acl(&config)?,
+            acl,
             live_config: Arc::new(ArcSwap::from_pointee(config)),
             live_store_config: ArcSwap::from_pointee(store_config),
             config_file,

@@ -189,7 +189,7 @@ impl BrokerController {
 }
 
 /// The ACL of `aclEnable=true`, from `<rocketmqHome>/conf/plain_acl.yml` and `conf/acl/`.
-pub(crate) fn open_acl(config: &BrokerConfig) -> Result<Option<Arc<crate::acl::Acl>>, StartError> {
+fn open_acl(config: &BrokerConfig) -> Result<Option<Arc<crate::acl::Acl>>, StartError> {
     if !config.acl_enable {
         return Ok(None);
     }
@@ -232,7 +232,8 @@ async fn open(
         broker_addr: store_host.to_string(),
         ha_server_addr: format!("{}:{ha_port}", config.broker_ip2),
     };
-    let parts = BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id };
+    let acl = open_acl(&config)?;
+    let parts = BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id, acl };
     let broker = Arc::new(Broker::assemble(parts)?);
     Ok((broker, member))
 }

@@ -26,14 +26,15 @@ use remoting::server::Reply;
 use remoting::RemotingCommand;
 use store::commit_log::{PutMessageResult, PutStatus};
 use store::config::{BrokerRole, FlushDiskType};
+use store::message::record::{SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use store::message::{properties, MessageToStore};
 use store::store::MessageStore;
 
 use crate::metrics::BrokerMetrics;
-use crate::replication::Outcome;
 use crate::stats::StoreStats;
 use crate::stats_manager::BrokerStatsManager;
 use crate::topic_config::system_topic;
+pub use ha::tracker::Outcome;
 
 /// Where a put comes from: what it waits for and what it counts depend on it.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,8 +186,8 @@ impl PutPipeline {
         let levels = self.store.config().delay_levels_ms().len();
         for msg in msgs {
             match origin {
-                Origin::Send { batch: false, half_for: Some(_), .. } => crate::transaction::to_half(msg),
-                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } => crate::schedule::apply_delay(msg, levels),
+                Origin::Send { batch: false, half_for: Some(_), .. } => to_half(msg),
+                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } => apply_delay(msg, levels),
                 _ => {}
             }
         }
@@ -279,6 +280,40 @@ impl PutPipeline {
         self.observer.on_put(&origin, &msg.topic, 1, &result, started.elapsed());
         result
     }
+}
+
+/// Turns a prepared message into its half message (Java `parseHalfMessageInner`): stored in the
+/// half topic's queue 0, its real topic and queue in properties, its transaction flag cleared.
+fn to_half(msg: &mut MessageToStore) {
+    let mut props = properties::parse(&msg.properties);
+    props.insert(properties::REAL_TOPIC.to_owned(), msg.topic.clone());
+    props.insert(properties::REAL_QID.to_owned(), msg.queue_id.to_string());
+    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_NOT_TYPE;
+    msg.topic = system_topic::TRANS_HALF.to_owned();
+    msg.queue_id = 0;
+}
+
+/// Rewrites a message with a positive `DELAY` into the schedule topic, as Java's commit log does
+/// before storing: queue `level - 1`, its real topic and queue in properties. Levels above the
+/// highest clamp to it; a prepared or rolled-back message is not delayed.
+fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
+    let tx = msg.sys_flag & SYSFLAG_TRANSACTION_MASK;
+    if tx != TRANSACTION_NOT_TYPE && tx != TRANSACTION_COMMIT_TYPE {
+        return;
+    }
+    let Some(level) = properties::get(&msg.properties, properties::DELAY).and_then(|d| d.trim().parse::<usize>().ok()) else { return };
+    if level == 0 || max_level == 0 {
+        return;
+    }
+    let level = level.min(max_level);
+    let mut props = properties::parse(&msg.properties);
+    props.insert(properties::DELAY.to_owned(), level.to_string());
+    props.insert(properties::REAL_TOPIC.to_owned(), msg.topic.clone());
+    props.insert(properties::REAL_QID.to_owned(), msg.queue_id.to_string());
+    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    msg.topic = system_topic::SCHEDULE.to_owned();
+    msg.queue_id = (level - 1) as i32;
 }
 
 #[cfg(test)]

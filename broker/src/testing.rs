@@ -59,7 +59,7 @@ pub fn broker(dir: &Path, flush: FlushDiskType, role: BrokerRole) -> Arc<Broker>
         broker_addr: store_host.to_string(),
         ha_server_addr: String::new(),
     };
-    let parts = BrokerParts { config, store_config, config_file: None, store, ha: Ha::Off, identity, store_host, broker_id: 0 };
+    let parts = BrokerParts { config, store_config, config_file: None, store, ha: Ha::Off, identity, store_host, broker_id: 0, acl: None };
     Arc::new(Broker::assemble(parts).expect("the test broker assembles"))
 }
 

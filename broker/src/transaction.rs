@@ -16,9 +16,7 @@ use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::perm;
 use remoting::{command_header, RemotingCommand, RequestCode};
 use store::commit_log::{now_ms, PutMessageResult};
-use store::message::record::{
-    decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
-};
+use store::message::record::{decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 use tracing::{debug, info, warn};
 
@@ -69,18 +67,6 @@ fn with_properties(msg: &mut MessageToStore, edit: impl FnOnce(&mut indexmap::In
     let mut props = properties::parse(&msg.properties);
     edit(&mut props);
     msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-}
-
-/// Turns a prepared message into its half message (Java `parseHalfMessageInner`).
-pub fn to_half(msg: &mut MessageToStore) {
-    let (topic, queue) = (msg.topic.clone(), msg.queue_id);
-    with_properties(msg, |p| {
-        p.insert(properties::REAL_TOPIC.to_owned(), topic);
-        p.insert(properties::REAL_QID.to_owned(), queue.to_string());
-    });
-    msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_NOT_TYPE;
-    msg.topic = system_topic::TRANS_HALF.to_owned();
-    msg.queue_id = 0;
 }
 
 /// Makes sure the half and op topics exist (Java creates them on first use).
