@@ -66,6 +66,8 @@ pub struct Broker {
     pub broker_stats: Arc<crate::stats_manager::BrokerStatsManager>,
     /// Prometheus metrics (`metricsExporterType=PROM`; no-ops otherwise).
     pub metrics: Arc<crate::metrics::BrokerMetrics>,
+    /// The one way into the store: every put waits and is counted there (see [`crate::put`]).
+    pub put: Arc<crate::put::PutPipeline>,
     /// The access validator of `aclEnable=true`.
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Asks the registration task for a registration with every name server (coalesced).
@@ -109,7 +111,65 @@ impl RegistrationRequests {
     }
 }
 
+/// What the broker's shared state is made of besides what [`Broker::assemble`] makes itself.
+pub struct BrokerParts {
+    pub config: BrokerConfig,
+    pub store_config: MessageStoreConfig,
+    pub config_file: Option<std::path::PathBuf>,
+    pub store: Arc<MessageStore>,
+    pub ha: crate::replication::Ha,
+    pub identity: BrokerIdentity,
+    pub store_host: SocketAddr,
+    pub broker_id: i64,
+    /// The access validator of `aclEnable=true`.
+    pub acl: Option<Arc<crate::acl::Acl>>,
+}
+
 impl Broker {
+    /// The shared state over an opened store: the metadata loaded from the store's root, the
+    /// counters, and the put pipeline over the store, the master's slaves and the counters. Needs
+    /// a tokio runtime (the broker's tasks run on it); starts no server, so a test can build one
+    /// over a temporary store.
+    pub fn assemble(parts: BrokerParts) -> Result<Broker, crate::config_file::ConfigFileError> {
+        let BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id, acl } = parts;
+        let root = store_config.root_dir();
+        let stats = Arc::new(crate::stats::StoreStats::default());
+        let broker_stats = Arc::new(crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name));
+        let metrics = Arc::new(crate::metrics::BrokerMetrics::new(&config));
+        let observer = crate::put::PutObserver { stats: stats.clone(), broker_stats: broker_stats.clone(), metrics: metrics.clone() };
+        let replicas = ha.replication().map(|r| r as Arc<dyn crate::put::ReplicaWaiter>);
+        let meta = crate::metadata::Metadata::open(&config, &root)?;
+        Ok(Broker {
+            topics: meta.topics,
+            groups: meta.groups,
+            offsets: meta.offsets,
+            delay_offsets: meta.delay_offsets,
+            put: Arc::new(crate::put::PutPipeline::new(store.clone(), replicas, Arc::new(observer))),
+            broker_stats,
+            metrics,
+            stats,
+            acl,
+            live_config: Arc::new(ArcSwap::from_pointee(config)),
+            live_store_config: ArcSwap::from_pointee(store_config),
+            config_file,
+            config_version: Default::default(),
+            store,
+            consumers: Default::default(),
+            producers: Default::default(),
+            locks: Default::default(),
+            hold: std::sync::OnceLock::new(),
+            identity,
+            store_host,
+            namesrv: Arc::new(RemotingClient::new(remoting::client::ClientConfig::default())),
+            runtime: tokio::runtime::Handle::current(),
+            boot_timestamp: remoting::clock::now_ms(),
+            ha,
+            master_addr: Default::default(),
+            registration: Default::default(),
+            broker_id: std::sync::atomic::AtomicI64::new(broker_id),
+        })
+    }
+
     /// The broker's config as it is now.
     pub fn config(&self) -> arc_swap::Guard<Arc<BrokerConfig>> {
         self.live_config.load()

@@ -7,8 +7,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwap;
-use remoting::client::{ClientConfig, RemotingClient};
 use remoting::connection::ConnectionConfig;
 use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, RequestProcessor, ServerConfig};
@@ -19,7 +17,7 @@ use store::store::MessageStore;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::broker::Broker;
+use crate::broker::{Broker, BrokerParts};
 use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
@@ -219,7 +217,6 @@ async fn open(
     store_config: MessageStoreConfig,
     config_file: Option<std::path::PathBuf>,
 ) -> Result<(Arc<Broker>, Option<crate::dledger::Member>), StartError> {
-    let root = store_config.root_dir();
     let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
     let bind: IpAddr = config.bind_address.parse().map_err(|_| StartError::BadAddress(config.bind_address.clone()))?;
     let store_host = SocketAddr::new(ip1, config.listen_port);
@@ -245,35 +242,9 @@ async fn open(
         broker_addr: store_host.to_string(),
         ha_server_addr: format!("{}:{ha_port}", config.broker_ip2),
     };
-    let meta = crate::metadata::Metadata::open(&config, &root)?;
-    let broker = Arc::new(Broker {
-        topics: meta.topics,
-        groups: meta.groups,
-        offsets: meta.offsets,
-        delay_offsets: meta.delay_offsets,
-        broker_stats: Arc::new(crate::stats_manager::BrokerStatsManager::new(&config.broker_cluster_name)),
-        metrics: Arc::new(crate::metrics::BrokerMetrics::new(&config)),
-        acl: open_acl(&config)?,
-        live_config: Arc::new(ArcSwap::from_pointee(config)),
-        live_store_config: ArcSwap::from_pointee(store_config),
-        config_file,
-        config_version: Default::default(),
-        store,
-        consumers: Default::default(),
-        producers: Default::default(),
-        locks: Default::default(),
-        hold: std::sync::OnceLock::new(),
-        identity,
-        store_host,
-        namesrv: Arc::new(RemotingClient::new(ClientConfig::default())),
-        runtime: tokio::runtime::Handle::current(),
-        boot_timestamp: remoting::clock::now_ms(),
-        ha,
-        master_addr: Default::default(),
-        stats: Default::default(),
-        registration: Default::default(),
-        broker_id: std::sync::atomic::AtomicI64::new(broker_id),
-    });
+    let acl = open_acl(&config)?;
+    let parts = BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id, acl };
+    let broker = Arc::new(Broker::assemble(parts)?);
     Ok((broker, member))
 }
 
@@ -432,14 +403,8 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>) 
     if broker.is_slave() && !role_changes {
         return Ok(vec![hold_check]);
     }
-    let me = broker.clone();
-    let on_delivered = Box::new(move |topic: &str, bytes: usize| me.metrics.on_delayed_delivery(topic, bytes));
-    let schedule = ScheduleService {
-        store: broker.store.clone(),
-        offsets: broker.delay_offsets.clone(),
-        levels: broker.store_config().delay_levels_ms().len(),
-        on_delivered,
-    };
+    let levels = broker.store_config().delay_levels_ms().len();
+    let schedule = ScheduleService { store: broker.store.clone(), offsets: broker.delay_offsets.clone(), levels, put: broker.put.clone() };
     let me = broker.clone();
     let schedule = Service::every("ScheduleMessageService", Duration::from_millis(100), false, move || {
         if !me.is_slave() {

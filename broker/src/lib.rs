@@ -34,6 +34,7 @@ pub mod namesrv_client;
 pub mod parking;
 pub mod persister;
 pub mod processor;
+pub mod put;
 pub mod rebalance_lock;
 pub mod replication;
 pub mod routes;
@@ -43,6 +44,8 @@ pub mod slave_sync;
 pub mod stats;
 pub mod stats_manager;
 pub mod subscription_group;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod timer;
 pub mod topic_config;
 pub mod transaction;

@@ -1,52 +1,30 @@
-//! Delay levels (Java `ScheduleMessageService` and the rewrite in `CommitLog.putMessage`): a
-//! message with `DELAY=n` is stored in `SCHEDULE_TOPIC_XXXX` queue n-1 with its real topic and
-//! queue in properties; its consume-queue tags code is its delivery time, and this service puts a
+//! Delay levels (Java `ScheduleMessageService`): a message with `DELAY=n` is stored in
+//! `SCHEDULE_TOPIC_XXXX` queue n-1 with its real topic and queue in properties (the put pipeline's
+//! rewrite, [`crate::put::PutPipeline::rewrite`], as Java's commit log does); its consume-queue tags code is its delivery time, and this service puts a
 //! copy back into the real topic when that time comes. Progress per level is `delayOffset.json`.
 
 use std::sync::Arc;
 
 use remoting::clock::now_ms;
 use remoting::protocol::name::TopicName;
-use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
+use store::message::record::{decode_record, RecordAt};
 use store::message::{properties, MessageToStore};
 use store::store::MessageStore;
 use tracing::warn;
 
 use crate::delay_offset::DelayOffsets;
+use crate::put::{Origin, PutPipeline};
 use crate::topic_config::system_topic;
-
-/// Rewrites a message with a positive `DELAY` into the schedule topic, as Java's commit log does
-/// before storing. Levels above the highest clamp to it.
-pub fn apply_delay(msg: &mut MessageToStore, max_level: usize) {
-    let tx = msg.sys_flag & SYSFLAG_TRANSACTION_MASK;
-    if tx != TRANSACTION_NOT_TYPE && tx != TRANSACTION_COMMIT_TYPE {
-        return;
-    }
-    let Some(level) = properties::get(&msg.properties, properties::DELAY).and_then(|d| d.trim().parse::<usize>().ok()) else { return };
-    if level == 0 || max_level == 0 {
-        return;
-    }
-    let level = level.min(max_level);
-    let mut props = properties::parse(&msg.properties);
-    props.insert(properties::DELAY.to_owned(), level.to_string());
-    props.insert(properties::REAL_TOPIC.to_owned(), msg.topic.clone());
-    props.insert(properties::REAL_QID.to_owned(), msg.queue_id.to_string());
-    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    msg.topic = system_topic::SCHEDULE.to_owned();
-    msg.queue_id = (level - 1) as i32;
-}
-
-/// Told of a delivered message: its real topic and its stored bytes.
-pub type OnDelivered = Box<dyn Fn(&str, usize) + Send + Sync>;
 
 /// Delivers due delayed messages (its loop runs on a [`remoting::service::Service`] every 100 ms);
 /// the broker's persister writes its progress.
 pub struct ScheduleService {
+    /// Where the delayed messages are read.
     pub store: Arc<MessageStore>,
-    pub offsets: std::sync::Arc<DelayOffsets>,
+    pub offsets: Arc<DelayOffsets>,
     pub levels: usize,
-    /// Told of each delivered message: its real topic and stored bytes (the metrics).
-    pub on_delivered: OnDelivered,
+    /// Where they are put back (and counted, as Java counts a delivery).
+    pub put: Arc<PutPipeline>,
 }
 
 impl ScheduleService {
@@ -71,12 +49,11 @@ impl ScheduleService {
                 continue;
             };
             if let Some(msg) = real_message(&bytes) {
-                let r = self.store.put_message(&msg);
+                let r = self.put.put(&msg, Origin::DelayedDelivery);
                 if !r.is_ok() {
                     warn!(level, offset, status = ?r.status, "delivering a delayed message failed; will retry");
                     break;
                 }
-                (self.on_delivered)(&msg.topic, r.append.as_ref().map_or(0, |a| a.wrote_bytes));
             }
             offset += 1;
             self.offsets.set(level as i32, offset);

@@ -175,6 +175,21 @@ impl BrokerStatsManager {
         self.add(names::BROKER_PUT_NUMS, &self.cluster, messages as u64, 1);
     }
 
+    /// A put counted under its topic only, not in the broker's total (Java's send-back counts a
+    /// retry waiting in the schedule topic so).
+    pub fn on_topic_put(&self, topic: &str, messages: usize, bytes: usize) {
+        self.add(names::TOPIC_PUT_NUMS, topic, messages as u64, 1);
+        self.add(names::TOPIC_PUT_SIZE, topic, bytes as u64, 1);
+    }
+
+    /// Messages `group` read from `topic` without a pull, not in the broker's total (Java counts
+    /// a delivered delayed message as read by `SCHEDULE_CONSUMER` from the schedule topic so).
+    pub fn on_group_get(&self, group: &str, topic: &str, messages: usize, bytes: usize) {
+        let key = topic_group_key(topic, group);
+        self.add(names::GROUP_GET_NUMS, &key, messages as u64, 1);
+        self.add(names::GROUP_GET_SIZE, &key, bytes as u64, 1);
+    }
+
     /// A pull by `group` that handed out `messages` of `bytes` from `topic`.
     pub fn on_get(&self, group: &str, topic: &str, messages: usize, bytes: usize) {
         let key = topic_group_key(topic, group);

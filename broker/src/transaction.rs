@@ -17,13 +17,12 @@ use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::perm;
 use remoting::{command_header, RemotingCommand, RequestCode};
 use store::commit_log::PutMessageResult;
-use store::message::record::{
-    decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
-};
+use store::message::record::{decode_record, encode_record, DecodedRecord, RecordAt, StampedFields, SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 use tracing::{debug, info, warn};
 
 use crate::broker::Broker;
+use crate::put::Origin;
 use crate::topic_config::system_topic;
 
 /// The group whose consumer offsets track how far the half and op queues were checked.
@@ -71,18 +70,6 @@ fn with_properties(msg: &mut MessageToStore, edit: impl FnOnce(&mut indexmap::In
     msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
 }
 
-/// Turns a prepared message into its half message (Java `parseHalfMessageInner`).
-pub fn to_half(msg: &mut MessageToStore) {
-    let (topic, queue) = (msg.topic.clone(), msg.queue_id);
-    with_properties(msg, |p| {
-        p.insert(properties::REAL_TOPIC.to_owned(), topic);
-        p.insert(properties::REAL_QID.to_owned(), queue.to_string());
-    });
-    msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_NOT_TYPE;
-    msg.topic = system_topic::TRANS_HALF.to_owned();
-    msg.queue_id = 0;
-}
-
 /// Makes sure the half and op topics exist (Java creates them on first use).
 pub fn ensure_topics(b: &Broker) {
     for topic in [system_topic::TRANS_HALF, system_topic::TRANS_OP_HALF] {
@@ -105,7 +92,7 @@ fn write_op(b: &Broker, half_queue_offset: i64) -> PutMessageResult {
         body: Bytes::from(half_queue_offset.to_string()),
         properties: properties::serialize([(properties::TAGS, REMOVE_TAG), (properties::WAIT, "false")]),
     };
-    b.store.put_message(&op)
+    b.put.put(&op, Origin::TransactionOp)
 }
 
 /// END_TRANSACTION: commits or rolls back the half message (Java `EndTransactionProcessor`).
@@ -146,11 +133,10 @@ pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting:
             }
             p.insert(properties::WAIT.to_owned(), "false".to_owned());
         });
-        let r = b.store.put_message(&msg);
+        let r = b.put.put(&msg, Origin::Commit { born_ms: half.born_timestamp });
         if !r.is_ok() {
             return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
         }
-        b.metrics.on_commit(&msg.topic, half.born_timestamp);
     } else {
         b.metrics.on_rollback(half.property(properties::REAL_TOPIC).unwrap_or(""));
     }
@@ -246,7 +232,7 @@ impl TransactionChecker {
             p.insert(CHECK_TIMES.to_owned(), (checks + 1).to_string());
             p.insert(properties::WAIT.to_owned(), "false".to_owned());
         });
-        let r = b.store.put_message(&copy);
+        let r = b.put.put(&copy, Origin::HalfPutBack);
         let Some(a) = r.append.filter(|_| r.status == store::commit_log::PutStatus::PutOk) else {
             warn!(offset, status = ?r.status, "cannot put a half message back for its check");
             return;
@@ -274,5 +260,65 @@ impl TransactionChecker {
         if let Err(e) = channel.invoke_oneway(request) {
             debug!(error = %e, "transaction check not sent");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::put::Origin;
+    use crate::stats_manager::names;
+    use store::config::{BrokerRole, FlushDiskType};
+
+    /// Stores a prepared message of `group` for topic `T` as the send processor does; gives its
+    /// queue offset and commit-log offset in the half topic.
+    fn prepare(b: &Broker, group: &str) -> (i64, i64) {
+        let mut msg = crate::testing::message("T", &format!("{PGROUP}\u{1}{group}\u{2}{TRAN_MSG}\u{1}true\u{2}"));
+        msg.sys_flag = store::message::record::TRANSACTION_PREPARED_TYPE;
+        ensure_topics(b);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let origin = Origin::Send { message_type: "transaction", half_for: Some("T".into()), batch: false };
+        // The answer carries the half's queue offset as its opaque and its commit-log offset as its remark.
+        let answer = b.put.put_and_answer(vec![msg], origin, Collected(tx), |r, _| {
+            let a = r.append.expect("stored");
+            RemotingCommand { opaque: a.logics_offset as i32, remark: Some(a.wrote_offset.to_string()), ..Default::default() }
+        });
+        let answer = answer.or_else(|| rx.recv().ok()).expect("answered");
+        (i64::from(answer.opaque), answer.remark.and_then(|o| o.parse().ok()).expect("an offset"))
+    }
+
+    struct Collected(std::sync::mpsc::Sender<RemotingCommand>);
+
+    impl crate::put::Answer for Collected {
+        fn send(self, response: RemotingCommand) {
+            let _ = self.0.send(response);
+        }
+    }
+
+    fn end_header(group: &str, (queue_offset, commit_log_offset): (i64, i64), commit: bool) -> EndTransactionRequestHeader {
+        EndTransactionRequestHeader {
+            producer_group: group.into(),
+            tran_state_table_offset: queue_offset,
+            commit_log_offset,
+            commit_or_rollback: if commit { TRANSACTION_COMMIT_TYPE } else { store::message::record::TRANSACTION_ROLLBACK_TYPE },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_commit_is_counted_under_its_real_topic_and_a_rollback_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = crate::testing::broker(dir.path(), FlushDiskType::AsyncFlush, BrokerRole::AsyncMaster);
+        let committed = prepare(&b, "pg");
+        let rolled_back = prepare(&b, "pg");
+        assert_eq!(end(&b, &end_header("pg", committed, true)), Ok(()));
+        assert_eq!(end(&b, &end_header("pg", rolled_back, false)), Ok(()));
+        assert_eq!(end(&b, &end_header("other", committed, true)).map_err(|e| e.1), Err("The producer group wrong".to_owned()));
+        b.broker_stats.tick(now_ms());
+        let counted = |name, key| b.broker_stats.item(name, key).map(|item| item.minute().sum);
+        assert_eq!(counted(names::TOPIC_PUT_NUMS, system_topic::TRANS_HALF), Some(2), "the two half messages");
+        assert_eq!(counted(names::TOPIC_PUT_NUMS, "T"), Some(1), "the commit only");
+        assert_eq!(counted(names::TOPIC_PUT_NUMS, system_topic::TRANS_OP_HALF), None, "op records are not counted");
+        assert_eq!(counted(names::BROKER_PUT_NUMS, "DefaultCluster"), Some(3));
     }
 }

@@ -154,7 +154,7 @@ impl Gauges {
     fn lag(&self, b: &Sources, f: &Families) {
         let store = b.store;
         let broker_perm = b.config.broker_permission;
-        let now = store::commit_log::now_ms();
+        let now = remoting::clock::now_ms();
         // A message's store time, `i64::MAX` when there is none at that offset (Java's getStoreTimeStamp).
         let store_time = |topic: &str, queue_id: i32, offset: i64| {
             (offset >= 0).then(|| store.message_store_timestamp(topic, queue_id, offset)).flatten().filter(|t| *t > 0).unwrap_or(i64::MAX)
@@ -220,7 +220,7 @@ impl Gauges {
         self.flush_behind.set(&STORAGE, behind);
         self.dispatch_behind.set(&STORAGE, store.dispatch_behind_bytes().max(0));
         if let Some(earliest) = crate::stats::earliest_message_time(store).filter(|t| *t > 0) {
-            self.reserve_time.set(&STORAGE, store::commit_log::now_ms() - earliest);
+            self.reserve_time.set(&STORAGE, remoting::clock::now_ms() - earliest);
         }
     }
 }

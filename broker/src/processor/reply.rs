@@ -23,6 +23,7 @@ use tracing::{debug, warn};
 
 use crate::broker::Broker;
 use crate::processor::send::{add_region_and_trace_switch, decorate, msg_check, skeleton};
+use crate::put::Origin;
 
 /// Java's `MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT`: the requester's client id.
 pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
@@ -113,8 +114,7 @@ impl ReplyProcessor {
             (None, _) => warn!("reply: {REPLY_TO_CLIENT} is missing; nobody to push the reply to"),
         }
         let push = push_request(&h, channel.remote_addr(), b.store_host, serialize(&props), msg.body.clone());
-        let answer =
-            Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, topic: msg.topic.clone(), message_type };
+        let answer = Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, message_type };
         b.runtime.spawn(async move {
             let pushed = push_to(requester.as_deref(), target, push).await;
             answer.store_then_send(msg, pushed);
@@ -176,28 +176,25 @@ struct Answer {
     reply: Reply,
     request: RemotingCommand,
     queue_id: i32,
-    /// For the metrics: the reply topic and the message's type.
-    topic: String,
+    /// The reply's `message_type` metrics label.
     message_type: &'static str,
 }
 
 impl Answer {
-    /// Stores the reply if the broker keeps replies, then answers (under SYNC_FLUSH once flushed).
-    /// A SYNC_MASTER does not wait for its slaves here: Java counts a slave timeout or absence
-    /// as a stored reply, so waiting could only delay the same answer.
+    /// Stores the reply if the broker keeps replies, then answers (under SYNC_FLUSH once flushed;
+    /// the put pipeline counts it). A SYNC_MASTER does not wait for its slaves here: Java counts a
+    /// slave timeout or absence as a stored reply, so waiting could only delay the same answer.
     fn store_then_send(self, msg: MessageToStore, pushed: Pushed) {
         if !self.broker.config().store_reply_message_enable {
             let response = self.response(&pushed, None);
             return self.reply.send(response);
         }
-        let store = self.broker.store.clone();
-        store.put_messages_then(
-            std::slice::from_ref(&msg),
-            Box::new(move |result| {
-                let response = self.response(&pushed, Some(&result));
-                self.reply.send(response);
-            }),
-        );
+        let broker = self.broker.clone();
+        let origin = Origin::Reply { message_type: self.message_type };
+        broker.put.put_then(std::slice::from_ref(&msg), origin, move |result| {
+            let response = self.response(&pushed, Some(&result));
+            self.reply.send(response);
+        });
     }
 
     /// Java's `handlePushReplyResult` then `handlePutMessageResult`: the push sets the code; a
@@ -210,10 +207,6 @@ impl Answer {
             }
             r.append.as_ref().filter(|_| matches!(r.status, PutStatus::PutOk | PutStatus::FlushDiskTimeout))
         });
-        if let Some(a) = stored {
-            b.stats.on_put(1);
-            b.metrics.on_put(&self.topic, self.message_type, 1, a.wrote_bytes);
-        }
         let header = match (pushed, stored) {
             (_, Some(a)) => {
                 Some(SendMessageResponseHeader { msg_id: a.msg_ids.join(","), queue_id: self.queue_id, queue_offset: a.logics_offset, transaction_id: None })
@@ -273,6 +266,28 @@ mod tests {
         let back = ReplyMessageRequestHeader::read_from(&ext).unwrap();
         assert_eq!(back.topic, "C_REPLY_TOPIC");
         assert_eq!(push.body.as_deref(), Some(&b"hi"[..]));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_reply_whose_requester_is_unknown_is_still_stored_and_counted_as_a_put() {
+        use crate::stats_manager::names;
+        use remoting::protocol::broker::SendMessageRequestHeaderV2;
+        let dir = tempfile::tempdir().unwrap();
+        let broker = crate::testing::broker(dir.path(), store::config::FlushDiskType::SyncFlush, store::config::BrokerRole::AsyncMaster);
+        let (client, _server) = crate::testing::loopback(Arc::new(ReplyProcessor { broker: broker.clone() })).await;
+        let mut h = send_header("");
+        h.topic = TopicName::new("DefaultCluster_REPLY_TOPIC").unwrap();
+        let request = RemotingCommand::request_with_header(RequestCode::SEND_REPLY_MESSAGE_V2, &SendMessageRequestHeaderV2::from(h)).with_body(b"re".to_vec());
+        let response = crate::testing::call(&client, request).await;
+        // As Java: the push decides the code, the stored copy fills in the header.
+        assert_eq!(response.code, ResponseCode::SYSTEM_ERROR.0);
+        assert_eq!(response.remark.as_deref(), Some("reply message properties[REPLY_TO_CLIENT] is null"));
+        assert_eq!(response.decode_header::<SendMessageResponseHeader>().unwrap().queue_offset, 0);
+        broker.broker_stats.tick(now_ms());
+        let counted = |name, key| broker.broker_stats.item(name, key).map(|item| item.minute().sum);
+        assert_eq!(counted(names::TOPIC_PUT_NUMS, "DefaultCluster_REPLY_TOPIC"), Some(1));
+        assert!(counted(names::TOPIC_PUT_SIZE, "DefaultCluster_REPLY_TOPIC").is_some_and(|bytes| bytes > 2));
+        assert_eq!(counted(names::BROKER_PUT_NUMS, "DefaultCluster"), Some(1));
     }
 
     #[tokio::test]

@@ -11,13 +11,12 @@ use remoting::protocol::topic::TopicConfig;
 use remoting::server::{Channel, ProcessResult, Reply, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::commit_log::{PutMessageResult, PutStatus};
-use store::config::{BrokerRole, FlushDiskType};
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 
 use crate::broker::{Broker, FAQ_SUFFIX};
+use crate::put::Origin;
 use crate::replication::Outcome;
-use crate::schedule::apply_delay;
 use crate::timer;
 use crate::topic_config::system_topic;
 use crate::transaction;
@@ -47,37 +46,16 @@ pub(crate) fn decorate(b: &Broker, response: RemotingCommand) -> RemotingCommand
 
 /// What the answer to a send needs once the store has a result.
 struct SendReply {
-    broker: Arc<Broker>,
     request: RemotingCommand,
     queue_id: i32,
     transaction_id: Option<String>,
-    messages: usize,
-    /// The topic stored into (the half or schedule topic for those messages), for the stats.
-    topic: String,
-    /// When the put began: brokerStatus's put times run from here to the result.
-    started: std::time::Instant,
-    /// The send's `message_type` metrics label.
-    message_type: &'static str,
-    /// For a half message, the topic it is for (the half-message gauge).
-    half_for: Option<String>,
 }
 
 impl SendReply {
     /// The answer, from the store's result and, on a SYNC_MASTER, what the slaves did. As Java
     /// combines them, a replica failure wins over the flush result.
     fn response(self, result: PutMessageResult, replica: Option<Outcome>) -> RemotingCommand {
-        let b = &self.broker;
         let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
-        b.stats.on_put_done(self.started.elapsed(), result.append.as_ref().map_or(0, |a| a.wrote_bytes), result.is_ok());
-        if result.is_ok() {
-            b.stats.on_put(self.messages);
-            let bytes = result.append.as_ref().map_or(0, |a| a.wrote_bytes);
-            b.broker_stats.on_put(&self.topic, self.messages, bytes);
-            b.metrics.on_put(&self.topic, self.message_type, self.messages, bytes);
-            if let Some(real_topic) = &self.half_for {
-                b.metrics.on_half(real_topic);
-            }
-        }
         let code = match result.status {
             PutStatus::PutOk => ResponseCode::SUCCESS,
             PutStatus::FlushDiskTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
@@ -114,12 +92,6 @@ impl SendReply {
 /// Java's words for SERVICE_NOT_AVAILABLE; the store's own reason follows.
 const SERVICE_NOT_AVAILABLE_REMARK: &str =
     "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc.";
-
-/// Whether a put waits for the flush and the slaves (Java's `isWaitStoreMsgOK`: unless the first
-/// message says WAIT=false).
-fn waits_for_store(msgs: &[MessageToStore]) -> bool {
-    msgs.first().is_none_or(|m| properties::get(&m.properties, properties::WAIT) != Some("false"))
-}
 
 impl SendProcessor {
     /// The answer to a send, or None when the flush service will send it.
@@ -163,68 +135,21 @@ impl SendProcessor {
             let mut msg = base;
             if prepared {
                 transaction::ensure_topics(b);
-                transaction::to_half(&mut msg);
-            } else {
-                if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
-                    return err(code, remark);
-                }
-                apply_delay(&mut msg, b.store_config().delay_levels_ms().len());
+            } else if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
+                return err(code, remark);
             }
             vec![msg]
         };
         let reply = SendReply {
-            broker: b.clone(),
             request: skeleton(request),
             queue_id,
             // As 5.x: a half message's transaction id is its UNIQ_KEY.
             transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
-            messages: msgs.len(),
-            topic: msgs.first().map(|m| m.topic.clone()).unwrap_or_default(),
-            started: std::time::Instant::now(),
-            message_type,
-            half_for: prepared.then(|| h.topic.to_string()),
         };
+        // The pipeline stores a prepared message as its half, a delayed one in the schedule topic.
+        let origin = Origin::Send { message_type, half_for: prepared.then(|| h.topic.to_string()), batch };
         let broker = b.clone();
-        self.store_and_answer(channel, request, &msgs, move |result, replica| decorate(&broker, reply.response(result, replica)))
-    }
-
-    /// Stores `msgs` and answers with `respond(result, replica outcome)`: at once, or from the
-    /// service that learns the answer (the flush service under SYNC_FLUSH, the HA service on a
-    /// SYNC_MASTER) through the request's [`Reply`], so this pool thread is free for the next send,
-    /// one flush covers many, and 64 producers in flight need no 64 threads.
-    fn store_and_answer(
-        &self,
-        channel: &Channel,
-        request: &RemotingCommand,
-        msgs: &[MessageToStore],
-        respond: impl FnOnce(PutMessageResult, Option<Outcome>) -> RemotingCommand + Send + 'static,
-    ) -> Option<RemotingCommand> {
-        let b = &self.broker;
-        let waits = waits_for_store(msgs);
-        // A DLedger commit log answers once the group's quorum has the records, whatever the
-        // message asks (as Java's DLedgerCommitLog); its quorum is the replication.
-        let dledger = b.store.is_dledger();
-        let replicated = !dledger && b.store.role() == BrokerRole::SyncMaster && waits;
-        let flushed = b.store_config().flush_disk_type == FlushDiskType::SyncFlush && waits;
-        if !replicated && !flushed && !dledger {
-            return Some(respond(b.store.put_messages(msgs), None));
-        }
-        let reply = Reply::to(channel, request);
-        let replication = b.ha.replication();
-        b.store.put_messages_then(
-            msgs,
-            Box::new(move |result| {
-                let end = result.append.as_ref().map(|a| a.wrote_offset + a.wrote_bytes as i64);
-                match (replicated, end, replication) {
-                    (true, Some(end), Some(replication)) if result.is_ok() => {
-                        replication.wait(end, Box::new(move |outcome| reply.send(respond(result, Some(outcome)))));
-                    }
-                    (true, Some(_), None) if result.is_ok() => reply.send(respond(result, Some(Outcome::SlaveNotAvailable))),
-                    _ => reply.send(respond(result, None)),
-                }
-            }),
-        );
-        None
+        b.put.put_and_answer(msgs, origin, Reply::to(channel, request), move |result, replica| decorate(&broker, reply.response(result, replica)))
     }
 
     /// A send to `%RETRY%group` that used up its reconsume times goes to `%DLQ%group` instead
@@ -317,17 +242,14 @@ impl SendProcessor {
         msg.prepared_transaction_offset = 0;
         msg.reconsume_times = original.reconsume_times + 1;
         msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        apply_delay(&mut msg, b.store_config().delay_levels_ms().len());
         let answer_to = skeleton(request);
-        let (broker, group, back_topic) = (b.clone(), h.group.clone(), original.topic.to_owned());
-        let retry_of = props.get("RETRY_TOPIC").cloned();
-        // As Java's send-back: the store's result decides; the slaves' is not asked for.
-        self.store_and_answer(channel, request, std::slice::from_ref(&msg), move |r, _| match r.status {
-            PutStatus::PutOk => {
-                // As Java: counted under the message's own topic (its first one for a retry).
-                broker.broker_stats.on_send_back(&group, retry_of.as_deref().unwrap_or(&back_topic));
-                RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS)
-            }
+        // As Java: counted under the message's own topic (its first one for a retry).
+        let back_topic = props.get("RETRY_TOPIC").cloned().unwrap_or_else(|| original.topic.to_owned());
+        let origin = Origin::SendBack { group: h.group.to_string(), back_topic };
+        // The pipeline puts it in the schedule topic for its delay level. As Java's send-back: the
+        // store's result decides; the slaves' is not asked for.
+        b.put.put_and_answer(vec![msg], origin, Reply::to(channel, request), move |r, _| match r.status {
+            PutStatus::PutOk => RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS),
             status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
         })
     }
@@ -457,3 +379,7 @@ fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "send_tests.rs"]
+mod tests;

@@ -10,17 +10,21 @@ import java.util.Arrays;
 import java.util.Deque;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.RequestCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.client.utils.MessageUtil;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 
@@ -39,6 +43,9 @@ import org.apache.rocketmq.common.message.MessageExt;
  *       RECONSUME_LATER with delay level -1, so the broker moves it to %DLQ%GROUP at once; ends once every
  *       message was delivered.
  *   <li>{@code delayed:TOPIC:COUNT} COUNT sends with delay level 1 (1 s), which the broker delivers to TOPIC later.
+ *   <li>{@code reply:TOPIC:GROUP} one request-reply: a push consumer of GROUP answers each request it gets on TOPIC
+ *       with a reply message (SEND_REPLY_MESSAGE, stored in the broker's {@code <cluster>_REPLY_TOPIC}); the
+ *       producer's request waits for it.
  *   <li>{@code hold:STOP_FILE:SECONDS} prints {@code HOLDING} and keeps every client connected until STOP_FILE
  *       exists (or SECONDS passed), then shuts them down.
  * </ul>
@@ -82,6 +89,7 @@ public final class MetricsDriver {
             case "transactions" -> transactions(s[1], facts);
             case "deadLetter" -> deadLetter(s[1], s[2], Integer.parseInt(s[3]), facts);
             case "delayed" -> delayed(s[1], Integer.parseInt(s[2]), facts);
+            case "reply" -> requestReply(s[1], s[2], facts);
             case "hold" -> hold(Path.of(s[1]), Integer.parseInt(s[2]), facts);
             default -> throw new Steps.Failure("unknown step " + s[0]);
         }
@@ -186,6 +194,47 @@ public final class MetricsDriver {
             check(r.getSendStatus() == SendStatus.SEND_OK, "delayed send " + i + ": " + r);
         }
         facts.put("sent", count);
+    }
+
+    private void requestReply(String topic, String group, Map<String, Object> facts) throws Exception {
+        DefaultMQProducer replier = producer();
+        DefaultMQPushConsumer responder = FeatureDriver.newPushConsumer(namesrv, group, instance("responder-" + group));
+        responder.subscribe(topic, "*");
+        responder.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt request : msgs) {
+                try {
+                    Message reply = MessageUtil.createReplyMessage(request, ("reply to " + request.getKeys()).getBytes(StandardCharsets.US_ASCII));
+                    replier.send(reply);
+                } catch (Exception e) {
+                    System.out.println("reply: " + e);
+                    return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        responder.start();
+        shutdowns.push(responder::shutdown);
+        // The callback form, skipping its first call: 5.3.3's client calls it with no message as soon as the
+        // request is sent, then with the reply. (Its synchronous request() returns at the send, and so reports a
+        // timeout before any reply could arrive.)
+        CompletableFuture<Message> replied = new CompletableFuture<>();
+        producer().request(message(topic, runId + "-request"), new RequestCallback() {
+            @Override
+            public void onSuccess(Message message) {
+                if (message != null) {
+                    replied.complete(message);
+                }
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                replied.completeExceptionally(e);
+            }
+        }, TIMEOUT_MS / 2);
+        Message answer = replied.get(TIMEOUT_MS / 2 + 5_000, TimeUnit.MILLISECONDS);
+        check(answer != null, "no reply to the request");
+        facts.put("reply", new String(answer.getBody(), StandardCharsets.US_ASCII));
+        facts.put("replyTopic", answer.getTopic());
     }
 
     private void hold(Path stopFile, int seconds, Map<String, Object> facts) throws Exception {

@@ -108,6 +108,22 @@ public final class BrokerProbe implements AutoCloseable {
         return api.getMaxOffset(brokerAddress, new MessageQueue(topic, brokerName, queueId), TIMEOUT_MILLIS);
     }
 
+    /**
+     * VIEW_BROKER_STATS_DATA (what {@code mqadmin statsAll} reads): the last minute's sum of stats {@code name}
+     * for {@code key}, or -1 when the broker has no such item (it counted nothing under it yet).
+     */
+    public long statsMinuteSum(String name, String key) throws Exception {
+        try {
+            return api.viewBrokerStatsData(brokerAddress, name, key, TIMEOUT_MILLIS).getStatsMinute().getSum();
+        } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+            // SYSTEM_ERROR "The stats <NAME> <KEY> not exist"
+            if (e.getResponseCode() == 1) {
+                return -1;
+            }
+            throw e;
+        }
+    }
+
     @Override
     public void close() {
         api.shutdown();

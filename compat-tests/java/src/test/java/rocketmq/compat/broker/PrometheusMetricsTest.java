@@ -45,7 +45,10 @@ import rocketmq.compat.runtime.Versions;
  * label values Java's samples of the workload show (request and response codes, results, processors, message
  * types, versions...) and the histograms' bucket bounds must show in ours, and the counts the workload fixes must
  * be Java's. Our name server must count the clients' route queries. The scrapes are kept in
- * {@code target/prometheus-metrics/}.
+ * {@code target/prometheus-metrics/}. The workload also makes one request-reply ({@code PromReplyTopic}, answered
+ * into the broker's {@code <cluster>_REPLY_TOPIC}); once it ran, the per-topic and per-group counters that
+ * {@code mqadmin statsAll} reads (VIEW_BROKER_STATS_DATA, the last minute) must show on ours what Java's show for
+ * the stored reply and the delayed deliveries.
  */
 @DisplayName("Prometheus metrics: our broker against Java 5.3.3's")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -57,6 +60,8 @@ class PrometheusMetricsTest {
     static final String DLQ_TOPIC = "PromDlqTopic";
     static final String DLQ_GROUP = "PromDlqGroup";
     static final String DELAY_TOPIC = "PromDelayTopic";
+    static final String REPLY_TOPIC = "PromReplyTopic";
+    static final String REPLY_GROUP = "PromReplyGroup";
     /** Java's schedule service reads its topic as this group (MixAll.SCHEDULE_CONSUMER_GROUP). */
     static final String SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
     static final String SCHEDULE_GROUP = "SCHEDULE_CONSUMER";
@@ -73,6 +78,28 @@ class PrometheusMetricsTest {
     /** Ours may show a periodic request code (a heartbeat, an offset commit) a few seconds after Java did. */
     private static final Duration COVERAGE_TIMEOUT = Duration.ofSeconds(15);
     private static final String HIST = "rocketmq_rpc_latency_milliseconds_count";
+    /** The stats manager samples every 10 s; its minute window then shows what was counted. */
+    private static final Duration STATS_TIMEOUT = Duration.ofSeconds(25);
+
+    /**
+     * VIEW_BROKER_STATS_DATA items (stats name, key; {@code <cluster>} stands for the broker's cluster) and the last
+     * minute's sum Java 5.3.3 shows for them after the workload: the stored reply under the reply topic; a delayed
+     * message under the schedule topic when sent, under its real topic when delivered, and as read from the
+     * schedule topic by {@code SCHEDULE_CONSUMER}. Ours must show the same.
+     */
+    static final Map<List<String>, Long> STATS_ALL = new LinkedHashMap<>();
+
+    static {
+        STATS_ALL.put(List.of("TOPIC_PUT_NUMS", "<cluster>_REPLY_TOPIC"), 1L);
+        STATS_ALL.put(List.of("TOPIC_PUT_NUMS", DELAY_TOPIC), (long) DELAYED);
+        STATS_ALL.put(List.of("TOPIC_PUT_NUMS", SCHEDULE_TOPIC), (long) DELAYED);
+        STATS_ALL.put(List.of("GROUP_GET_NUMS", SCHEDULE_TOPIC + "@" + SCHEDULE_GROUP), (long) DELAYED);
+    }
+
+    /** Stats items whose sums depend on more than the workload's counts (stored sizes): printed only. */
+    static final List<List<String>> STATS_INFO = List.of(List.of("TOPIC_PUT_SIZE", "<cluster>_REPLY_TOPIC"),
+        List.of("TOPIC_PUT_SIZE", DELAY_TOPIC), List.of("GROUP_GET_SIZE", SCHEDULE_TOPIC + "@" + SCHEDULE_GROUP),
+        List.of("TOPIC_PUT_NUMS", TX_TOPIC), List.of("SNDBCK_PUT_NUMS", DLQ_TOPIC + "@" + DLQ_GROUP));
 
     /**
      * Label keys whose values name what happened, not where: every combination of them a sample of Java's shows
@@ -92,7 +119,9 @@ class PrometheusMetricsTest {
     static final Set<String> WORKLOAD_GROUPS = Set.of(GROUP, DLQ_GROUP, SCHEDULE_GROUP);
     static final Predicate<Exposition.Sample> OF_THE_WORKLOAD = s ->
         WORKLOAD_TOPICS.contains(s.labels().getOrDefault("topic", TOPIC))
-            && WORKLOAD_GROUPS.contains(s.labels().getOrDefault("consumer_group", GROUP));
+            && WORKLOAD_GROUPS.contains(s.labels().getOrDefault("consumer_group", GROUP))
+            // The test's own statsAll reads: which of them found an item depends on when they ran.
+            && !"view_broker_stats_data".equals(s.labels().get("request_code"));
 
     /** Counts the workload fixes exactly (no periodic requests among them): ours must equal Java's. */
     static final List<Map.Entry<String, Map<String, String>>> SAME_COUNTS = List.of(
@@ -146,6 +175,10 @@ class PrometheusMetricsTest {
         String namesrvAddress;
         String brokerAddress;
         String brokerName;
+        String cluster;
+        /** The STATS_ALL and STATS_INFO sums, by "NAME KEY"; null when not read. */
+        Map<String, Long> stats;
+        Throwable statsFailure;
         DriverRun.Running driver;
         Path stopFile;
         Exposition scrape;
@@ -201,6 +234,7 @@ class PrometheusMetricsTest {
             NameServer ns = java.keep(NameServer.start(dir.resolve("java-namesrv"), "java"));
             java.namesrvAddress = ns.address();
             java.brokerName = "jb1";
+            java.cluster = "JC";
             JavaBroker broker = java.keep(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
                 "JC", java.brokerName, promKeys(java.brokerMetricsPort)));
             java.brokerAddress = broker.address();
@@ -213,6 +247,7 @@ class PrometheusMetricsTest {
             NameServer ns = ours.keep(NameServer.start(dir.resolve("our-namesrv"), "rust", promKeys(ours.namesrvMetricsPort)));
             ours.namesrvAddress = ns.address();
             ours.brokerName = "rb1";
+            ours.cluster = "RC";
             RustBroker broker = ours.keep(RustBroker.start(dir.resolve("our-broker"), ns.address(), "RC", ours.brokerName,
                 promKeys(ours.brokerMetricsPort)));
             ours.brokerAddress = broker.address();
@@ -240,6 +275,9 @@ class PrometheusMetricsTest {
             }
         }
         System.out.println("workloads done, clients holding, after " + secondsSince(started) + " s");
+        // Read soon: the minute window forgets a count a minute after its first sample.
+        readStatsAll();
+        System.out.println("statsAll counters read after " + secondsSince(started) + " s");
         scrapeUntilWorkload(java, null);
         System.out.println("Java's scrape after " + secondsSince(started) + " s");
         scrapeUntilWorkload(ours, java.scrape);
@@ -264,6 +302,66 @@ class PrometheusMetricsTest {
         }
     }
 
+    /** Reads both brokers' STATS_ALL items until each shows Java's expected sums (or STATS_TIMEOUT passed). */
+    private void readStatsAll() {
+        List<Side> sides = new ArrayList<>();
+        for (Side side : List.of(java, ours)) {
+            if (side.failure == null) {
+                sides.add(side);
+            }
+        }
+        List<BrokerProbe> probes = new ArrayList<>();
+        try {
+            for (Side side : sides) {
+                probes.add(BrokerProbe.connect(side.brokerAddress, side.brokerName));
+            }
+            Await.until("statsAll counters showing the workload", STATS_TIMEOUT, () -> {
+                boolean all = true;
+                for (int i = 0; i < sides.size(); i++) {
+                    Side side = sides.get(i);
+                    side.stats = statsOf(side, probes.get(i));
+                    all &= statsGaps(side).isEmpty();
+                }
+                return all;
+            }, () -> "");
+        } catch (AssertionError | RuntimeException e) {
+            // The tests report what each side's last reading lacks.
+            for (Side side : sides) {
+                if (side.stats == null) {
+                    side.statsFailure = e;
+                }
+            }
+        } finally {
+            probes.forEach(BrokerProbe::close);
+        }
+    }
+
+    private static Map<String, Long> statsOf(Side side, BrokerProbe broker) throws Exception {
+        Map<String, Long> sums = new LinkedHashMap<>();
+        List<List<String>> items = new ArrayList<>(STATS_ALL.keySet());
+        items.addAll(STATS_INFO);
+        for (List<String> item : items) {
+            String key = item.get(1).replace("<cluster>", side.cluster);
+            sums.put(item.get(0) + " " + item.get(1), broker.statsMinuteSum(item.get(0), key));
+        }
+        return sums;
+    }
+
+    /** The STATS_ALL items whose sums are not Java's expected ones. */
+    private static List<String> statsGaps(Side side) {
+        List<String> gaps = new ArrayList<>();
+        if (side.stats == null) {
+            return List.of("not read");
+        }
+        STATS_ALL.forEach((item, wanted) -> {
+            Long got = side.stats.get(item.get(0) + " " + item.get(1));
+            if (got == null || got.longValue() != wanted) {
+                gaps.add(item.get(0) + " " + item.get(1) + " is " + got + ", wanted " + wanted);
+            }
+        });
+        return gaps;
+    }
+
     private static long secondsSince(long nanos) {
         return Duration.ofNanos(System.nanoTime() - nanos).toSeconds();
     }
@@ -280,7 +378,7 @@ class PrometheusMetricsTest {
     private void startWorkload(Side side) throws Exception {
         try (NamesrvProbe probe = NamesrvProbe.connect(side.namesrvAddress);
              BrokerProbe broker = BrokerProbe.connect(side.brokerAddress, side.brokerName)) {
-            for (String topic : List.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC)) {
+            for (String topic : List.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC, REPLY_TOPIC)) {
                 broker.createTopic(topic, 4);
                 Await.until(side.who + ": route of " + topic, ROUTE_TIMEOUT, () -> probe.route(topic),
                     (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), () -> "");
@@ -291,7 +389,7 @@ class PrometheusMetricsTest {
         side.driver = side.keep(DriverRun.start("MetricsDriver", "rocketmq-client", Versions.JAVA_5, "ROCKETMQ", runDir,
             side.namesrvAddress, "produce:" + TOPIC + ":" + COUNT, "consume:" + TOPIC + ":" + GROUP + ":" + COUNT,
             "transactions:" + TX_TOPIC, "deadLetter:" + DLQ_TOPIC + ":" + DLQ_GROUP + ":" + DEAD_LETTERS,
-            "delayed:" + DELAY_TOPIC + ":" + DELAYED,
+            "delayed:" + DELAY_TOPIC + ":" + DELAYED, "reply:" + REPLY_TOPIC + ":" + REPLY_GROUP,
             "hold:" + side.stopFile + ":120"));
     }
 
@@ -560,6 +658,26 @@ class PrometheusMetricsTest {
                 c.getValue()) + ", ours " + ourScrape.sum(c.getKey(), c.getValue()));
         }
         assertTrue(differ.isEmpty(), differ.size() + " counts differ from Java 5.3.3's:\n  " + String.join("\n  ", differ));
+    }
+
+    @Test
+    @DisplayName("statsAll counters (VIEW_BROKER_STATS_DATA): a stored reply and delayed deliveries counted as Java 5.3.3 counts them")
+    void oursStatsAllCountsEqualJavas() {
+        for (Side side : List.of(java, ours)) {
+            if (side.stats == null) {
+                throw new AssertionError(side.who + ": statsAll counters not read", side.failure != null ? side.failure : side.statsFailure);
+            }
+        }
+        StringBuilder table = new StringBuilder();
+        java.stats.forEach((item, j) -> table.append("\n  ").append(item).append(": Java ").append(j).append(", ours ")
+            .append(ours.stats.get(item)));
+        System.out.println("statsAll counters (last minute's sums, -1 = no item):" + table);
+        List<String> gaps = new ArrayList<>();
+        for (Side side : List.of(java, ours)) {
+            statsGaps(side).forEach(g -> gaps.add(side.who + ": " + g));
+        }
+        assertTrue(gaps.isEmpty(), "statsAll counters differ from what Java 5.3.3 counts:\n  " + String.join("\n  ", gaps)
+            + table);
     }
 
     @Test
