@@ -243,10 +243,10 @@ impl BrokerStatsManager {
             for item in set.each() {
                 let (times, value) = item.counters();
                 item.minute.sample(now_ms, 10_000, MINUTE_SAMPLES, times, value);
-                if tick % TICKS_PER_HOUR_SAMPLE == 0 {
+                if tick.is_multiple_of(TICKS_PER_HOUR_SAMPLE) {
                     item.hour.sample(now_ms, 600_000, HOUR_SAMPLES, times, value);
                 }
-                if tick % TICKS_PER_DAY_SAMPLE == 0 {
+                if tick.is_multiple_of(TICKS_PER_DAY_SAMPLE) {
                     item.day.sample(now_ms, 3_600_000, DAY_SAMPLES, times, value);
                 }
             }

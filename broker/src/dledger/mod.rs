@@ -83,7 +83,7 @@ pub fn open(store_config: &MessageStoreConfig) -> Result<(Arc<MessageStore>, Ope
     let config = member_config(store_config);
     let slave_id = slave_broker_id(&config.self_id)?;
     if !config.peer_list().map_err(DLedgerStartError::from)?.iter().any(|p| p.id == config.self_id) {
-        return Err(DLedgerStartError::NotAPeer { self_id: config.self_id.clone(), peers: config.peers.clone() }.into());
+        return Err(DLedgerStartError::NotAPeer { self_id: config.self_id.clone(), peers: config.peers.clone() });
     }
     let terms = TermFile::open(&config).map_err(DLedgerStartError::from)?;
     let files = FileStore::open(&config, terms.current_term()).map_err(DLedgerStartError::from)?;
@@ -138,14 +138,16 @@ mod tests {
 
     #[test]
     fn the_member_gets_the_brokers_settings_as_java_passes_them() {
-        let mut c = MessageStoreConfig::default();
-        c.d_leger_group = "g".into();
-        c.d_leger_self_id = "n1".into();
-        c.d_leger_peers = "n0-127.0.0.1:1;n1-127.0.0.1:2".into();
-        c.store_path_root_dir = "/s".into();
-        c.mapped_file_size_commit_log = 4 << 20;
-        c.file_reserved_time_hours = 48;
-        c.disk_max_used_space_ratio = 80;
+        let c = MessageStoreConfig {
+            d_leger_group: "g".into(),
+            d_leger_self_id: "n1".into(),
+            d_leger_peers: "n0-127.0.0.1:1;n1-127.0.0.1:2".into(),
+            store_path_root_dir: "/s".into(),
+            mapped_file_size_commit_log: 4 << 20,
+            file_reserved_time_hours: 48,
+            disk_max_used_space_ratio: 80,
+            ..Default::default()
+        };
         let m = member_config(&c);
         assert_eq!((m.group.as_str(), m.self_id.as_str(), m.store_base_dir.as_str()), ("g", "n1", "/s"));
         assert_eq!((m.mapped_file_size_for_entry_data, m.file_reserved_hours), (4 << 20, 49));
