@@ -256,11 +256,11 @@ mod tests {
     use crate::long_polling::HeldPull;
     use crate::parking::{ParkingBudget, ParkingLot};
 
-    /// A pull service over a temporary store with topic `T` (Java's default queue count), and a live connection
-    /// for the requests to come from.
+    /// A pull service over a temporary store with topic `T` (Java's default queue count), and a
+    /// connection for the requests to come from (in process, over `tokio::io::duplex`).
     struct Fixture {
         _dir: tempfile::TempDir,
-        _listener: tokio::net::TcpListener,
+        _peer: tokio::io::DuplexStream,
         store: Arc<MessageStore>,
         service: Arc<PullService>,
         channel: Channel,
@@ -294,10 +294,10 @@ mod tests {
             metrics: Default::default(),
             parking: Default::default(),
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = remoting::client::RemotingClient::new(Default::default());
-        let channel = client.channel(&listener.local_addr().unwrap().to_string()).await.unwrap();
-        Fixture { _dir: dir, _listener: listener, store, service, channel }
+        let (ours, peer) = tokio::io::duplex(1 << 16);
+        let endpoints = remoting::connection::Endpoints { remote: "127.0.0.1:50001".parse().unwrap(), local: "127.0.0.1:10911".parse().unwrap() };
+        let channel = remoting::client::client_channel(ours, endpoints, &Default::default());
+        Fixture { _dir: dir, _peer: peer, store, service, channel }
     }
 
     fn put(store: &MessageStore, body: &str) {
