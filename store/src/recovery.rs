@@ -35,10 +35,7 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> RecoveryRepor
     let files = store.commit_log.files().files();
     if files.is_empty() {
         // No commit log: nothing the queues point at exists.
-        for cq in store.queues() {
-            cq.destroy();
-        }
-        store.queues.write().clear();
+        store.queues.destroy_all();
         return RecoveryReport { last_exit_ok, ..RecoveryReport::default() };
     }
     let check_crc = store.config.check_crc_on_recover;
@@ -48,7 +45,7 @@ pub(crate) fn recover(store: &MessageStore, last_exit_ok: bool) -> RecoveryRepor
     } else {
         let start = abnormal_start(store, &files);
         info!(file = %files[start].path().display(), "recovering after a crash: re-dispatching from here");
-        walk(&files[start..], check_crc, |record, offset| store.dispatch(record, offset))
+        walk(&files[start..], check_crc, |record, offset| store.redispatch(record, offset))
     };
     info!(process_offset, max_phy_of_cq, "commit log recovered");
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use remoting::service::{Service, ServiceContext, Waker};
 use tracing::{error, info, warn};
 
@@ -17,44 +17,27 @@ use crate::checkpoint::Checkpoint;
 use crate::cleanup;
 use crate::commit_log::{AppendLog, CommitLog, PutCallback, PutMessageResult};
 use crate::config::{BrokerRole, MessageStoreConfig};
-use crate::consume_queue::{ConsumeQueue, CqUnit};
+use crate::consume_queue::ConsumeQueue;
+use crate::dispatch::{AlreadyStarted, ArrivalNotice, BuildConsumeQueue, BuildIndex, DispatchList, Dispatcher};
 use crate::dledger_log::{self, EntryAt, EntryLog};
-use crate::index::{IndexConfig, IndexRecord, IndexService};
+use crate::index::{IndexConfig, IndexService};
 use crate::lock::StoreLock;
-use crate::mapped_file_queue::LoadError;
-use crate::message::record::{decode_record, DecodedRecord, RecordAt, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE};
-use crate::message::{properties, tags_code, MessageToStore};
+use crate::message::record::{decode_record, DecodedRecord, RecordAt};
+use crate::message::MessageToStore;
+use crate::queues::ConsumeQueues;
 use crate::recovery::{self, RecoveryReport};
 use remoting::protocol::name::TopicName;
 
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+pub use crate::dispatch::{ArrivalListener, SCHEDULE_TOPIC};
+pub(crate) use crate::error::io_err;
+pub use crate::error::StoreError;
 const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 
 /// Java's `manualDeleteFileSeveralTimes`: how many cleanup passes a manual delete lasts.
 const MANUAL_DELETE_PASSES: u32 = 20;
 
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
-    #[error("Lock failed, MQ already started: {0}")]
-    Locked(String),
-    #[error("index: {0}")]
-    Index(String),
-}
-
-pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
-    let what = what.into();
-    move |source| StoreError::Io { what, source }
-}
-
 /// Told after every append to the commit log (replication wakes on it).
 pub type AppendListener = Arc<dyn Fn() + Send + Sync>;
-
-/// Told about every message dispatched into a consume queue (long polling wakes on it).
-pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64, i64) + Send + Sync>;
 
 /// Java's `GetMessageStatus`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,16 +92,16 @@ pub struct QueryMessageResult {
     pub index_last_update_phyoffset: i64,
 }
 
-pub(crate) type QueueTable = RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>;
-
 pub struct MessageStore {
     pub(crate) config: Arc<MessageStoreConfig>,
     pub(crate) commit_log: Arc<CommitLog>,
-    pub(crate) queues: QueueTable,
+    pub(crate) queues: Arc<ConsumeQueues>,
     pub(crate) checkpoint: Arc<Checkpoint>,
     pub(crate) index: Option<Arc<IndexService>>,
     reput_from: AtomicI64,
-    arrival: RwLock<Option<ArrivalListener>>,
+    /// What is done with each new record, in order (consume queue, index, arrival notice, ...).
+    pub(crate) dispatchers: DispatchList,
+    arrival: Arc<ArrivalNotice>,
     running: AtomicBool,
     /// Wakes the dispatcher (set at start).
     reput_waker: OnceLock<Waker>,
@@ -189,7 +172,7 @@ impl MessageStore {
 
         let commit_log = Arc::new(CommitLog::new(config.clone()).map_err(io_err("cannot allocate the transient store pool"))?);
         commit_log.load()?;
-        let queues = load_consume_queues(&config)?;
+        let queues = Arc::new(ConsumeQueues::load(&config)?);
         let checkpoint = Arc::new(Checkpoint::open(&root.join("checkpoint")).map_err(io_err("cannot open checkpoint"))?);
         let index = if config.message_index_enable {
             let index_config =
@@ -201,6 +184,14 @@ impl MessageStore {
             None
         };
         let role = AtomicU8::new(role_byte(config.broker_role));
+        // Java's order: the consume queue, the index, then (outside Java's list) long polling.
+        let dispatchers = DispatchList::new(&config);
+        let arrival = Arc::new(ArrivalNotice::new(queues.clone()));
+        let _ = dispatchers.add_last(Arc::new(BuildConsumeQueue { queues: queues.clone(), checkpoint: checkpoint.clone() }));
+        if let Some(index) = &index {
+            let _ = dispatchers.add_last(Arc::new(BuildIndex { index: index.clone(), checkpoint: checkpoint.clone() }));
+        }
+        let _ = dispatchers.add_last(arrival.clone());
         let clean_policy = Mutex::new(cleanup::CleanPolicy::of(&config));
         let store = Arc::new(MessageStore {
             clean_policy,
@@ -210,7 +201,8 @@ impl MessageStore {
             checkpoint,
             index,
             reput_from: AtomicI64::new(0),
-            arrival: RwLock::new(None),
+            dispatchers,
+            arrival,
             running: AtomicBool::new(false),
             reput_waker: OnceLock::new(),
             append_listener: OnceLock::new(),
@@ -242,14 +234,27 @@ impl MessageStore {
         &self.config
     }
 
+    /// Sets what the arrival notice (the last built-in dispatcher) tells of each queued record.
     pub fn set_arrival_listener(&self, listener: ArrivalListener) {
-        *self.arrival.write() = Some(listener);
+        self.arrival.set_listener(listener);
+    }
+
+    /// Adds a dispatcher after the others (Java's `addDispatcher`); refused once the store
+    /// started. It sees every record dispatched from then on; recovery ran at open, before it.
+    pub fn add_dispatcher(&self, dispatcher: Arc<dyn Dispatcher>) -> Result<(), AlreadyStarted> {
+        self.dispatchers.add_last(dispatcher)
+    }
+
+    /// Adds a dispatcher before the others (as Java's broker puts its filter bitmap first).
+    pub fn add_dispatcher_first(&self, dispatcher: Arc<dyn Dispatcher>) -> Result<(), AlreadyStarted> {
+        self.dispatchers.add_first(dispatcher)
     }
 
     /// Starts the allocation, commit, flush, dispatch, queue-flush and cleanup services, then
     /// creates the abort file (present while running, as in Java). Dispatches the backlog before
     /// returning.
     pub fn start(self: &Arc<Self>) -> Result<(), StoreError> {
+        self.dispatchers.seal();
         self.running.store(true, Ordering::Release);
         self.dispatch_available();
         self.commit_log.start_allocation().map_err(io_err("cannot start the allocation service"))?;
@@ -464,125 +469,44 @@ impl MessageStore {
         }
     }
 
-    /// Puts one record into its consume queue and the index.
+    /// Hands one new record to the dispatchers; a slave (not in DLedger mode) first notes its
+    /// store time, which its checkpoint's physic time follows.
     pub(crate) fn dispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
+        self.note_slave_store_time(record);
+        self.dispatchers.dispatch(record, phy_offset);
+    }
+
+    /// Recovery's re-dispatch of a record after a crash (the dispatchers that run on recovery).
+    pub(crate) fn redispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
+        self.note_slave_store_time(record);
+        self.dispatchers.redispatch(record, phy_offset);
+    }
+
+    fn note_slave_store_time(&self, record: &DecodedRecord<'_>) {
         if self.dledger.is_none() && self.role() == BrokerRole::Slave {
             self.commit_log.note_store_timestamp(record.store_timestamp);
         }
-        let tx = record.transaction_type();
-        let queued = tx == TRANSACTION_NOT_TYPE || tx == TRANSACTION_COMMIT_TYPE;
-        if let Some(cq) = queued.then(|| self.queue_for_record(record, phy_offset)).flatten() {
-            let code = self.tags_code_of(record);
-            let unit = CqUnit { phy_offset, size: record.store_size, tags_code: code };
-            if let Err(e) = cq.put(record.queue_offset, unit) {
-                error!(topic = record.topic, queue = record.queue_id, error = %e, "consume queue put failed");
-            }
-            self.checkpoint.set_logics_msg_timestamp(record.store_timestamp);
-            if let Some(listener) = self.arrival.read().clone() {
-                listener(record.topic, record.queue_id, record.queue_offset + 1, code);
-            }
-        }
-        if let Some(index) = &self.index {
-            if tx != TRANSACTION_ROLLBACK_TYPE {
-                let built = index.build_index(&IndexRecord {
-                    topic: record.topic,
-                    physical_offset: phy_offset,
-                    store_timestamp: record.store_timestamp,
-                    transaction_type: tx,
-                    keys: record.property(properties::KEYS),
-                    uniq_key: record.property(properties::UNIQ_KEY),
-                });
-                let full_at = built.unwrap_or_else(|e| {
-                    error!(error = %e, "index build failed");
-                    None
-                });
-                if let Some(end_timestamp) = full_at {
-                    self.checkpoint.set_index_msg_timestamp(end_timestamp);
-                    if let Err(e) = self.checkpoint.flush() {
-                        error!(error = %e, "checkpoint write failed");
-                    }
-                }
-            }
-        }
-    }
-
-    /// The tags code of a record; for delayed messages Java stores the delivery time instead.
-    fn tags_code_of(&self, record: &DecodedRecord<'_>) -> i64 {
-        if record.topic == SCHEDULE_TOPIC {
-            if let Some(level) = record.property(properties::DELAY).and_then(|d| d.parse::<usize>().ok()) {
-                let levels = self.config.delay_levels_ms();
-                let level = level.clamp(1, levels.len().max(1));
-                return record.store_timestamp + levels.get(level - 1).map_or(1000, |ms| *ms as i64);
-            }
-        }
-        tags_code(record.property(properties::TAGS))
-    }
-
-    /// The consume queue a record belongs in. A record whose topic or queue id could not name a
-    /// folder under `consumequeue/` (a log written by something that did not validate) gets no
-    /// queue: it stays in the commit log and the index, and is reported.
-    fn queue_for_record(&self, record: &DecodedRecord<'_>, phy_offset: i64) -> Option<Arc<ConsumeQueue>> {
-        let queue_id = u16::try_from(record.queue_id).ok();
-        match (TopicName::new(record.topic), queue_id) {
-            (Ok(topic), Some(queue_id)) => Some(self.find_or_create_queue(&topic, queue_id)),
-            (topic, _) => {
-                error!(
-                    phy_offset,
-                    topic = record.topic,
-                    queue = record.queue_id,
-                    valid_topic = topic.is_ok(),
-                    "record names no valid consume queue; not dispatched"
-                );
-                None
-            }
-        }
-    }
-
-    pub(crate) fn find_or_create_queue(&self, topic: &TopicName, queue_id: u16) -> Arc<ConsumeQueue> {
-        if let Some(cq) = self.find_queue(topic, i32::from(queue_id)) {
-            return cq;
-        }
-        let mut queues = self.queues.write();
-        queues
-            .entry(topic.as_str().to_owned())
-            .or_default()
-            .entry(i32::from(queue_id))
-            .or_insert_with(|| Arc::new(ConsumeQueue::new(&self.config.consume_queue_dir(), topic, queue_id, self.config.mapped_file_size_consume_queue)))
-            .clone()
     }
 
     /// Deletes every consume queue of a topic (DELETE_TOPIC_IN_BROKER); the commit log keeps the
     /// records until they expire, as in Java. Only a real folder that is a direct child of
     /// `consumequeue/` and carries the topic's name is removed (never a symlink's target).
     pub fn delete_topic(&self, topic: &TopicName) {
-        let Some(queues) = self.queues.write().remove(topic.as_str()) else { return };
-        for cq in queues.values() {
-            cq.destroy();
-        }
-        let root = self.config.consume_queue_dir();
-        let dir = root.join(topic.as_str());
-        let is_own_folder = dir.parent() == Some(root.as_path())
-            && dir.file_name().is_some_and(|name| name == topic.as_str())
-            && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
-        if is_own_folder {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                warn!(dir = %dir.display(), error = %e, "cannot remove a deleted topic's consume queues");
-            }
-        }
+        self.queues.delete_topic(topic);
     }
 
     /// Every topic that has a consume queue.
     pub fn topics(&self) -> Vec<String> {
-        self.queues.read().keys().cloned().collect()
+        self.queues.topics()
     }
 
     pub fn find_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        self.queues.read().get(topic)?.get(&queue_id).cloned()
+        self.queues.find(topic, queue_id)
     }
 
     /// Every consume queue, by topic and queue id.
     pub fn queues(&self) -> Vec<Arc<ConsumeQueue>> {
-        self.queues.read().values().flat_map(|m| m.values().cloned()).collect()
+        self.queues.all()
     }
 
     /// The consume-queue flusher: `flush(least pages)` every interval, a thorough flush with the
@@ -674,41 +598,14 @@ impl MessageStore {
     /// last message lies wholly below the commit log's first offset, so its records are gone.
     /// Returns how many queues were destroyed.
     pub fn clean_expired_consume_queues(&self) -> usize {
-        let min = self.min_phy_offset();
-        let mut destroyed = 0;
-        let mut queues = self.queues.write();
-        for (topic, table) in queues.iter_mut() {
-            if topic == SCHEDULE_TOPIC {
-                continue;
-            }
-            table.retain(|queue_id, cq| {
-                let last_end = cq.max_physic_offset();
-                let expired = last_end >= 0 && last_end <= min;
-                if expired {
-                    info!(topic, queue_id, min_commit_log_offset = min, last_end, "cleanExpiredConsumerQueue: consume queue destroyed");
-                    cq.destroy();
-                    destroyed += 1;
-                }
-                !expired
-            });
-        }
-        queues.retain(|_, table| !table.is_empty());
-        destroyed
+        self.queues.destroy_expired(self.min_phy_offset(), &[SCHEDULE_TOPIC])
     }
 
     /// Java's `cleanUnusedTopic`: destroys the queues of every topic not in `keep` (the topic
     /// configs), except the delay and transaction-op queues, which have no config of their own.
     /// Returns how many topics were cleaned.
     pub fn clean_unused_topics(&self, keep: &std::collections::HashSet<String>) -> usize {
-        let mut queues = self.queues.write();
-        let unused: Vec<String> = queues.keys().filter(|t| !keep.contains(*t) && *t != SCHEDULE_TOPIC && *t != TRANS_OP_HALF_TOPIC).cloned().collect();
-        for topic in &unused {
-            if let Some(table) = queues.remove(topic) {
-                table.values().for_each(|cq| cq.destroy());
-                info!(topic, "cleanUnusedTopic: topic destroyed");
-            }
-        }
-        unused.len()
+        self.queues.destroy_unused(keep, &[SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC])
     }
 
     /// Whether writes are refused because the disk is full.
@@ -989,11 +886,7 @@ impl MessageStore {
     /// The next queue offset of every queue, from the consume queues (Java's
     /// `recoverTopicQueueTable`; a new DLedger leader rebuilds its table from it).
     pub fn queue_offset_table(&self) -> HashMap<String, HashMap<i32, i64>> {
-        let mut table: HashMap<String, HashMap<i32, i64>> = HashMap::new();
-        for cq in self.queues() {
-            table.entry(cq.topic().to_owned()).or_default().insert(cq.queue_id(), cq.max_offset());
-        }
-        table
+        self.queues.offset_table()
     }
 
     /// Whether the dispatcher has caught up with everything readable.
@@ -1116,36 +1009,6 @@ impl Drop for MessageStore {
 
 pub(crate) fn abort_path(root: &Path) -> PathBuf {
     root.join("abort")
-}
-
-/// Loads `consumequeue/TOPIC/QUEUEID/`; as Java, a queue directory whose name is not an integer
-/// and a topic entry that is a plain file are skipped; so is a folder whose name is not a valid
-/// topic (we would never write it) or a queue id out of range, with a warning.
-fn load_consume_queues(config: &MessageStoreConfig) -> Result<QueueTable, StoreError> {
-    let root = config.consume_queue_dir();
-    let mut table: HashMap<String, HashMap<i32, Arc<ConsumeQueue>>> = HashMap::new();
-    let Ok(topics) = std::fs::read_dir(&root) else { return Ok(RwLock::new(table)) };
-    for topic in topics.flatten() {
-        if !topic.path().is_dir() {
-            continue;
-        }
-        let Ok(topic_name) = TopicName::new(topic.file_name().to_string_lossy()) else {
-            warn!(dir = %topic.path().display(), "not a valid topic name; its consume queues are not loaded");
-            continue;
-        };
-        let Ok(queue_dirs) = std::fs::read_dir(topic.path()) else { continue };
-        for queue in queue_dirs.flatten() {
-            let Ok(queue_id) = queue.file_name().to_string_lossy().parse::<i32>() else { continue };
-            let Ok(id) = u16::try_from(queue_id) else {
-                warn!(dir = %queue.path().display(), "queue id out of range; not loaded");
-                continue;
-            };
-            let cq = ConsumeQueue::new(&root, &topic_name, id, config.mapped_file_size_consume_queue);
-            cq.load()?;
-            table.entry(topic_name.as_str().to_owned()).or_default().insert(queue_id, Arc::new(cq));
-        }
-    }
-    Ok(RwLock::new(table))
 }
 
 /// Physical memory, for Java's "is this message still in memory" estimate.
