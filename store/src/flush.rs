@@ -30,8 +30,8 @@ use parking_lot::Mutex;
 use remoting::service::{Service, Waker};
 use tracing::{error, warn};
 
-use crate::commit_log::{AppendResult, PutCallback, PutMessageResult, PutStatus};
 use crate::group_commit::{GroupCommit, Step};
+use crate::put::{AppendResult, PutCallback, PutMessageResult, PutStatus};
 
 /// The timer's sleep while nobody waits (it is woken when somebody does; this only bounds it).
 const IDLE_TICK: Duration = Duration::from_secs(60);

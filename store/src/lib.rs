@@ -11,6 +11,7 @@
 pub mod allocate;
 pub mod checkpoint;
 pub mod cleanup;
+pub mod clock;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
@@ -24,6 +25,8 @@ mod lock;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message;
+mod parts;
+pub mod put;
 pub mod queues;
 pub mod recovery;
 pub mod store;

@@ -1,0 +1,90 @@
+//! Opening: the lock, the parts loaded from disk, recovery over them, then the store made from
+//! what recovery left.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use tracing::info;
+
+use super::{abort_path, role_byte, total_memory_bytes, DLedgerMode, MessageStore};
+use crate::cleanup;
+use crate::config::MessageStoreConfig;
+use crate::dledger_log::EntryLog;
+use crate::error::{io_err, StoreError};
+use crate::lock::StoreLock;
+use crate::parts::Parts;
+use crate::recovery::{self, RecoveryReport};
+
+impl MessageStore {
+    /// Takes the store lock, loads every file and recovers (normally, or after a crash when the
+    /// abort file is present). Nothing runs until [`MessageStore::start`].
+    pub fn open(config: MessageStoreConfig) -> Result<Arc<MessageStore>, StoreError> {
+        Self::open_inner(config, None)
+    }
+
+    /// As [`MessageStore::open`], for a store whose commit log DLedger holds: `log` is the
+    /// member's data, already recovered. On the first start over a plain commit log, recovery
+    /// seals the old log and starts `log` after it (Java's upgrade). Appends are refused until
+    /// [`MessageStore::set_appender`].
+    pub fn open_dledger(config: MessageStoreConfig, log: Arc<dyn EntryLog>) -> Result<Arc<MessageStore>, StoreError> {
+        Self::open_inner(config, Some(log))
+    }
+
+    pub(super) fn open_inner(config: MessageStoreConfig, dledger: Option<Arc<dyn EntryLog>>) -> Result<Arc<MessageStore>, StoreError> {
+        let config = Arc::new(config);
+        let root = config.root_dir();
+        std::fs::create_dir_all(&root).map_err(io_err(format!("cannot create {}", root.display())))?;
+        let lock = StoreLock::acquire(&root.join("lock"))?;
+        // As Java, the commit-log and queue folders exist from the start (tools measure the disk there).
+        for dir in [config.commit_log_dir(), config.consume_queue_dir()] {
+            std::fs::create_dir_all(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+        }
+        let last_exit_ok = !abort_path(&root).exists();
+        info!(root = %root.display(), last_exit_ok, "opening store");
+
+        let parts = Parts::load(config, last_exit_ok)?;
+        let (report, dledger) = match dledger {
+            Some(log) => {
+                let (report, divided) = recovery::recover_dledger(&parts, log.as_ref(), last_exit_ok)?;
+                let mode = DLedgerMode { log, divided: AtomicI64::new(divided), appender: OnceLock::new(), cleaned_below: AtomicI64::new(0) };
+                (report, Some(mode))
+            }
+            None => (recovery::recover(&parts, last_exit_ok), None),
+        };
+        Ok(Arc::new(Self::from_parts(parts, lock, report, dledger)))
+    }
+
+    /// The store made of recovered parts; the dispatcher resumes where recovery said.
+    fn from_parts(parts: Parts, lock: StoreLock, report: RecoveryReport, dledger: Option<DLedgerMode>) -> MessageStore {
+        let Parts { config, commit_log, queues, checkpoint, index, dispatchers, arrival } = parts;
+        MessageStore {
+            role: AtomicU8::new(role_byte(config.broker_role)),
+            clean_policy: Mutex::new(cleanup::CleanPolicy::of(&config)),
+            config,
+            commit_log,
+            queues,
+            checkpoint,
+            index,
+            reput_from: AtomicI64::new(report.dispatch_from),
+            dispatchers,
+            arrival,
+            running: AtomicBool::new(false),
+            reput_waker: OnceLock::new(),
+            append_listener: OnceLock::new(),
+            reput_sleeping: AtomicBool::new(false),
+            services: Mutex::new(Default::default()),
+            recovery: Mutex::new(report),
+            _lock: lock,
+            total_memory_bytes: total_memory_bytes(),
+            disk_full: AtomicBool::new(false),
+            manual_delete_passes: AtomicU32::new(0),
+            dledger,
+        }
+    }
+
+    /// What recovery found and did when the store was opened.
+    pub fn recovery(&self) -> RecoveryReport {
+        self.recovery.lock().clone()
+    }
+}
