@@ -26,6 +26,7 @@ pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message;
 mod parts;
+pub mod physical_log;
 pub mod put;
 pub mod queues;
 pub mod recovery;

@@ -39,10 +39,7 @@ impl MessageStore {
             warn!(disk_used_ratio, full = decision.disk_full, "disk-full state changed");
         }
         // DLedger deletes its own data files: the queues and index follow its first offset.
-        let dledger_moved = self.dledger.as_ref().is_some_and(|d| {
-            let min = self.min_phy_offset();
-            d.cleaned_below.swap(min, Ordering::AcqRel) < min
-        });
+        let dledger_moved = self.log.first_offset_moved();
         let deleted = if decision.delete {
             let reserved = Duration::from_secs(policy.file_reserved_time_hours * 3600);
             self.commit_log.files().delete_expired(now, reserved, decision.force)

@@ -1,18 +1,17 @@
-//! The dispatcher (Java's `ReputMessageService`): walks what the commit log made readable, in
-//! order, and hands each record to the dispatcher list ([`crate::dispatch`]).
+//! The dispatcher (Java's `ReputMessageService`): walks what the physical log made readable, in
+//! order ([`crate::physical_log::PhysicalLog::dispatch_step`]), and hands each record to the
+//! dispatcher list ([`crate::dispatch`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use remoting::service::ServiceContext;
-use tracing::error;
 
-use super::{DLedgerMode, MessageStore};
+use super::MessageStore;
 use crate::config::BrokerRole;
 use crate::dispatch::{AlreadyStarted, ArrivalListener, Dispatcher};
-use crate::dledger_log::{self, EntryAt};
-use crate::message::record::{decode_record, DecodedRecord, RecordAt};
+use crate::message::record::DecodedRecord;
 
 impl MessageStore {
     /// Sets what the arrival notice (the last built-in dispatcher) tells of each queued record.
@@ -61,115 +60,13 @@ impl MessageStore {
         }
     }
 
-    /// Dispatches every complete record past the reput offset. Returns whether it did any work.
+    /// Dispatches every complete record past the reput offset, walking the physical log.
+    /// Returns whether the reput offset moved.
     pub(crate) fn dispatch_available(&self) -> bool {
         let mut did = false;
         loop {
-            let mut from = self.reput_from.load(Ordering::Acquire);
-            if let Some(d) = &self.dledger {
-                let divided = d.divided.load(Ordering::Acquire);
-                if from >= divided || self.commit_log.files().is_empty() {
-                    return self.dispatch_entries(d) || did;
-                }
-            }
-            let min = self.commit_log.min_offset();
-            if from < min {
-                from = min;
-            }
-            if from >= self.commit_log.max_offset() {
-                if let Some(d) = &self.dledger {
-                    // The sealed old log ends at the divided offset: DLedger's data follows.
-                    self.reput_from.store(from.max(d.divided.load(Ordering::Acquire)), Ordering::Release);
-                    continue;
-                }
-                self.reput_from.store(from, Ordering::Release);
-                return did;
-            }
-            let Some((file, pos)) = self.commit_log.locate(from) else { return did };
-            let Some(bytes) = file.read_from(pos) else { return did };
-            // Only bytes read up to the file's end make a blank or an undecodable record final. A
-            // slave appends its master's frames, which end anywhere inside a record, and may fill
-            // the file between this read and a later look at it: a partial record seen then is
-            // not corruption, and the blank's tail may still be coming.
-            let to_file_end = pos + bytes.len() == file.size();
-            let mut at = 0;
-            while at < bytes.len() {
-                match decode_record(&bytes[at..], false) {
-                    Ok(RecordAt::Record(record)) => {
-                        self.dispatch(&record, file.from_offset() as i64 + (pos + at) as i64);
-                        at += record.store_size as usize;
-                    }
-                    Ok(RecordAt::Blank) => {
-                        if to_file_end {
-                            at = file.size() - pos;
-                        }
-                        break;
-                    }
-                    Err(e) => {
-                        if to_file_end {
-                            error!(offset = file.from_offset() as i64 + (pos + at) as i64, error = %e, "undecodable record; skipping the rest of the file");
-                            at = file.size() - pos;
-                        }
-                        break;
-                    }
-                }
-            }
-            if at == 0 {
-                return did;
-            }
-            did = true;
-            self.reput_from.store(from + at as i64, Ordering::Release);
-        }
-    }
-
-    /// Dispatches the committed DLedger entries past the reput offset: the record in each (at
-    /// pos + 48), the blank at a segment's end skipped. Returns whether it did any work.
-    pub(super) fn dispatch_entries(&self, d: &DLedgerMode) -> bool {
-        let mut did = false;
-        loop {
-            let from = self.reput_from.load(Ordering::Acquire).max(d.log.min_offset());
-            let committed = d.log.committed_end();
-            if from >= committed {
-                self.reput_from.store(from, Ordering::Release);
-                return did;
-            }
-            let Some(bytes) = d.log.read(from, dledger_log::DISPATCH_READ_BYTES, committed) else {
-                // Past the written bytes of a full segment: the next one starts at its end.
-                match d.log.segment_end(from) {
-                    Some(end) if end > from && end <= committed => {
-                        self.reput_from.store(end, Ordering::Release);
-                        continue;
-                    }
-                    _ => return did,
-                }
-            };
-            let mut at = 0;
-            let mut next = None;
-            while at < bytes.len() {
-                match dledger_log::entry_at(&bytes[at..]) {
-                    EntryAt::Entry { size, body } => {
-                        let offset = from + (at + dledger_log::ENTRY_BODY_OFFSET) as i64;
-                        match decode_record(body, false) {
-                            Ok(RecordAt::Record(record)) => self.dispatch(&record, offset),
-                            Ok(RecordAt::Blank) => error!(offset, "a DLedger entry holds a commit-log blank; skipped"),
-                            Err(e) => error!(offset, error = %e, "a DLedger entry holds no commit-log record; skipped"),
-                        }
-                        at += size;
-                    }
-                    EntryAt::Blank => {
-                        next = d.log.segment_end(from + at as i64);
-                        break;
-                    }
-                    EntryAt::Incomplete => break,
-                    EntryAt::Invalid(size) => {
-                        // Committed bytes are whole entries: this is damage. Skip to the next segment.
-                        error!(offset = from + at as i64, size, "invalid DLedger entry header; skipping the rest of the segment");
-                        next = d.log.segment_end(from + at as i64);
-                        break;
-                    }
-                }
-            }
-            let to = next.unwrap_or(from + at as i64);
+            let from = self.reput_from.load(Ordering::Acquire);
+            let to = self.log.dispatch_step(from, &mut |record, phy_offset| self.dispatch(record, phy_offset));
             if to <= from {
                 return did;
             }
@@ -186,7 +83,7 @@ impl MessageStore {
     }
 
     pub(super) fn note_slave_store_time(&self, record: &DecodedRecord<'_>) {
-        if self.dledger.is_none() && self.role() == BrokerRole::Slave {
+        if self.log.follows_master_by_ha() && self.role() == BrokerRole::Slave {
             self.commit_log.note_store_timestamp(record.store_timestamp);
         }
     }

@@ -2,14 +2,12 @@
 //! physical log's bounds.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use remoting::protocol::name::TopicName;
 
 use super::MessageStore;
 use crate::consume_queue::ConsumeQueue;
-use crate::dledger_log;
 use crate::message::record::{decode_record, RecordAt};
 
 /// Messages found by key.
@@ -95,29 +93,17 @@ impl MessageStore {
 
     /// The first readable physical offset (Java `getMinPhyOffset`).
     pub fn min_phy_offset(&self) -> i64 {
-        match &self.dledger {
-            Some(d) if self.commit_log.files().is_empty() => d.log.min_offset(),
-            _ => self.commit_log.min_offset(),
-        }
+        self.log.min_offset()
     }
 
     /// The end of readable data (Java `getMaxPhyOffset`): in DLedger mode, what is committed.
     pub fn max_phy_offset(&self) -> i64 {
-        match &self.dledger {
-            Some(d) => dledger_log::readable_end(d.log.as_ref()).max(self.commit_log.max_offset()),
-            None => self.commit_log.max_offset(),
-        }
+        self.log.max_offset()
     }
 
     /// `size` readable bytes at physical offset `offset`.
     pub fn read_phy(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
-        match &self.dledger {
-            Some(d) if offset >= d.divided.load(Ordering::Acquire) => {
-                let bytes = d.log.read(offset, size, d.log.committed_end())?;
-                (bytes.len() == size).then_some(bytes)
-            }
-            _ => self.commit_log.read_bytes(offset, size),
-        }
+        self.log.read(offset, size)
     }
 
     /// The next queue offset of every queue, from the consume queues (Java's

@@ -29,9 +29,9 @@ use crate::cleanup;
 use crate::commit_log::{AppendLog, CommitLog};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::dispatch::{ArrivalNotice, DispatchList};
-use crate::dledger_log::EntryLog;
 use crate::index::IndexService;
 use crate::lock::StoreLock;
+use crate::physical_log::PhysicalLog;
 use crate::queues::ConsumeQueues;
 use crate::recovery::RecoveryReport;
 
@@ -68,20 +68,13 @@ pub struct MessageStore {
     manual_delete_passes: AtomicU32,
     /// The role now (a DLedger broker's changes with its member's); `BrokerRole` as a byte.
     role: AtomicU8,
-    /// Set when DLedger holds the commit log (`enableDLegerCommitLog`).
-    pub(crate) dledger: Option<DLedgerMode>,
+    /// Where the records are: the plain commit log, or the sealed plain log followed by
+    /// DLedger's entries (`enableDLegerCommitLog`).
+    pub(crate) log: Arc<dyn PhysicalLog>,
+    /// The append path: the commit log, or (DLedger) what the broker sets once its member runs.
+    appender: OnceLock<Arc<dyn AppendLog>>,
     /// The cleaning rules now (`config`'s at open, then whatever the broker sets).
     clean_policy: Mutex<cleanup::CleanPolicy>,
-}
-
-/// A store whose commit log DLedger holds (see [`crate::dledger_log`]).
-pub(crate) struct DLedgerMode {
-    pub(crate) log: Arc<dyn EntryLog>,
-    /// Java's `dividedCommitlogOffset`: below it, the plain commit log of before the switch.
-    pub(crate) divided: AtomicI64,
-    appender: OnceLock<Arc<dyn AppendLog>>,
-    /// The log's first offset at the last cleaning pass (queues and index follow its deletions).
-    cleaned_below: AtomicI64,
 }
 
 fn role_byte(role: BrokerRole) -> u8 {
@@ -120,12 +113,12 @@ impl MessageStore {
 
     /// Whether DLedger holds the commit log.
     pub fn is_dledger(&self) -> bool {
-        self.dledger.is_some()
+        self.log.is_dledger()
     }
 
     /// Java's `dividedCommitlogOffset` (-1 when DLedger holds everything or is off).
     pub fn divided_offset(&self) -> i64 {
-        self.dledger.as_ref().map_or(-1, |d| d.divided.load(Ordering::Acquire))
+        self.log.divided_offset()
     }
 
     /// The role the store acts in now.

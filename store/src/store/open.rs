@@ -7,13 +7,15 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use tracing::info;
 
-use super::{abort_path, role_byte, total_memory_bytes, DLedgerMode, MessageStore};
+use super::{abort_path, role_byte, total_memory_bytes, MessageStore};
 use crate::cleanup;
+use crate::commit_log::AppendLog;
 use crate::config::MessageStoreConfig;
-use crate::dledger_log::EntryLog;
+use crate::dledger_log::{EntryLog, SealedThenDLedger};
 use crate::error::{io_err, StoreError};
 use crate::lock::StoreLock;
 use crate::parts::Parts;
+use crate::physical_log::{PhysicalLog, PlainLog};
 use crate::recovery::{self, RecoveryReport};
 
 impl MessageStore {
@@ -44,19 +46,23 @@ impl MessageStore {
         info!(root = %root.display(), last_exit_ok, "opening store");
 
         let parts = Parts::load(config, last_exit_ok)?;
-        let (report, dledger) = match dledger {
-            Some(log) => {
-                let (report, divided) = recovery::recover_dledger(&parts, log.as_ref(), last_exit_ok)?;
-                let mode = DLedgerMode { log, divided: AtomicI64::new(divided), appender: OnceLock::new(), cleaned_below: AtomicI64::new(0) };
-                (report, Some(mode))
+        // The one choice of log kind: each has its own recovery.
+        let (report, log): (RecoveryReport, Arc<dyn PhysicalLog>) = match dledger {
+            Some(entries) => {
+                let (report, divided) = recovery::recover_dledger(&parts, entries.as_ref(), last_exit_ok)?;
+                (report, Arc::new(SealedThenDLedger::new(parts.commit_log.clone(), entries, divided)))
             }
-            None => (recovery::recover(&parts, last_exit_ok), None),
+            None => (recovery::recover(&parts, last_exit_ok), Arc::new(PlainLog::new(parts.commit_log.clone()))),
         };
-        Ok(Arc::new(Self::from_parts(parts, lock, report, dledger)))
+        let appender = OnceLock::new();
+        if !log.is_dledger() {
+            let _ = appender.set(parts.commit_log.clone() as Arc<dyn AppendLog>);
+        }
+        Ok(Arc::new(Self::from_parts(parts, lock, report, log, appender)))
     }
 
     /// The store made of recovered parts; the dispatcher resumes where recovery said.
-    fn from_parts(parts: Parts, lock: StoreLock, report: RecoveryReport, dledger: Option<DLedgerMode>) -> MessageStore {
+    fn from_parts(parts: Parts, lock: StoreLock, report: RecoveryReport, log: Arc<dyn PhysicalLog>, appender: OnceLock<Arc<dyn AppendLog>>) -> MessageStore {
         let Parts { config, commit_log, queues, checkpoint, index, dispatchers, arrival } = parts;
         MessageStore {
             role: AtomicU8::new(role_byte(config.broker_role)),
@@ -79,7 +85,8 @@ impl MessageStore {
             total_memory_bytes: total_memory_bytes(),
             disk_full: AtomicBool::new(false),
             manual_delete_passes: AtomicU32::new(0),
-            dledger,
+            log,
+            appender,
         }
     }
 

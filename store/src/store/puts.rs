@@ -61,16 +61,12 @@ impl MessageStore {
     /// The append path puts go through: the commit log, or in DLedger mode what the broker set
     /// (none before it did).
     pub fn appender(&self) -> Option<&dyn AppendLog> {
-        match &self.dledger {
-            Some(d) => d.appender.get().map(|a| a.as_ref()),
-            None => Some(self.commit_log.as_ref()),
-        }
+        self.appender.get().map(|a| a.as_ref())
     }
 
-    /// Sets the DLedger-mode append path (once; ignored for a plain store).
+    /// Sets the DLedger-mode append path (once; ignored for a plain store, whose commit log is
+    /// its append path from the start).
     pub fn set_appender(&self, appender: Arc<dyn AppendLog>) {
-        if let Some(d) = &self.dledger {
-            let _ = d.appender.set(appender);
-        }
+        let _ = self.appender.set(appender);
     }
 }

@@ -14,8 +14,7 @@ impl MessageStore {
     /// Up to `max` raw commit-log bytes from `offset`, never past what is readable in its file
     /// (what HA replication ships to slaves; Java `getCommitLogData`, cut to the batch size).
     pub fn commit_log_data(&self, offset: i64, max: usize) -> Option<Vec<u8>> {
-        let (file, pos) = self.commit_log.locate(offset)?;
-        file.read_from(pos).filter(|b| !b.is_empty()).map(|b| b[..b.len().min(max)].to_vec())
+        self.log.replication_read(offset, max)
     }
 
     /// A slave appends its master's bytes at its end (see [`CommitLog::append_replicated`]) and
