@@ -2,10 +2,11 @@
 //! dispatches new commit-log records into consume queues and the index, serves reads, and shuts
 //! down leaving what a Java broker expects (flushed files, a current checkpoint, no abort file).
 //!
-//! By concern: [`open`](self) (lock, parts, recovery, then the store), `lifecycle` (start and
-//! shutdown of the services), `puts`, `dispatching` (the reput thread and the dispatcher list),
-//! `reads` (pulls with Java's status and offset rules), `lookups` (by offset, key, time; the
-//! queue table), `replication` (what HA reads and a slave appends), `cleaning` (expiry).
+//! One type, its methods by concern: `open` (lock, parts, recovery over them, then the store),
+//! `lifecycle` (start and shutdown of the services), `puts`, `dispatching` (the reput thread over
+//! the physical log into the dispatcher list), `reads` (pulls with Java's status and offset
+//! rules), `lookups` (by offset, key, time; the queue table; the physical bounds), `replication`
+//! (what HA reads and a slave appends), `cleaning` (expiry).
 
 mod cleaning;
 mod dispatching;
