@@ -4,7 +4,8 @@
 //! readable, in log order, and hands it as a [`DispatchRequest`] to each [`Dispatcher`] of the
 //! store's [`DispatchList`], in list order: the consume queue ([`BuildConsumeQueue`]), the index
 //! ([`BuildIndex`], when enabled), then the long-polling arrival notice ([`ArrivalNotice`]).
-//! More can be added before the store starts ([`crate::store::MessageStore::add_dispatcher`]):
+//! More can be given at open ([`crate::store::MessageStore::open_with_dispatchers`], then they see
+//! recovery too) or added before the store starts ([`crate::store::MessageStore::add_dispatcher`]):
 //! the 5.x timer wheel and POP consumption hook in here.
 //!
 //! Recovery after a crash re-dispatches the records it walks through the same list, as Java's

@@ -483,3 +483,24 @@ fn dispatchers_are_added_before_the_store_starts_and_refused_after() {
     assert!(store.add_dispatcher_first(recorder).is_err());
     store.shutdown();
 }
+
+#[test]
+fn a_dispatcher_given_at_open_sees_what_recovery_re_dispatches_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..50 {
+        assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+    }
+    wait_dispatched(&store);
+    store.shutdown();
+    drop(store);
+    // The abort file a crash leaves behind.
+    std::fs::File::create(dir.path().join("abort")).unwrap();
+
+    let recorder = Arc::new(Recorder { seen: std::sync::Mutex::new(Vec::new()) });
+    let store = MessageStore::open_with_dispatchers(config(dir.path()), vec![recorder.clone()]).unwrap();
+    assert!(!store.recovery().last_exit_ok);
+    let seen = recorder.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 50, "recovery re-dispatched every record of the walked files to it");
+    assert!(seen.windows(2).all(|w| w[0].3 < w[1].3), "in log order");
+}

@@ -11,6 +11,7 @@ use super::{abort_path, role_byte, total_memory_bytes, MessageStore};
 use crate::cleanup;
 use crate::commit_log::AppendLog;
 use crate::config::MessageStoreConfig;
+use crate::dispatch::Dispatcher;
 use crate::dledger_log::{EntryLog, SealedThenDLedger};
 use crate::error::{io_err, StoreError};
 use crate::lock::StoreLock;
@@ -22,7 +23,14 @@ impl MessageStore {
     /// Takes the store lock, loads every file and recovers (normally, or after a crash when the
     /// abort file is present). Nothing runs until [`MessageStore::start`].
     pub fn open(config: MessageStoreConfig) -> Result<Arc<MessageStore>, StoreError> {
-        Self::open_inner(config, None)
+        Self::open_inner(config, None, Vec::new())
+    }
+
+    /// As [`MessageStore::open`], with `dispatchers` after the built-in ones from the start, so
+    /// recovery's re-dispatch after a crash runs them too (Java's list is complete before its
+    /// store loads). Dispatchers added later ([`MessageStore::add_dispatcher`]) miss recovery.
+    pub fn open_with_dispatchers(config: MessageStoreConfig, dispatchers: Vec<Arc<dyn Dispatcher>>) -> Result<Arc<MessageStore>, StoreError> {
+        Self::open_inner(config, None, dispatchers)
     }
 
     /// As [`MessageStore::open`], for a store whose commit log DLedger holds: `log` is the
@@ -30,10 +38,14 @@ impl MessageStore {
     /// seals the old log and starts `log` after it (Java's upgrade). Appends are refused until
     /// [`MessageStore::set_appender`].
     pub fn open_dledger(config: MessageStoreConfig, log: Arc<dyn EntryLog>) -> Result<Arc<MessageStore>, StoreError> {
-        Self::open_inner(config, Some(log))
+        Self::open_inner(config, Some(log), Vec::new())
     }
 
-    pub(super) fn open_inner(config: MessageStoreConfig, dledger: Option<Arc<dyn EntryLog>>) -> Result<Arc<MessageStore>, StoreError> {
+    pub(super) fn open_inner(
+        config: MessageStoreConfig,
+        dledger: Option<Arc<dyn EntryLog>>,
+        dispatchers: Vec<Arc<dyn Dispatcher>>,
+    ) -> Result<Arc<MessageStore>, StoreError> {
         let config = Arc::new(config);
         let root = config.root_dir();
         std::fs::create_dir_all(&root).map_err(io_err(format!("cannot create {}", root.display())))?;
@@ -46,6 +58,10 @@ impl MessageStore {
         info!(root = %root.display(), last_exit_ok, "opening store");
 
         let parts = Parts::load(config, last_exit_ok)?;
+        for dispatcher in dispatchers {
+            // Not started yet: the list takes them.
+            let _ = parts.dispatchers.add_last(dispatcher);
+        }
         // The one choice of log kind: each has its own recovery.
         let (report, log): (RecoveryReport, Arc<dyn PhysicalLog>) = match dledger {
             Some(entries) => {
