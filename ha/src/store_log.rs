@@ -1,4 +1,5 @@
-//! The store as a [`ReplicatedLog`]: a master reads its commit log, a slave appends to its own.
+//! The store as a [`ReplicatedLog`]: a master reads its physical log (bounds and bytes through the
+//! store's `PhysicalLog`), a slave appends to its commit log.
 
 use store::commit_log::ReplicatedAppendError;
 use store::store::MessageStore;
@@ -7,11 +8,11 @@ use crate::log::{AppendAtError, ReplicatedLog};
 
 impl ReplicatedLog for MessageStore {
     fn max_offset(&self) -> i64 {
-        self.commit_log().max_offset()
+        self.max_phy_offset()
     }
 
     fn min_offset(&self) -> i64 {
-        self.commit_log().min_offset()
+        self.min_phy_offset()
     }
 
     fn segment_size(&self) -> usize {

@@ -30,22 +30,11 @@ use crate::message::record::{
 };
 use crate::transient_pool::TransientStorePool;
 
+pub use crate::clock::now_ms;
+pub use crate::put::{AppendResult, PutCallback, PutMessageResult, PutStatus};
+
 /// A record must leave room for the end-of-file marker.
 pub const END_FILE_MIN_BLANK_LENGTH: usize = 8;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PutStatus {
-    PutOk,
-    FlushDiskTimeout,
-    CreateMappedFileFailed,
-    MessageIllegal,
-    PropertiesSizeExceeded,
-    ServiceNotAvailable,
-    /// Java's OS_PAGECACHE_BUSY; a DLedger commit log answers it for a quorum not reached in time
-    /// or too many appends pending.
-    OsPageCacheBusy,
-    UnknownError,
-}
 
 /// Why a slave's append of its master's bytes was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,43 +46,6 @@ pub enum ReplicatedAppendError {
     #[error("{0}")]
     Refused(String),
 }
-
-/// Where an append landed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AppendResult {
-    /// Physical offset of the first record.
-    pub wrote_offset: i64,
-    pub wrote_bytes: usize,
-    /// Offset message ids, one per record.
-    pub msg_ids: Vec<String>,
-    pub store_timestamp: i64,
-    /// Queue offset of the first record.
-    pub logics_offset: i64,
-    pub msg_num: usize,
-}
-
-/// Receives the result of a put whose acknowledgement waits for a flush.
-pub type PutCallback = Box<dyn FnOnce(PutMessageResult) + Send>;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PutMessageResult {
-    pub status: PutStatus,
-    pub append: Option<AppendResult>,
-    /// A human-readable reason for a failed status.
-    pub remark: Option<String>,
-}
-
-impl PutMessageResult {
-    pub fn failed(status: PutStatus, remark: impl Into<String>) -> Self {
-        PutMessageResult { status, append: None, remark: Some(remark.into()) }
-    }
-
-    pub fn is_ok(&self) -> bool {
-        self.status == PutStatus::PutOk
-    }
-}
-
-pub use remoting::clock::now_ms;
 
 /// The append path of the store. The file-based [`CommitLog`] implements it; the DLedger commit
 /// log will too, so the broker's put path does not change when a store switches to Raft.

@@ -11,6 +11,14 @@
 //! through [`EntryLog`] and appends through the [`crate::commit_log::AppendLog`] the broker sets.
 
 use std::io;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use tracing::error;
+
+use crate::commit_log::CommitLog;
+use crate::message::record::{decode_record, RecordAt};
+use crate::physical_log::{plain_dispatch_step, plain_replication_read, PhysicalLog, Visit};
 
 /// Where a DLedger entry's body (the commit-log record) starts.
 pub const ENTRY_BODY_OFFSET: usize = 48;
@@ -76,6 +84,125 @@ pub(crate) fn readable_end(log: &dyn EntryLog) -> i64 {
         return committed;
     }
     log.min_offset().max(0)
+}
+
+/// A DLedger broker's physical log: the plain commit log of before the switch, sealed (read-only,
+/// ending with its blank at `divided`), followed by the member's entries.
+pub struct SealedThenDLedger {
+    plain: Arc<CommitLog>,
+    entries: Arc<dyn EntryLog>,
+    /// Java's `dividedCommitlogOffset` (-1 when DLedger holds everything); fixed by recovery.
+    divided: i64,
+    /// The first offset at the last cleaning pass (queues and index follow DLedger's deletions).
+    cleaned_below: AtomicI64,
+}
+
+impl SealedThenDLedger {
+    pub fn new(plain: Arc<CommitLog>, entries: Arc<dyn EntryLog>, divided: i64) -> SealedThenDLedger {
+        SealedThenDLedger { plain, entries, divided, cleaned_below: AtomicI64::new(0) }
+    }
+
+    /// The walk over the committed entries from `from`: the record in each (at pos + 48), the
+    /// blank at a segment's end skipped.
+    fn entries_step(&self, from: i64, visit: &mut Visit<'_>) -> i64 {
+        let log = self.entries.as_ref();
+        let from = from.max(log.min_offset());
+        let committed = log.committed_end();
+        if from >= committed {
+            return from;
+        }
+        let Some(bytes) = log.read(from, DISPATCH_READ_BYTES, committed) else {
+            // Past the written bytes of a full segment: the next one starts at its end.
+            return match log.segment_end(from) {
+                Some(end) if end > from && end <= committed => end,
+                _ => from,
+            };
+        };
+        let mut at = 0;
+        let mut next = None;
+        while at < bytes.len() {
+            match entry_at(&bytes[at..]) {
+                EntryAt::Entry { size, body } => {
+                    let offset = from + (at + ENTRY_BODY_OFFSET) as i64;
+                    match decode_record(body, false) {
+                        Ok(RecordAt::Record(record)) => visit(&record, offset),
+                        Ok(RecordAt::Blank) => error!(offset, "a DLedger entry holds a commit-log blank; skipped"),
+                        Err(e) => error!(offset, error = %e, "a DLedger entry holds no commit-log record; skipped"),
+                    }
+                    at += size;
+                }
+                EntryAt::Blank => {
+                    next = log.segment_end(from + at as i64);
+                    break;
+                }
+                EntryAt::Incomplete => break,
+                EntryAt::Invalid(size) => {
+                    // Committed bytes are whole entries: this is damage. Skip to the next segment.
+                    error!(offset = from + at as i64, size, "invalid DLedger entry header; skipping the rest of the segment");
+                    next = log.segment_end(from + at as i64);
+                    break;
+                }
+            }
+        }
+        next.unwrap_or(from + at as i64).max(from)
+    }
+}
+
+impl PhysicalLog for SealedThenDLedger {
+    fn min_offset(&self) -> i64 {
+        if self.plain.files().is_empty() {
+            self.entries.min_offset()
+        } else {
+            self.plain.min_offset()
+        }
+    }
+
+    /// What is committed (or the old log's end, if more).
+    fn max_offset(&self) -> i64 {
+        readable_end(self.entries.as_ref()).max(self.plain.max_offset())
+    }
+
+    fn read(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+        if offset < self.divided {
+            return self.plain.read_bytes(offset, size);
+        }
+        let bytes = self.entries.read(offset, size, self.entries.committed_end())?;
+        (bytes.len() == size).then_some(bytes)
+    }
+
+    fn dispatch_step(&self, from: i64, visit: &mut Visit<'_>) -> i64 {
+        if from >= self.divided || self.plain.files().is_empty() {
+            return self.entries_step(from, visit);
+        }
+        let from = from.max(self.plain.min_offset());
+        if from >= self.plain.max_offset() {
+            // The sealed old log ends at the divided offset: DLedger's data follows.
+            return from.max(self.divided);
+        }
+        plain_dispatch_step(&self.plain, from, visit)
+    }
+
+    /// Classic HA does not run in DLedger mode; this reads the old plain log, as before.
+    fn replication_read(&self, offset: i64, max: usize) -> Option<Vec<u8>> {
+        plain_replication_read(&self.plain, offset, max)
+    }
+
+    fn follows_master_by_ha(&self) -> bool {
+        false
+    }
+
+    fn divided_offset(&self) -> i64 {
+        self.divided
+    }
+
+    fn is_dledger(&self) -> bool {
+        true
+    }
+
+    fn first_offset_moved(&self) -> bool {
+        let min = self.min_offset();
+        self.cleaned_below.swap(min, Ordering::AcqRel) < min
+    }
 }
 
 #[cfg(test)]

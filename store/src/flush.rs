@@ -30,8 +30,8 @@ use parking_lot::Mutex;
 use remoting::service::{Service, Waker};
 use tracing::{error, warn};
 
-use crate::commit_log::{AppendResult, PutCallback, PutMessageResult, PutStatus};
 use crate::group_commit::{GroupCommit, Step};
+use crate::put::{AppendResult, PutCallback, PutMessageResult, PutStatus};
 
 /// The timer's sleep while nobody waits (it is woken when somebody does; this only bounds it).
 const IDLE_TICK: Duration = Duration::from_secs(60);
@@ -92,9 +92,10 @@ impl FlushControl {
     /// Registers a put whose records end at `end`; `done` is called once a flush covers them,
     /// at the deadline, on a flush failure, or at once when the waiter cap is reached.
     pub(crate) fn wait(&self, end: u64, append: AppendResult, done: PutCallback) {
-        let deadline = Instant::now() + self.timeout;
         let (step, wake_timer) = {
             let mut shared = self.shared.lock();
+            // Read under the lock, so deadlines are in registration order, as the machine keeps them.
+            let deadline = Instant::now() + self.timeout;
             let step = shared.machine.append(Waiter { append, done }, end, deadline);
             let wake = step.next_deadline.is_some_and(|d| shared.timer_armed.is_none_or(|armed| d < armed));
             if wake {

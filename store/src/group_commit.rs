@@ -16,7 +16,19 @@
 //!   duplicate is sent); refusing after the fact would claim nothing was stored;
 //! - after stop nothing more can be flushed: whatever waits, and later appends that are not
 //!   already covered, time out.
+//!
+//! Cost: O(1) amortised per waiter. Waiters wait in arrival order, and both their ends and their
+//! deadlines are non-decreasing along it: appends are ordered, so a later put ends later, and the
+//! timeout is one fixed `syncFlushTimeout`, so a later put's deadline is later. Every event then
+//! looks only at the front: a flush acknowledges the waiters in front up to the first it does not
+//! cover, a tick times out those in front up to the first whose deadline is still ahead, and the
+//! next deadline is the front's. The machine keeps the order true itself: two appenders register
+//! just after their appends, outside the append lock, so the later append can register first; a
+//! waiter whose end or deadline is below the last one's takes the last one's (it is then answered
+//! by the flush that covers both, or times out with it: never acknowledged before its own bytes
+//! are flushed).
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 /// What one event answers. Each list keeps arrival order.
@@ -61,7 +73,8 @@ struct Pending<T> {
 }
 
 pub struct GroupCommit<T> {
-    pending: Vec<Pending<T>>,
+    /// In arrival order; `end` and `deadline` non-decreasing front to back.
+    pending: VecDeque<Pending<T>>,
     flushed: u64,
     phase: Phase,
     max_waiters: usize,
@@ -70,7 +83,7 @@ pub struct GroupCommit<T> {
 impl<T> GroupCommit<T> {
     /// A machine whose data is flushed up to `flushed`, holding at most `max_waiters` (at least 1).
     pub fn new(flushed: u64, max_waiters: usize) -> GroupCommit<T> {
-        GroupCommit { pending: Vec::new(), flushed, phase: Phase::Open, max_waiters: max_waiters.max(1) }
+        GroupCommit { pending: VecDeque::new(), flushed, phase: Phase::Open, max_waiters: max_waiters.max(1) }
     }
 
     pub fn flushed(&self) -> u64 {
@@ -91,7 +104,8 @@ impl<T> GroupCommit<T> {
         self.flushed = flushed;
     }
 
-    /// A put whose records end at `end` waits for the flush until `deadline`.
+    /// A put whose records end at `end` waits for the flush until `deadline` (both raised to the
+    /// last waiter's if below, see the module's notes).
     pub fn append(&mut self, waiter: T, end: u64, deadline: Instant) -> Step<T> {
         let mut step = Step::empty(None);
         match self.phase {
@@ -99,7 +113,13 @@ impl<T> GroupCommit<T> {
             _ if end <= self.flushed => step.acked.push(waiter),
             Phase::Stopped => step.timed_out.push(waiter),
             Phase::Open if self.pending.len() >= self.max_waiters => step.busy.push(waiter),
-            Phase::Open => self.pending.push(Pending { end, deadline, waiter }),
+            Phase::Open => {
+                let (end, deadline) = match self.pending.back() {
+                    Some(last) => (end.max(last.end), deadline.max(last.deadline)),
+                    None => (end, deadline),
+                };
+                self.pending.push_back(Pending { end, deadline, waiter });
+            }
         }
         step.next_deadline = self.next_deadline();
         step
@@ -111,20 +131,20 @@ impl<T> GroupCommit<T> {
             return Step::empty(self.next_deadline());
         }
         self.flushed = flushed;
-        let acked = self.take_where(|p| p.end <= flushed);
+        let acked = self.take_front_while(|p| p.end <= flushed);
         Step { acked, ..Step::empty(self.next_deadline()) }
     }
 
     /// The time is `now`: waiters whose deadline is at or before it time out.
     pub fn tick(&mut self, now: Instant) -> Step<T> {
-        let timed_out = self.take_where(|p| p.deadline <= now);
+        let timed_out = self.take_front_while(|p| p.deadline <= now);
         Step { timed_out, ..Step::empty(self.next_deadline()) }
     }
 
     /// A flush failed: every waiter fails, and so will every later append.
     pub fn fail(&mut self) -> Step<T> {
         self.phase = Phase::Failed;
-        let failed = self.take_where(|_| true);
+        let failed = self.take_all();
         Step { failed, ..Step::empty(None) }
     }
 
@@ -133,31 +153,34 @@ impl<T> GroupCommit<T> {
         if self.phase == Phase::Open {
             self.phase = Phase::Stopped;
         }
-        let timed_out = self.take_where(|_| true);
+        let timed_out = self.take_all();
         Step { timed_out, ..Step::empty(None) }
     }
 
+    /// The front's deadline: the earliest, as deadlines are non-decreasing.
     fn next_deadline(&self) -> Option<Instant> {
-        self.pending.iter().map(|p| p.deadline).min()
+        self.pending.front().map(|p| p.deadline)
     }
 
-    /// Removes the waiters matching `pred`, keeping the order of both parts. O(waiting), which
-    /// `max_waiters` bounds.
-    fn take_where(&mut self, pred: impl Fn(&Pending<T>) -> bool) -> Vec<T> {
-        if !self.pending.iter().any(&pred) {
-            return Vec::new();
-        }
+    /// Removes the waiters in front while `pred` holds, in order: O(taken + 1).
+    fn take_front_while(&mut self, pred: impl Fn(&Pending<T>) -> bool) -> Vec<T> {
         let mut taken = Vec::new();
-        let mut kept = Vec::with_capacity(self.pending.len());
-        for p in std::mem::take(&mut self.pending) {
-            if pred(&p) {
+        while self.pending.front().is_some_and(&pred) {
+            if let Some(p) = self.pending.pop_front() {
                 taken.push(p.waiter);
-            } else {
-                kept.push(p);
             }
         }
-        self.pending = kept;
         taken
+    }
+
+    fn take_all(&mut self) -> Vec<T> {
+        self.pending.drain(..).map(|p| p.waiter).collect()
+    }
+
+    /// Whether ends and deadlines are non-decreasing front to back (what every event relies on).
+    #[cfg(test)]
+    fn is_monotone(&self) -> bool {
+        self.pending.iter().zip(self.pending.iter().skip(1)).all(|(a, b)| a.end <= b.end && a.deadline <= b.deadline)
     }
 }
 
@@ -198,12 +221,12 @@ mod tests {
     #[test]
     fn a_flush_acknowledges_exactly_the_waiters_it_covers_in_arrival_order() {
         let (mut gc, t) = machine();
-        gc.append("late", 300, at(t, 10));
+        gc.append("a", 120, at(t, 10));
         gc.append("b", 200, at(t, 11));
-        gc.append("a", 120, at(t, 12));
+        gc.append("late", 300, at(t, 12));
         let step = gc.advance(250);
-        assert_eq!((step.acked, step.timed_out, step.failed), (vec!["b", "a"], vec![], vec![]));
-        assert_eq!(step.next_deadline, Some(at(t, 10)));
+        assert_eq!((step.acked, step.timed_out, step.failed), (vec!["a", "b"], vec![], vec![]));
+        assert_eq!(step.next_deadline, Some(at(t, 12)));
         assert_eq!(gc.flushed(), 250);
     }
 
@@ -230,11 +253,64 @@ mod tests {
     }
 
     #[test]
-    fn the_next_deadline_is_the_earliest_pending_one_whatever_the_arrival_order() {
+    fn the_next_deadline_is_the_oldest_waiters() {
         let (mut gc, t) = machine();
-        gc.append("a", 150, at(t, 30));
-        assert_eq!(gc.append("b", 160, at(t, 20)).next_deadline, Some(at(t, 20)));
+        gc.append("a", 150, at(t, 20));
+        assert_eq!(gc.append("b", 160, at(t, 30)).next_deadline, Some(at(t, 20)));
+        assert_eq!(gc.advance(150).next_deadline, Some(at(t, 30)));
         assert_eq!(gc.advance(160).next_deadline, None);
+    }
+
+    #[test]
+    fn a_waiter_that_registers_after_a_later_append_waits_and_times_out_with_it() {
+        let (mut gc, t) = machine();
+        gc.append("later append", 200, at(t, 20));
+        // Registered second, though its bytes come first: it takes the end and deadline before it.
+        assert_eq!(gc.append("earlier append", 150, at(t, 10)).next_deadline, Some(at(t, 20)));
+        assert!(gc.is_monotone());
+        assert!(gc.advance(150).answers_nobody(), "the front is not covered, so nothing behind it is looked at");
+        assert!(gc.tick(at(t, 10)).answers_nobody());
+        assert_eq!(gc.advance(200).acked, vec!["later append", "earlier append"]);
+    }
+
+    #[test]
+    fn ends_and_deadlines_stay_monotone_and_no_waiter_is_acknowledged_before_its_own_end() {
+        // A fixed pseudo-random run: appends with ends and deadlines a little out of order,
+        // flushes and ticks moving forward.
+        let t = Instant::now();
+        let mut gc: GroupCommit<(u64, u64)> = GroupCommit::new(0, 64);
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let (mut written, mut flushed, mut now) = (0u64, 0u64, 0u64);
+        for _ in 0..10_000 {
+            match next(4) {
+                0 | 1 => {
+                    written += 1 + next(100);
+                    // Another appender's bytes may come before this one registers.
+                    let end = written.saturating_sub(next(3) * 50);
+                    let deadline = now + 40 - next(3);
+                    let step = gc.append((end, deadline), end, at(t, deadline));
+                    assert!(step.acked.iter().all(|(end, _)| *end <= gc.flushed()));
+                }
+                2 => {
+                    flushed = (flushed + next(300)).min(written);
+                    let step = gc.advance(flushed);
+                    assert!(step.acked.iter().all(|(end, _)| *end <= flushed), "acknowledged before its bytes were flushed");
+                }
+                _ => {
+                    now += next(10);
+                    let step = gc.tick(at(t, now));
+                    assert!(step.timed_out.iter().all(|(_, deadline)| *deadline <= now), "timed out before its deadline");
+                    assert!(step.next_deadline.is_none_or(|d| d > at(t, now)));
+                }
+            }
+            assert!(gc.is_monotone());
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use nix::fcntl::{fcntl, FcntlArg};
 
-use crate::store::StoreError;
+use crate::error::StoreError;
 
 pub struct StoreLock {
     _file: File,
