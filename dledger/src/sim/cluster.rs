@@ -444,7 +444,8 @@ impl Sim {
     fn start(&mut self, i: usize) -> Result<(), String> {
         let seed = self.cfg.seed ^ ((i as u64) << 32) ^ self.members[i].inc.wrapping_mul(0x9E37_79B9);
         let m = &mut self.members[i];
-        let (log, terms) = m.parked.take().ok_or("start of a running member")?;
+        let (mut log, terms) = m.parked.take().ok_or("start of a running member")?;
+        log.reopen();
         m.inc += 1;
         // Proposals the previous process held are never answered.
         m.waiting = Waiting::new();
@@ -833,7 +834,7 @@ impl Effects for SimWorld<'_> {
         sim.note(|| format!("{id} is {role:?} in term {term} (leader {leader_id:?})"));
         if role == Role::Leader {
             sim.report.leaders += 1;
-            if sim.believed_leader.map_or(true, |(t, _)| t <= term) {
+            if sim.believed_leader.is_none_or(|(t, _)| t <= term) {
                 sim.believed_leader = Some((term, self.node));
             }
         }
