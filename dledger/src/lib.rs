@@ -7,7 +7,8 @@
 //! - [`config`]: `DLedgerConfig` with Java's keys and defaults, the peers list;
 //! - [`log`]: what the engine needs of a store (the log, the persisted term and vote);
 //! - [`engine`]: the Raft engine itself, pure (no threads, sockets or clock): inputs in, actions out;
-//! - [`sim`]: an in-memory store and a deterministic simulated cluster that checks the engine;
+//! - `sim` (feature `sim`, on for this crate's tests): an in-memory store and a deterministic
+//!   simulated cluster that checks the engine, running the server's handling of its actions;
 //! - [`store`]: the file store, Java's `DLedgerMmapFileStore` byte for byte (data and index
 //!   segments, recovery, `checkpoint`, `currterm`, flush and expiry services).
 //! - [`wire`]: the RPCs' JSON bodies, byte for byte as fastjson writes and reads them;
@@ -25,6 +26,7 @@ pub mod log;
 pub mod protocol;
 pub mod rpc;
 pub mod server;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod store;
 pub mod wire;

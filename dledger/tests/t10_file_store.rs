@@ -228,6 +228,28 @@ fn a_follower_fed_the_leaders_entries_has_the_leaders_files() {
     }
 }
 
+/// Recovery stops at an entry of a lower term than the one before it (Java's too), so a follower
+/// refuses to write one, by APPEND or by TRUNCATE (0.3.1.2 writes it, and loses it and everything
+/// after it at the next start). A refused TRUNCATE cuts nothing.
+#[test]
+fn a_follower_refuses_what_recovery_would_cut_an_entry_of_a_lower_term_after_its_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let entries = append_all(&mut store, 3, 2);
+    let end = entries[2].pos + entries[2].size() as i64;
+    let older = Entry { index: 3, term: 1, pos: end, ..entries[2].clone() };
+    assert!(matches!(store.append_as_follower(&older), Err(LogError::Inconsistent(_))));
+    assert_eq!((store.end_index(), store.end_term()), (2, 2));
+    let older_than_ours = Entry { index: 2, term: 1, ..entries[2].clone() };
+    assert!(matches!(store.truncate(&older_than_ours), Err(LogError::Inconsistent(_))));
+    assert_eq!((store.begin_index(), store.end_index(), store.get(2).as_ref()), (0, 2, Some(&entries[2])), "nothing cut");
+    let newer = Entry { index: 2, term: 3, ..entries[2].clone() };
+    store.truncate(&newer).unwrap();
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!((store.begin_index(), store.end_index(), store.get(2)), (0, 2, Some(newer)), "a TRUNCATE of the same or a newer term is written");
+}
+
 #[test]
 fn truncate_keeps_an_equal_entry_and_cuts_after_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,9 @@
 //! sent, and local proposals; each call returns [`Action`]s: messages to send, replies, role
 //! changes, commit advances, answers to proposals, and when to tick next. The log ([`RaftLog`])
 //! and the persisted term and vote ([`TermStore`]) are written inline through their traits, so
-//! the same engine runs over the file store in a server and over memory in the simulation.
+//! the same engine runs over the file store in a server and over memory in the simulation. What
+//! is done with the actions is written once too ([`effects`]): the server and the simulation
+//! differ only in the world they plug in.
 //!
 //! The parts are Java's: the member state and role changes ([`member`]), the elector ([`election`]),
 //! one push state machine per follower ([`dispatcher`]), the follower's entry handler
@@ -14,6 +16,7 @@
 
 mod clock;
 mod dispatcher;
+pub mod effects;
 mod election;
 mod follower;
 mod member;
@@ -42,6 +45,7 @@ use quorum::Quorum;
 use settings::Settings;
 use transfer::Transfer;
 
+pub use effects::{Effects, Waiting};
 pub use outbox::RPC_TIMEOUT_MS;
 
 /// `MemberState.Role` (Java's UNKNOWN is never held).
@@ -52,7 +56,8 @@ pub enum Role {
     Follower,
 }
 
-/// What the driver must do after a call, in order.
+/// What the driver must do after a call, in order ([`Waiting::carry_out`] does it against the
+/// driver's [`Effects`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Send this request to the peer `to`; report its answer, or that it failed, with

@@ -7,6 +7,7 @@
 //! which must not stall the runtime's workers.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use tracing::{debug, info, warn};
 
 use super::{AppendOutcome, NodeStatus};
 use crate::config::Peer;
-use crate::engine::{Action, Engine, Role, SendFailed};
+use crate::engine::{Action, Effects, Engine, Role, SendFailed, Waiting};
 use crate::entry::Entry;
 use crate::log::RaftLog;
 use crate::protocol::*;
@@ -107,15 +108,21 @@ impl MonotonicClock {
 pub(super) struct Driver {
     engine: Engine<FileStore, TermFile>,
     clock: MonotonicClock,
+    next_token: u64,
+    /// Requests and appends parked until the engine answers them.
+    waiting: Waiting<Pending, AnswerTo>,
+    world: World,
+    answers_rx: mpsc::UnboundedReceiver<PeerAnswer>,
+}
+
+/// What the engine's actions reach: the peers, the published status, the timer. The actions are
+/// carried out by [`Waiting::carry_out`], the code the simulation runs too.
+struct World {
     peers: HashMap<String, String>,
     client: Arc<PeerClient>,
     runtime: tokio::runtime::Handle,
     status: watch::Sender<NodeStatus>,
     answers_tx: mpsc::UnboundedSender<PeerAnswer>,
-    answers_rx: mpsc::UnboundedReceiver<PeerAnswer>,
-    next_token: u64,
-    replies: HashMap<u64, Pending>,
-    appends: HashMap<u64, AnswerTo>,
     wake_at: u64,
 }
 
@@ -129,20 +136,8 @@ impl Driver {
         status: watch::Sender<NodeStatus>,
     ) -> Driver {
         let (answers_tx, answers_rx) = mpsc::unbounded_channel();
-        Driver {
-            engine,
-            clock,
-            peers: peers.into_iter().map(|p| (p.id, p.addr)).collect(),
-            client,
-            runtime,
-            status,
-            answers_tx,
-            answers_rx,
-            next_token: 1,
-            replies: HashMap::new(),
-            appends: HashMap::new(),
-            wake_at: 0,
-        }
+        let world = World { peers: peers.into_iter().map(|p| (p.id, p.addr)).collect(), client, runtime, status, answers_tx, wake_at: 0 };
+        Driver { engine, clock, next_token: 1, waiting: Waiting::new(), world, answers_rx }
     }
 
     /// Runs until [`Input::Shutdown`] or until every sender is gone, then shuts the store.
@@ -165,7 +160,7 @@ impl Driver {
         let actions = self.engine.tick(self.clock.now_ms());
         self.carry_out(actions);
         loop {
-            let wake = self.wake_at.saturating_sub(self.clock.now_ms());
+            let wake = self.world.wake_at.saturating_sub(self.clock.now_ms());
             tokio::select! {
                 biased;
                 Some(answer) = self.answers_rx.recv() => {
@@ -195,17 +190,17 @@ impl Driver {
         let actions = match input {
             Input::Request { msg, reply } => {
                 let token = self.token();
-                self.replies.insert(token, reply);
+                self.waiting.park_request(token, reply);
                 self.engine.on_request(now, token, msg)
             }
             Input::Append { bodies, answer } => {
                 let token = self.token();
-                self.appends.insert(token, answer);
+                self.waiting.park_proposal(token, answer);
                 self.engine.propose(now, token, bodies)
             }
             Input::Transfer { transferee, answer } => {
                 let token = self.token();
-                self.replies.insert(token, Pending::LocalTransfer(answer));
+                self.waiting.park_request(token, Pending::LocalTransfer(answer));
                 self.engine.transfer_leadership(now, token, &transferee)
             }
             Input::Get { request, reply } => {
@@ -238,35 +233,23 @@ impl Driver {
         }
     }
 
+    /// The engine's actions, carried out by the code the simulation runs too.
     fn carry_out(&mut self, actions: Vec<Action>) {
-        for action in actions {
-            match action {
-                Action::Send { to, token, msg } => self.send(to, token, msg),
-                Action::Reply { token, msg } => match self.replies.remove(&token) {
-                    Some(pending) => pending.answer(msg),
-                    None => debug!(token, "reply for a request no longer parked"),
-                },
-                Action::NoReply { token } => {
-                    self.replies.remove(&token);
-                }
-                Action::Answer { token, response, positions } => match self.appends.remove(&token) {
-                    Some(AnswerTo::Rpc(reply)) => reply.send(response),
-                    Some(AnswerTo::Local(tx)) => {
-                        let _ = tx.send(AppendOutcome { response, positions });
-                    }
-                    Some(AnswerTo::Callback(done)) => done(AppendOutcome { response, positions }),
-                    None => debug!(token, "answer for an append no longer waited for"),
-                },
-                Action::RoleChanged { role, term, ref leader_id } => {
-                    info!(self_id = self.engine.self_id(), ?role, term, leader_id = ?leader_id, "dledger role changed");
-                    self.publish();
-                }
-                Action::Committed { .. } => self.publish(),
-                Action::WakeAt { at_ms } => self.wake_at = at_ms,
-            }
+        let mut world = WorldOf { engine: &self.engine, world: &mut self.world };
+        match self.waiting.carry_out(actions, &mut world) {
+            Ok(()) => {}
+            Err(never) => match never {},
         }
     }
+}
 
+/// The world as one call's actions see it: with the engine, read to publish its status.
+struct WorldOf<'a> {
+    engine: &'a Engine<FileStore, TermFile>,
+    world: &'a mut World,
+}
+
+impl WorldOf<'_> {
     fn publish(&self) {
         let status = NodeStatus {
             role: self.engine.role(),
@@ -275,24 +258,70 @@ impl Driver {
             committed_index: self.engine.log().committed_index(),
             end_index: self.engine.log().end_index(),
         };
-        self.status.send_if_modified(|old| {
+        self.world.status.send_if_modified(|old| {
             let changed = *old != status;
             *old = status;
             changed
         });
     }
+}
 
-    fn send(&self, to: String, token: u64, msg: PeerMessage) {
-        let answers = self.answers_tx.clone();
-        let Some(addr) = self.peers.get(&to).cloned() else {
+impl Effects for WorldOf<'_> {
+    type Request = Pending;
+    type Proposal = AnswerTo;
+    type Error = Infallible;
+
+    /// A task on the server's runtime; its answer comes back on the answers queue.
+    fn send(&mut self, to: String, token: u64, msg: PeerMessage) -> Result<(), Infallible> {
+        let answers = self.world.answers_tx.clone();
+        let Some(addr) = self.world.peers.get(&to).cloned() else {
             let _ = answers.send(PeerAnswer { token, result: Err(SendFailed) });
-            return;
+            return Ok(());
         };
-        let client = self.client.clone();
-        self.runtime.spawn(async move {
+        let client = self.world.client.clone();
+        self.world.runtime.spawn(async move {
             let result = call(&client, &addr, msg).await;
             let _ = answers.send(PeerAnswer { token, result });
         });
+        Ok(())
+    }
+
+    fn reply(&mut self, request: Pending, msg: PeerMessage) -> Result<(), Infallible> {
+        request.answer(msg);
+        Ok(())
+    }
+
+    fn answer(&mut self, _token: u64, proposal: AnswerTo, response: AppendEntryResponse, positions: Vec<i64>) -> Result<(), Infallible> {
+        match proposal {
+            AnswerTo::Rpc(reply) => reply.send(response),
+            AnswerTo::Local(tx) => {
+                let _ = tx.send(AppendOutcome { response, positions });
+            }
+            AnswerTo::Callback(done) => done(AppendOutcome { response, positions }),
+        }
+        Ok(())
+    }
+
+    fn role_changed(&mut self, role: Role, term: i64, leader_id: Option<String>) -> Result<(), Infallible> {
+        info!(self_id = self.engine.self_id(), ?role, term, leader_id = ?leader_id, "dledger role changed");
+        self.publish();
+        Ok(())
+    }
+
+    fn committed(&mut self, _index: i64) -> Result<(), Infallible> {
+        self.publish();
+        Ok(())
+    }
+
+    fn wake_at(&mut self, at_ms: u64) -> Result<(), Infallible> {
+        self.world.wake_at = at_ms;
+        Ok(())
+    }
+
+    /// Its caller is gone (answered already, or dropped with the request).
+    fn unknown(&mut self, action: &'static str, token: u64) -> Result<(), Infallible> {
+        debug!(action, token, "the engine named a request or append no longer waiting");
+        Ok(())
     }
 }
 

@@ -3,13 +3,13 @@
 //! [`Oracle`] checks after every event.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use bytes::Bytes;
 
 use crate::config::DLedgerConfig;
-use crate::engine::{Action, Engine, JavaQuirks, Rng, Role, SendFailed};
-use crate::protocol::{Code, PeerMessage};
+use crate::engine::{Action, Effects, Engine, JavaQuirks, Rng, Role, SendFailed, Waiting};
+use crate::protocol::{AppendEntryResponse, Code, PeerMessage};
 
 use super::mem_store::{MemLog, MemTerms};
 use super::oracle::{Oracle, View};
@@ -182,8 +182,6 @@ enum Inbound {
 
 struct Proposal {
     bodies: Vec<Bytes>,
-    node: usize,
-    inc: u64,
     at: u64,
 }
 
@@ -204,7 +202,8 @@ struct Member {
     wake_at: Option<u64>,
     next_flush: u64,
     flush_every: u64,
-    inbound: BTreeMap<u64, Inbound>,
+    /// Requests and proposals the running process holds (the server's driver keeps the same).
+    waiting: Waiting<Inbound, Proposal>,
 }
 
 impl Member {
@@ -240,7 +239,6 @@ struct Sim {
     net: NetParams,
     healed: bool,
     oracle: Oracle,
-    proposals: BTreeMap<u64, Proposal>,
     next_proposal: u64,
     next_inbound: u64,
     believed_leader: Option<(i64, usize)>,
@@ -304,7 +302,7 @@ impl Sim {
                     wake_at: None,
                     next_flush: 0,
                     flush_every: 10,
-                    inbound: BTreeMap::new(),
+                    waiting: Waiting::new(),
                 }
             })
             .collect();
@@ -320,7 +318,6 @@ impl Sim {
             now: 0,
             seq: 0,
             queue: BinaryHeap::new(),
-            proposals: BTreeMap::new(),
             next_proposal: 1,
             next_inbound: 1,
             believed_leader: None,
@@ -375,7 +372,7 @@ impl Sim {
             }
             // The healed group committed a proposal and the clients stopped: done once every
             // proposal a running member holds is answered.
-            if self.acked_after_heal > 0 && self.proposals.is_empty() {
+            if self.acked_after_heal > 0 && !self.members.iter().any(|m| m.waiting.has_proposals()) {
                 break;
             }
         }
@@ -447,12 +444,11 @@ impl Sim {
     fn start(&mut self, i: usize) -> Result<(), String> {
         let seed = self.cfg.seed ^ ((i as u64) << 32) ^ self.members[i].inc.wrapping_mul(0x9E37_79B9);
         let m = &mut self.members[i];
-        let (log, terms) = m.parked.take().ok_or("start of a running member")?;
+        let (mut log, terms) = m.parked.take().ok_or("start of a running member")?;
+        log.reopen();
         m.inc += 1;
         // Proposals the previous process held are never answered.
-        self.proposals.retain(|_, p| p.node != i);
-        let m = &mut self.members[i];
-        m.inbound.clear();
+        m.waiting = Waiting::new();
         let now = m.now(self.now);
         let engine = Engine::new(&m.config, log, terms, seed, now).map_err(|e| format!("engine config: {e}"))?.with_java_quirks(self.cfg.quirks);
         m.engine = Some(engine);
@@ -483,7 +479,7 @@ impl Sim {
         let m = &mut self.members[i];
         m.parked = Some((log, terms));
         m.wake_at = None;
-        m.inbound.clear();
+        m.waiting.clear_requests();
         let id = m.id.clone();
         self.note(|| format!("{id} crashes ({})", if kind == Crash::Power { "power loss" } else { "process" }));
     }
@@ -527,7 +523,7 @@ impl Sim {
             Wire::Request { from_inc, token, msg } => {
                 let local = self.next_inbound;
                 self.next_inbound += 1;
-                self.members[to].inbound.insert(local, Inbound::Peer { from, from_inc, token });
+                self.members[to].waiting.park_request(local, Inbound::Peer { from, from_inc, token });
                 if self.tracing() {
                     let (a, b) = (self.members[from].id.clone(), self.members[to].id.clone());
                     self.note(|| format!("{a} -> {b}: {}", describe(&msg)));
@@ -549,82 +545,15 @@ impl Sim {
         Ok(true)
     }
 
+    /// Carries out member `i`'s actions with the server's code ([`Waiting::carry_out`]) against
+    /// the simulated world, then checks the proposals it acknowledged.
     fn apply(&mut self, i: usize, actions: Vec<Action>) -> Result<(), String> {
-        let mut acks = Vec::new();
-        for action in actions {
-            match action {
-                Action::Send { to, token, msg } => {
-                    let to = self.index_of(&to)?;
-                    let inc = self.members[i].inc;
-                    self.send(i, to, Wire::Request { from_inc: inc, token, msg });
-                }
-                Action::Reply { token, msg } => match self.members[i].inbound.remove(&token) {
-                    Some(Inbound::Peer { from, from_inc, token }) => {
-                        self.send(i, from, Wire::Response { to_inc: from_inc, token, result: Ok(msg) });
-                    }
-                    Some(Inbound::Admin) => {
-                        let id = if self.tracing() { self.members[i].id.clone() } else { String::new() };
-                        self.note(|| format!("{id} answers the admin: {}", describe(&msg)));
-                    }
-                    None => return Err(format!("{} replied to unknown request {token}", self.members[i].id)),
-                },
-                Action::NoReply { token } => {
-                    if self.members[i].inbound.remove(&token).is_none() {
-                        return Err(format!("{} dropped unknown request {token}", self.members[i].id));
-                    }
-                }
-                Action::RoleChanged { role, term, leader_id } => {
-                    let id = if self.tracing() { self.members[i].id.clone() } else { String::new() };
-                    self.note(|| format!("{id} is {role:?} in term {term} (leader {leader_id:?})"));
-                    if role == Role::Leader {
-                        self.report.leaders += 1;
-                        if self.believed_leader.map_or(true, |(t, _)| t <= term) {
-                            self.believed_leader = Some((term, i));
-                        }
-                    }
-                }
-                Action::Committed { .. } => {}
-                Action::Answer { token, response, positions } => {
-                    self.oracle.answered(token)?;
-                    let Some(p) = self.proposals.remove(&token) else {
-                        return Err(format!("answer to unknown proposal {token}"));
-                    };
-                    if p.node != i || p.inc != self.members[i].inc {
-                        return Err(format!("proposal {token} answered by the wrong member"));
-                    }
-                    let code = response.base.code;
-                    let id = if self.tracing() { self.members[i].id.clone() } else { String::new() };
-                    self.note(|| format!("{id} answers proposal {token}: {code:?} index {} pos {}", response.index, response.pos));
-                    if code == Code::SUCCESS {
-                        if p.at >= self.cfg.faulty_ms {
-                            self.acked_after_heal += 1;
-                            // Leave time for every waiting proposal to be answered (2.5 s at most).
-                            self.end = self.end.min(self.now + ANSWER_WAIT_MS + 500);
-                        }
-                        acks.push((response, positions, p.bodies));
-                    } else if code == Code::NOT_LEADER {
-                        // As DLedgerClient does: follow the leader the answer names.
-                        let named = response.base.leader_id.as_deref().and_then(|l| self.index_of(l).ok());
-                        match named {
-                            Some(l) => self.believed_leader = Some((response.base.term, l)),
-                            None if self.believed_leader.is_some_and(|(_, l)| l == i) => self.believed_leader = None,
-                            None => {}
-                        }
-                    }
-                }
-                Action::WakeAt { at_ms } => {
-                    let at = at_ms.saturating_sub(self.members[i].offset).max(self.now + 1);
-                    let m = &mut self.members[i];
-                    // The same wake-up already queued fires first anyway (a queued one that no
-                    // longer matches `wake_at` is skipped).
-                    if m.wake_at != Some(at) {
-                        m.wake_at = Some(at);
-                        let inc = m.inc;
-                        self.push(at, EventKind::Wake { node: i, inc, at });
-                    }
-                }
-            }
-        }
+        let mut waiting = std::mem::take(&mut self.members[i].waiting);
+        let mut world = SimWorld { sim: self, node: i, acks: Vec::new() };
+        let result = waiting.carry_out(actions, &mut world);
+        let acks = world.acks;
+        self.members[i].waiting = waiting;
+        result?;
         if !acks.is_empty() {
             // The commit that answered them is checked first.
             self.check()?;
@@ -675,8 +604,7 @@ impl Sim {
             })
             .collect();
         self.report.proposals += 1;
-        let inc = self.members[target].inc;
-        self.proposals.insert(token, Proposal { bodies: bodies.clone(), node: target, inc, at: self.now });
+        self.members[target].waiting.park_proposal(token, Proposal { bodies: bodies.clone(), at: self.now });
         let now = self.members[target].now(self.now);
         let id = if self.tracing() { self.members[target].id.clone() } else { String::new() };
         self.note(|| format!("client proposes {token} ({count} bodies) to {id}"));
@@ -689,7 +617,7 @@ impl Sim {
         let to = format!("n{}", self.rng.below(n));
         let token = self.next_inbound;
         self.next_inbound += 1;
-        self.members[target].inbound.insert(token, Inbound::Admin);
+        self.members[target].waiting.park_request(token, Inbound::Admin);
         self.report.transfers += 1;
         let now = self.members[target].now(self.now);
         let id = if self.tracing() { self.members[target].id.clone() } else { String::new() };
@@ -823,12 +751,116 @@ impl Sim {
             return Err(format!("no proposal committed within {} ms of healing ({leaders} leaders)", self.cfg.heal_ms));
         }
         let end = self.end;
-        for (token, p) in &self.proposals {
-            if p.inc == self.members[p.node].inc && self.members[p.node].engine.is_some() && p.at + ANSWER_WAIT_MS < end {
-                return Err(format!("proposal {token} to {} at {} ms never answered", self.members[p.node].id, p.at));
+        for m in self.members.iter().filter(|m| m.engine.is_some()) {
+            if let Some((token, p)) = m.waiting.proposals().find(|(_, p)| p.at + ANSWER_WAIT_MS < end) {
+                return Err(format!("proposal {token} to {} at {} ms never answered", m.id, p.at));
             }
         }
         Ok(())
+    }
+}
+
+/// What member `node`'s actions reach in the simulation: the simulated network, the admin's
+/// trace, the clients' view of the leader, the wake-up queue; acknowledged proposals are kept for
+/// the oracle.
+struct SimWorld<'a> {
+    sim: &'a mut Sim,
+    node: usize,
+    acks: Vec<(AppendEntryResponse, Vec<i64>, Vec<Bytes>)>,
+}
+
+impl SimWorld<'_> {
+    /// The member's id, for traces only (not built when nothing traces).
+    fn traced_id(&self) -> String {
+        if self.sim.tracing() {
+            self.sim.members[self.node].id.clone()
+        } else {
+            String::new()
+        }
+    }
+}
+
+impl Effects for SimWorld<'_> {
+    type Request = Inbound;
+    type Proposal = Proposal;
+    type Error = String;
+
+    fn send(&mut self, to: String, token: u64, msg: PeerMessage) -> Result<(), String> {
+        let to = self.sim.index_of(&to)?;
+        let inc = self.sim.members[self.node].inc;
+        self.sim.send(self.node, to, Wire::Request { from_inc: inc, token, msg });
+        Ok(())
+    }
+
+    fn reply(&mut self, request: Inbound, msg: PeerMessage) -> Result<(), String> {
+        match request {
+            Inbound::Peer { from, from_inc, token } => self.sim.send(self.node, from, Wire::Response { to_inc: from_inc, token, result: Ok(msg) }),
+            Inbound::Admin => {
+                let id = self.traced_id();
+                self.sim.note(|| format!("{id} answers the admin: {}", describe(&msg)));
+            }
+        }
+        Ok(())
+    }
+
+    fn answer(&mut self, token: u64, p: Proposal, response: AppendEntryResponse, positions: Vec<i64>) -> Result<(), String> {
+        self.sim.oracle.answered(token)?;
+        let code = response.base.code;
+        let id = self.traced_id();
+        let sim = &mut *self.sim;
+        sim.note(|| format!("{id} answers proposal {token}: {code:?} index {} pos {}", response.index, response.pos));
+        if code == Code::SUCCESS {
+            if p.at >= sim.cfg.faulty_ms {
+                sim.acked_after_heal += 1;
+                // Leave time for every waiting proposal to be answered (2.5 s at most).
+                sim.end = sim.end.min(sim.now + ANSWER_WAIT_MS + 500);
+            }
+            self.acks.push((response, positions, p.bodies));
+        } else if code == Code::NOT_LEADER {
+            // As DLedgerClient does: follow the leader the answer names.
+            let named = response.base.leader_id.as_deref().and_then(|l| sim.index_of(l).ok());
+            match named {
+                Some(l) => sim.believed_leader = Some((response.base.term, l)),
+                None if sim.believed_leader.is_some_and(|(_, l)| l == self.node) => sim.believed_leader = None,
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn role_changed(&mut self, role: Role, term: i64, leader_id: Option<String>) -> Result<(), String> {
+        let id = self.traced_id();
+        let sim = &mut *self.sim;
+        sim.note(|| format!("{id} is {role:?} in term {term} (leader {leader_id:?})"));
+        if role == Role::Leader {
+            sim.report.leaders += 1;
+            if sim.believed_leader.is_none_or(|(t, _)| t <= term) {
+                sim.believed_leader = Some((term, self.node));
+            }
+        }
+        Ok(())
+    }
+
+    fn committed(&mut self, _index: i64) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn wake_at(&mut self, at_ms: u64) -> Result<(), String> {
+        let sim = &mut *self.sim;
+        let at = at_ms.saturating_sub(sim.members[self.node].offset).max(sim.now + 1);
+        let m = &mut sim.members[self.node];
+        // The same wake-up already queued fires first anyway (a queued one that no longer
+        // matches `wake_at` is skipped).
+        if m.wake_at != Some(at) {
+            m.wake_at = Some(at);
+            let inc = m.inc;
+            sim.push(at, EventKind::Wake { node: self.node, inc, at });
+        }
+        Ok(())
+    }
+
+    fn unknown(&mut self, action: &'static str, token: u64) -> Result<(), String> {
+        Err(format!("{}: {action} for unknown token {token}", self.sim.members[self.node].id))
     }
 }
 

@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use crate::entry::{Entry, CURRENT_MAGIC, MIN_BLANK_LEN};
 use crate::log::{LogError, RaftLog, TermStore};
+use crate::store::MAX_ENTRY_SIZE;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Image {
@@ -85,12 +86,36 @@ impl MemLog {
 
     /// `preAppend`: where an entry of `len` bytes goes.
     fn place(&self, len: i64) -> Result<i64, LogError> {
-        if len > self.segment_size {
-            return Err(LogError::Io(format!("entry of {len} bytes exceeds the segment size {}", self.segment_size)));
+        self.check_size(len)?;
+        Ok(self.landing_after(self.live.write_pos, len))
+    }
+
+    /// Where an entry of `len` bytes lands when the data ends at `end`: there, or at the next
+    /// segment when it does not fit with a blank's 8 bytes after it.
+    fn landing_after(&self, end: i64, len: i64) -> i64 {
+        let left = self.segment_size - end % self.segment_size;
+        if len + MIN_BLANK_LEN as i64 > left {
+            end + left
+        } else {
+            end
         }
-        let pos = self.live.write_pos;
-        let left = self.segment_size - pos % self.segment_size;
-        Ok(if len + MIN_BLANK_LEN as i64 > left { pos + left } else { pos })
+    }
+
+    /// The file store's limit: an entry must fit a segment with a blank's 8 bytes, and Java's
+    /// 4 MiB encode buffer.
+    fn check_size(&self, len: i64) -> Result<(), LogError> {
+        if len > MAX_ENTRY_SIZE as i64 || len + MIN_BLANK_LEN as i64 > self.segment_size {
+            return Err(LogError::Inconsistent(format!("an entry of {len} bytes does not fit a {}-byte segment", self.segment_size)));
+        }
+        Ok(())
+    }
+
+    /// What the file store refuses of a leader's entry before writing it anywhere.
+    fn check_follower_entry(&self, entry: &Entry) -> Result<(), LogError> {
+        if entry.magic != CURRENT_MAGIC || entry.index < 0 || entry.pos < 0 {
+            return Err(LogError::Inconsistent(format!("entry {} at pos {} with magic {}", entry.index, entry.pos, entry.magic)));
+        }
+        self.check_size(entry.size() as i64)
     }
 
     fn push(&mut self, entry: Entry) {
@@ -124,6 +149,15 @@ impl MemLog {
         self.disk.write_pos = self.live.write_pos;
         self.disk.committed = self.live.committed;
         self.synced = self.live.entries.len();
+    }
+
+    /// The process starts again over this log, as the file store opens: the committed index is
+    /// read back through [`RaftLog::update_committed`]'s rules (Java's `recover` hands the
+    /// checkpoint's index to `updateCommittedIndex`), so one below the begin index (left behind
+    /// by a truncation that started the log over) is forgotten.
+    pub fn reopen(&mut self) {
+        let committed = std::mem::replace(&mut self.live.committed, -1);
+        self.update_committed(0, committed);
     }
 
     /// The machine lost power: back to what the disk holds.
@@ -206,6 +240,9 @@ impl RaftLog for MemLog {
         if self.disk_full {
             return Err(LogError::DiskFull);
         }
+        if term < self.end_term() {
+            return Err(LogError::Inconsistent(format!("term {term} is older than the last entry's {}", self.end_term())));
+        }
         let mut entry = Entry { magic: CURRENT_MAGIC, index: self.end_index() + 1, term, body, ..Entry::default() };
         entry.pos = self.place(entry.size() as i64)?;
         self.push(entry.clone());
@@ -219,6 +256,10 @@ impl RaftLog for MemLog {
         if entry.index != self.end_index() + 1 {
             return Err(LogError::Inconsistent(format!("index {} after end {}", entry.index, self.end_index())));
         }
+        if entry.term < self.end_term() {
+            return Err(LogError::Inconsistent(format!("entry {} of term {} after one of term {}", entry.index, entry.term, self.end_term())));
+        }
+        self.check_follower_entry(entry)?;
         let pos = self.place(entry.size() as i64)?;
         if pos != entry.pos {
             return Err(LogError::Inconsistent(format!("entry {} lands at {pos}, not at its pos {}", entry.index, entry.pos)));
@@ -227,28 +268,47 @@ impl RaftLog for MemLog {
         Ok(())
     }
 
+    /// As the file store: an equal entry is kept and everything after it cut; otherwise the entry
+    /// goes right after our entry before it when it lands there by the roll rule (refused when its
+    /// term is lower: recovery would stop at it), and in every
+    /// other case the log starts over at the entry (Java's `rebuildWithPos`; the file store
+    /// rebuilds rather than cut inside an entry of ours). A commit index past the new end comes
+    /// down to it (0.3.1.2 keeps it, and readers of the committed bytes would see them rewritten).
     fn truncate(&mut self, entry: &Entry) -> Result<(), LogError> {
         if self.get(entry.index).as_ref() == Some(entry) {
             self.cut_before(entry.index + 1);
-            return Ok(());
-        }
-        if self.live.slot(entry.index - 1).is_some() {
-            self.cut_before(entry.index);
-            let pos = self.place(entry.size() as i64)?;
-            if pos != entry.pos {
-                return Err(LogError::Inconsistent(format!("entry {} lands at {pos}, not at its pos {}", entry.index, entry.pos)));
-            }
         } else {
-            // Nothing to continue from: start the log over at the entry (`rebuildWithPos`).
-            self.cut_before(self.live.begin);
-            self.live.begin = entry.index;
-            self.synced = 0;
+            self.check_follower_entry(entry)?;
+            let size = entry.size() as i64;
+            if self.landing_after(entry.pos, size) != entry.pos {
+                return Err(LogError::Inconsistent(format!("entry {} of {size} bytes cannot start at {}", entry.index, entry.pos)));
+            }
+            let follows = self.entry(entry.index - 1).filter(|p| {
+                let end = p.pos + p.size() as i64;
+                end <= entry.pos && self.landing_after(end, size) == entry.pos
+            });
+            if let Some(p) = follows {
+                if p.term > entry.term {
+                    return Err(LogError::Inconsistent(format!("entry {} of term {} after our entry of term {}", entry.index, entry.term, p.term)));
+                }
+                self.cut_before(entry.index);
+            } else {
+                self.cut_before(self.live.begin);
+                self.live.begin = entry.index;
+                self.synced = 0;
+            }
+            self.push(entry.clone());
         }
-        self.push(entry.clone());
+        self.live.committed = self.live.committed.min(self.live.end());
         Ok(())
     }
 
+    /// The file store's rules, but for the term: this log does not know the member's current term
+    /// (the engine never passes an older one: the follower drops those first).
     fn update_committed(&mut self, _term: i64, index: i64) {
+        if index == -1 || self.live.entries.is_empty() || index < self.live.begin {
+            return;
+        }
         let index = index.min(self.end_index());
         if index > self.live.committed {
             self.live.committed = index;
@@ -301,9 +361,10 @@ mod tests {
         assert_eq!(b.pos, 148);
         let c = log.append_as_leader(1, body(0)).unwrap(); // 48 bytes: 8 left, goes to 256
         assert_eq!(c.pos, 256);
-        let d = log.append_as_leader(1, body(201)).unwrap(); // 249 + 8 > 208 left: 512
+        let d = log.append_as_leader(1, body(200)).unwrap(); // 248 + 8 > 208 left: 512
         assert_eq!(d.pos, 512);
-        assert!(log.append_as_leader(1, body(209)).is_err());
+        // What no segment holds with a blank after it is refused, as the file store does.
+        assert!(matches!(log.append_as_leader(1, body(201)), Err(LogError::Inconsistent(_))));
         let mut f = MemLog::new(256);
         for e in [&a, &b, &c, &d] {
             f.append_as_follower(e).unwrap();
@@ -327,10 +388,13 @@ mod tests {
         f.append_as_follower(&es[3]).unwrap();
         f.truncate(&es[2]).unwrap();
         assert_eq!(f.end_index(), 2);
-        let other = Entry { term: 1, ..es[3].clone() };
+        let other = Entry { term: 3, ..es[3].clone() };
         f.append_as_follower(&other).unwrap();
         f.truncate(&es[3]).unwrap();
         assert_eq!(f.get(3), Some(es[3].clone()));
+        // An entry of a lower term than the one before it (recovery would stop there) is refused.
+        let older = Entry { term: 1, index: 4, pos: es[3].pos + es[3].size() as i64, ..es[3].clone() };
+        assert!(matches!(f.append_as_follower(&older), Err(LogError::Inconsistent(_))));
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub struct Oracle {
     known_leaders: Vec<(usize, i64)>,
     scratch_leaders: Vec<(usize, i64)>,
     answered: HashSet<u64>,
+    /// The entries SUCCESS answers acknowledged, by index (a lost one is named as such).
+    acknowledged: BTreeMap<i64, Entry>,
     pub forfeits: u64,
     pub forfeited_entries: u64,
     pub acked: u64,
@@ -67,6 +69,15 @@ impl Oracle {
 
     pub fn committed_len(&self) -> usize {
         self.committed.len()
+    }
+
+    /// How a lost committed entry is named: `acknowledged` when a SUCCESS answer covered it.
+    fn kind(&self, e: &Entry) -> &'static str {
+        if self.acknowledged.get(&e.index) == Some(e) {
+            "acknowledged"
+        } else {
+            "committed"
+        }
     }
 
     fn allowed(&self, index: i64, e: &Entry) -> bool {
@@ -94,7 +105,7 @@ impl Oracle {
             for e in &v.cut_committed {
                 let i = e.index as usize;
                 if self.committed.get(i) == Some(e) {
-                    return Err(format!("{} truncated committed entry {} (term {})", v.id, e.index, e.term));
+                    return Err(format!("{} truncated {} entry {} (term {})", v.id, self.kind(e), e.index, e.term));
                 }
             }
             if !v.up {
@@ -113,7 +124,13 @@ impl Oracle {
                 if slot < self.committed.len() {
                     let same = &self.committed[slot] == e;
                     if !same && !self.allowed(i, e) {
-                        return Err(format!("{} has {:?} committed at {i}, the group committed {:?}", v.id, brief(e), brief(&self.committed[slot])));
+                        return Err(format!(
+                            "{} has {:?} committed at {i}, the group committed {:?} ({})",
+                            v.id,
+                            brief(e),
+                            brief(&self.committed[slot]),
+                            self.kind(&self.committed[slot])
+                        ));
                     }
                     if same && v.term < self.commit_term[slot] {
                         self.commit_term[slot] = v.term;
@@ -154,7 +171,7 @@ impl Oracle {
                 if v.log.entry(slot as i64) == Some(want) {
                     return None;
                 }
-                Some(format!("leader {} of term {term} lacks {:?}, committed in term {}", v.id, brief(want), self.commit_term[slot]))
+                Some(format!("leader {} of term {term} lacks {} {:?}, committed in term {}", v.id, self.kind(want), brief(want), self.commit_term[slot]))
             };
             let found =
                 if self.known_leaders.contains(&(n, term)) { touched.iter().find_map(|&slot| lacks(slot)) } else { (0..self.committed.len()).find_map(lacks) };
@@ -186,6 +203,7 @@ impl Oracle {
             if self.committed.get(i as usize) != Some(&e) && !self.allowed(i, &e) {
                 return Err(format!("{} acknowledged {i}, which is not the committed entry", view.id));
             }
+            self.acknowledged.insert(i, e);
         }
         if positions.last() != Some(&pos) {
             return Err(format!("{} answered pos {pos}, its last entry is at {:?}", view.id, positions.last()));

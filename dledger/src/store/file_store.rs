@@ -205,6 +205,11 @@ impl Inner {
         if entry.index != self.end_index + 1 {
             return Err(LogError::Inconsistent(format!("entry {} does not follow the end {}", entry.index, self.end_index)));
         }
+        // Recovery stops at an entry of a lower term than the one before it (Java's too), so it
+        // would take this entry and everything after it away at the next start (Java writes it).
+        if entry.term < self.end_term {
+            return Err(LogError::Inconsistent(format!("entry {} of term {} after one of term {}", entry.index, entry.term, self.end_term)));
+        }
         self.check_follower_entry(entry)?;
         let size = entry.size();
         self.prepare(size, Some(entry.pos), entry.index)?;
@@ -236,7 +241,8 @@ impl Inner {
     /// cut where it goes and write it; then the index. Where Java cuts at `entry.pos` we cut
     /// right after our entry `index - 1` when `entry` lands exactly there by the roll rule (so an
     /// entry of ours that still sat before a segment boundary the leader rolled to is erased, not
-    /// revived by the next recovery); when it would not, or when we do not hold `index - 1`, the
+    /// revived by the next recovery), refusing it when its term is lower than that entry's
+    /// (recovery would stop at it); when it would not land there, or when we do not hold `index - 1`, the
     /// data is rebuilt at `entry.pos` (Java's `rebuildWithPos`, also where Java would leave a
     /// hole). Everything is checked before anything is cut.
     fn truncate(&mut self, entry: &Entry) -> Result<(), LogError> {
@@ -283,6 +289,12 @@ impl Inner {
             if let Some(unit) = self.unit(previous) {
                 let end = (unit.pos + i64::from(unit.size)) as u64;
                 if end <= pos && landing_after(end) == pos {
+                    // An entry of a lower term than ours before it is not the leader's next one
+                    // (ours is not the leader's), and recovery would stop at it and take it away
+                    // (0.3.1.2 writes it). Refused, nothing cut: the leader compares further down.
+                    if unit.term > entry.term {
+                        return Err(LogError::Inconsistent(format!("entry {} of term {} after our entry of term {}", entry.index, entry.term, unit.term)));
+                    }
                     return Ok(DataCut::At(end));
                 }
             }
