@@ -356,3 +356,103 @@ mod tests {
         assert!(touched(&request(R::HEART_BEAT, &[]).with_body(b"not json".to_vec())).is_err());
     }
 }
+
+/// The ACL check through the route table: each request checked by its route's access rule (here,
+/// so that `acl` itself names no route).
+#[cfg(test)]
+mod acl_tests {
+    use std::net::IpAddr;
+
+    use base64::Engine;
+    use hmac::{Hmac, KeyInit, Mac};
+
+    use crate::acl::{config, sign, Acl, ACCESS_KEY, SIGNATURE};
+    use remoting::command::ExtFields;
+    use remoting::RemotingCommand;
+    use remoting::RequestCode;
+
+    const FILE: &str = "globalWhiteRemoteAddresses:\n  - 10.10.103.*\naccounts:\n  - accessKey: RocketMQUser\n    secretKey: 12345678\n    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms:\n      - AclTopic=PUB|SUB\n      - ReadOnly=SUB\n  - accessKey: RocketMQAdmin\n    secretKey: 87654321\n    admin: true\n  - accessKey: WhiteListed\n    secretKey: 11111111\n    whiteRemoteAddress: 192.168.9.*\n";
+
+    fn acl() -> (tempfile::TempDir, Acl) {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("conf")).unwrap();
+        std::fs::write(config::default_file(home.path()), FILE).unwrap();
+        let acl = Acl::open(home.path()).unwrap();
+        (home, acl)
+    }
+
+    fn signed(code: RequestCode, fields: &[(&str, &str)], body: &[u8], ak: &str, sk: &str) -> RemotingCommand {
+        let mut ext = ExtFields::new();
+        for (k, v) in fields {
+            ext.insert(k.to_string(), v.to_string());
+        }
+        ext.insert(ACCESS_KEY.into(), ak.into());
+        let mut r = RemotingCommand { ext_fields: Some(ext), ..RemotingCommand::request(code) }.with_body(body.to_vec());
+        let signature = sign(&r, sk);
+        r.ext_fields.as_mut().unwrap().insert(SIGNATURE.into(), signature);
+        r
+    }
+
+    /// The check a request gets on its route.
+    fn check(acl: &Acl, ip: IpAddr, request: &RemotingCommand) -> Result<(), String> {
+        let route = crate::routes::find(request.code).expect("a routed code");
+        acl.check(ip, request, route.access)
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_signature_is_javas_hmac_sha1_of_the_sorted_values_and_the_body() {
+        // AclClientRPCHook over {AccessKey=ak, b=T, a=G} and body "hi": values in key order "akGT" then the body.
+        let r = signed(RequestCode::SEND_MESSAGE_V2, &[("b", "T"), ("a", "G")], b"hi", "ak", "secret");
+        let mut mac = Hmac::<sha1::Sha1>::new_from_slice(b"secret").unwrap();
+        mac.update(b"akGThi");
+        let expected = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        assert_eq!(r.ext_fields.as_ref().unwrap()[SIGNATURE], expected);
+    }
+
+    #[test]
+    fn requests_are_checked_as_javas_plain_access_validator_checks_them() {
+        let (_home, acl) = acl();
+        let client = ip("127.0.0.1");
+        let send = |topic: &str, ak: &str, sk: &str| signed(RequestCode::SEND_MESSAGE_V2, &[("a", "pg"), ("b", topic)], b"body", ak, sk);
+        assert_eq!(check(&acl, client, &send("AclTopic", "RocketMQUser", "12345678")), Ok(()));
+        assert_eq!(check(&acl, client, &send("AclTopic", "RocketMQUser", "wrong")), Err("Check signature failed for accessKey=RocketMQUser".into()));
+        assert_eq!(check(&acl, client, &send("ReadOnly", "RocketMQUser", "12345678")), Err("No default permission for topic:ReadOnly".into()));
+        assert_eq!(check(&acl, client, &send("Unlisted", "RocketMQUser", "12345678")), Err("No default permission for topic:Unlisted".into()));
+        assert_eq!(check(&acl, client, &send("AclTopic", "Nobody", "12345678")), Err("No acl config for Nobody".into()));
+        assert_eq!(check(&acl, client, &RemotingCommand::request(RequestCode::SEND_MESSAGE_V2)), Err("No accessKey is configured".into()));
+        // Batches are checked as sends (4.9.7 does not look at their topic).
+        let batch = signed(RequestCode::SEND_BATCH_MESSAGE, &[("a", "pg"), ("b", "ReadOnly")], b"", "RocketMQUser", "12345678");
+        assert!(check(&acl, client, &batch).is_err());
+        // Trace records may go to the trace topic with any signed account.
+        assert_eq!(check(&acl, client, &send("RMQ_SYS_TRACE_TOPIC", "RocketMQUser", "12345678")), Ok(()));
+        // A pull needs SUB on the topic and on the group (its retry topic; groups default to SUB).
+        let pull = signed(RequestCode::PULL_MESSAGE, &[("topic", "ReadOnly"), ("consumerGroup", "cg")], b"", "RocketMQUser", "12345678");
+        assert_eq!(check(&acl, client, &pull), Ok(()));
+        // Admin codes need an admin account.
+        let create = signed(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "New")], b"", "RocketMQUser", "12345678");
+        assert_eq!(check(&acl, client, &create), Err("Need admin permission for request code=17, but accessKey=RocketMQUser is not".into()));
+        let create = signed(RequestCode::UPDATE_AND_CREATE_TOPIC, &[("topic", "New")], b"", "RocketMQAdmin", "87654321");
+        assert_eq!(check(&acl, client, &create), Ok(()));
+        // White addresses pass without a signature: globally, and for their own account.
+        assert_eq!(check(&acl, ip("10.10.103.5"), &RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC)), Ok(()));
+        assert_eq!(check(&acl, ip("192.168.9.1"), &send("Unlisted", "WhiteListed", "no-signature-needed")), Ok(()));
+        assert!(check(&acl, ip("192.168.8.1"), &send("Unlisted", "WhiteListed", "no-signature-needed")).is_err());
+    }
+
+    #[test]
+    fn a_changed_file_is_loaded_again_and_a_bad_one_keeps_the_last_good_config() {
+        let (home, acl) = acl();
+        assert!(!acl.reload_if_changed());
+        std::fs::write(config::default_file(home.path()), FILE.replace("ReadOnly=SUB", "ReadOnly=PUB")).unwrap();
+        assert!(acl.reload_if_changed());
+        let send = signed(RequestCode::SEND_MESSAGE_V2, &[("a", "pg"), ("b", "ReadOnly")], b"", "RocketMQUser", "12345678");
+        assert_eq!(check(&acl, ip("127.0.0.1"), &send), Ok(()));
+        std::fs::write(config::default_file(home.path()), "accounts: [\n").unwrap();
+        assert!(!acl.reload_if_changed());
+        assert_eq!(check(&acl, ip("127.0.0.1"), &send), Ok(()));
+    }
+}

@@ -23,6 +23,9 @@ pub mod config;
 pub mod engine;
 pub mod entry;
 pub mod log;
+/// The in-memory log the engine's tests and the simulation run on.
+#[cfg(any(test, feature = "sim"))]
+pub mod mem_log;
 pub mod protocol;
 pub mod rpc;
 pub mod server;

@@ -22,7 +22,7 @@ fn env_u64(key: &str) -> Option<u64> {
 }
 
 fn members_for(seed: u64) -> usize {
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         3
     } else {
         5

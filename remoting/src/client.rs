@@ -14,7 +14,6 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::call::{CallError, RemotingRequest};
 use crate::command::RemotingCommand;
 use crate::connection::{self, Channel, ChannelError, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
 use crate::server::{not_supported, Reply};
@@ -124,17 +123,6 @@ impl RemotingClient {
             self.close_channel(addr);
         }
         Ok(result?)
-    }
-
-    /// Sends a typed request and reads its typed answer (see [`crate::call`]).
-    pub async fn call<R: RemotingRequest>(&self, addr: &str, request: R, timeout: Duration) -> Result<R::Response, CallError> {
-        let response = self.invoke(addr, crate::call::command_of(request), timeout).await?;
-        R::parse_response(response)
-    }
-
-    /// Sends a typed request marked oneway.
-    pub async fn call_oneway<R: RemotingRequest>(&self, addr: &str, request: R) -> Result<(), ClientError> {
-        self.invoke_oneway(addr, crate::call::command_of(request)).await
     }
 
     /// Sends `request` marked oneway.

@@ -1,7 +1,6 @@
 //! `RemotingCommand`: one request or response, with every field Java's class carries on the wire.
 
 use bytes::Bytes;
-use indexmap::IndexMap;
 
 use crate::code::{RequestCode, ResponseCode};
 use crate::header::{CommandHeader, HeaderError};
@@ -69,9 +68,7 @@ impl LanguageCode {
     }
 }
 
-/// Custom-header fields as they travel (`extFields`): string to string, in arrival order, so a
-/// decoded command re-encodes to the same bytes.
-pub type ExtFields = IndexMap<String, String>;
+pub use crate::header::ExtFields;
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RemotingCommand {

@@ -31,7 +31,6 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info_span, warn, Instrument};
 
-use crate::call::{CallError, RemotingRequest};
 use crate::codec::{CodecError, RemotingCodec};
 use crate::command::RemotingCommand;
 
@@ -345,17 +344,6 @@ impl Channel {
                 Err(ChannelError::Timeout { addr: self.shared.remote, timeout, opaque })
             }
         }
-    }
-
-    /// Sends a typed request and reads its typed answer.
-    pub async fn call<R: RemotingRequest>(&self, request: R, timeout: Duration) -> Result<R::Response, CallError> {
-        let response = self.invoke(crate::call::command_of(request), timeout).await?;
-        R::parse_response(response)
-    }
-
-    /// Sends a typed request marked oneway; nothing comes back.
-    pub fn call_oneway<R: RemotingRequest>(&self, request: R) -> Result<(), ChannelError> {
-        self.invoke_oneway(crate::call::command_of(request))
     }
 
     /// Sends a request marked oneway; nothing comes back.

@@ -12,7 +12,9 @@
 //! }
 //! ```
 
-use crate::command::ExtFields;
+/// Custom-header fields as they travel (`extFields`): string to string, in arrival order, so a
+/// decoded command re-encodes to the same bytes.
+pub type ExtFields = indexmap::IndexMap<String, String>;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
@@ -167,11 +169,11 @@ macro_rules! command_header {
         }
 
         impl $crate::header::CommandHeader for $name {
-            fn write_to(&self, ext: &mut $crate::command::ExtFields) {
+            fn write_to(&self, ext: &mut $crate::header::ExtFields) {
                 $( $crate::header::HeaderField::write(&self.$field, $key, ext); )*
             }
 
-            fn read_from(ext: &$crate::command::ExtFields) -> Result<Self, $crate::header::HeaderError> {
+            fn read_from(ext: &$crate::header::ExtFields) -> Result<Self, $crate::header::HeaderError> {
                 Ok($name { $( $field: $crate::header::HeaderField::read(ext, $key)?, )* })
             }
         }

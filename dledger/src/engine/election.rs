@@ -269,7 +269,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
 
     /// `isTakingLeadership`: a preferred node campaigning for the term it was handed.
     pub(super) fn is_taking_leadership(&self) -> bool {
-        self.s.preferred_leaders.as_ref().is_some_and(|p| self.m.term_to_take_leadership == self.m.term && p.iter().any(|id| *id == self.s.self_id))
+        self.s.preferred_leaders.as_ref().is_some_and(|p| self.m.term_to_take_leadership == self.m.term && p.contains(&self.s.self_id))
     }
 
     /// `getNextTimeToRequestVote`.

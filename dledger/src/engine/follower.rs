@@ -46,7 +46,7 @@ pub(super) struct FollowerCtx<'a, L> {
 
 impl<L: RaftLog> FollowerCtx<'_, L> {
     /// Whether a request comes from the leader we follow, in our term.
-    fn from_our_leader(&self, req: &PushEntryRequest) -> Result<(), Code> {
+    fn check_from_our_leader(&self, req: &PushEntryRequest) -> Result<(), Code> {
         if self.role != Role::Follower {
             Err(Code::NOT_FOLLOWER)
         } else if req.base.term != self.term {
@@ -210,13 +210,13 @@ impl EntryHandler {
     /// log up to there is the leader's).
     fn compare<L: RaftLog>(&mut self, cx: &mut FollowerCtx<L>, token: u64, req: &PushEntryRequest) {
         if !cx.quirks.compare_ignores_term {
-            if let Err(code) = cx.from_our_leader(req) {
+            if let Err(code) = cx.check_from_our_leader(req) {
                 return cx.answer(token, req, code);
             }
         }
         let entry = &req.entries[0];
         let equal = cx.log.get(entry.index).as_ref() == Some(entry);
-        if equal && cx.from_our_leader(req).is_ok() {
+        if equal && cx.check_from_our_leader(req).is_ok() {
             self.verified = self.verified.max(entry.index);
         }
         if !equal && entry.index <= cx.log.committed_index() && cx.log.get(entry.index).is_some() {
@@ -235,7 +235,7 @@ impl EntryHandler {
     /// verified) would otherwise cut entries that are acknowledged, even committed.
     fn truncate<L: RaftLog>(&mut self, cx: &mut FollowerCtx<L>, token: u64, req: &PushEntryRequest) {
         let entry = &req.entries[0];
-        if cx.from_our_leader(req).is_err() {
+        if cx.check_from_our_leader(req).is_err() {
             return cx.answer(token, req, Code::INCONSISTENT_STATE);
         }
         let keep_to = if cx.quirks.truncate_below_acked {
@@ -293,7 +293,7 @@ impl EntryHandler {
         }
         while let Some(p) = self.parked.remove(&(cx.log.end_index() + 1)) {
             let connected = cx.quirks.append_without_prefix || self.verified == cx.log.end_index();
-            let mut ok = connected && cx.from_our_leader(&p.req).is_ok();
+            let mut ok = connected && cx.check_from_our_leader(&p.req).is_ok();
             for entry in &p.req.entries {
                 if !ok {
                     break;
@@ -345,7 +345,7 @@ impl EntryHandler {
     /// The answer to an APPEND whose entries our log already covers: SUCCESS if they are the
     /// ones we hold (and, unlike 0.3.1.2, it comes from the leader we follow in our term).
     fn covered<L: RaftLog>(&mut self, cx: &FollowerCtx<L>, req: &PushEntryRequest) -> Code {
-        let from_leader = cx.from_our_leader(req).is_ok();
+        let from_leader = cx.check_from_our_leader(req).is_ok();
         let held = req.entries.iter().all(|e| cx.log.get(e.index).as_ref() == Some(e));
         if held && from_leader {
             // Equal entries have equal prefixes: all of our log up to there is the leader's.

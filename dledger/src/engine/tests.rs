@@ -4,11 +4,11 @@ use bytes::Bytes;
 
 use super::*;
 use crate::entry::Entry;
+use crate::mem_log::{MemLog, MemTerms};
 use crate::protocol::{
     HeartBeatRequest, HeartBeatResponse, LeadershipTransferRequest, LeadershipTransferResponse, PushEntryRequest, PushEntryResponse, PushType, VoteRequest,
     VoteResponse, VoteResult,
 };
-use crate::sim::{MemLog, MemTerms};
 
 const T0: u64 = 10_000_000;
 

@@ -225,7 +225,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
                 continue;
             }
             let behind = end - self.q.watermark(self.m.term, id);
-            if best.map_or(true, |(b, _)| behind < b) {
+            if best.is_none_or(|(b, _)| behind < b) {
                 best = Some((behind, id));
             }
         }

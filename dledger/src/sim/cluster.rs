@@ -11,8 +11,8 @@ use crate::config::DLedgerConfig;
 use crate::engine::{Action, Effects, Engine, JavaQuirks, Rng, Role, SendFailed, Waiting};
 use crate::protocol::{AppendEntryResponse, Code, PeerMessage};
 
-use super::mem_store::{MemLog, MemTerms};
 use super::oracle::{Oracle, View};
+use crate::mem_log::{MemLog, MemTerms};
 
 /// One run.
 #[derive(Clone, Debug)]

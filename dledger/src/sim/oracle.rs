@@ -197,7 +197,7 @@ impl Oracle {
         for (k, body) in bodies.iter().enumerate() {
             let i = first + k as i64;
             let Some(e) = view.log.get(i) else { return Err(format!("{} acknowledged {i}, not in its log", view.id)) };
-            if e.term != term || &e.body != body || e.pos != positions[k] {
+            if e.term != term || e.body != body || e.pos != positions[k] {
                 return Err(format!("{} acknowledged {i} as term {term}, but holds {:?}", view.id, brief(&e)));
             }
             if self.committed.get(i as usize) != Some(&e) && !self.allowed(i, &e) {

@@ -14,6 +14,9 @@ pub mod route;
 pub mod system_topic;
 pub mod topic;
 
+#[cfg(test)]
+mod call_tests;
+
 /// Topic permission bits (Java `PermName`).
 pub mod perm {
     pub const PRIORITY: i32 = 8;
