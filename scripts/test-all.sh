@@ -10,6 +10,12 @@ cd "$root"
 # What a fresh machine lacks (a JDK, Maven, Go, a C compiler, Rust) is installed first.
 . scripts/setup-tools.sh
 
+echo "== format and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+# No import cycle among any crate's modules.
+for crate in remoting namesrv store ha dledger broker; do python3 scripts/module-cycles.py "$crate/src"; done
+
 echo "== build"
 cargo build --workspace --bins
 
