@@ -23,9 +23,7 @@ use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
 
-/// The broker's config as UPDATE_BROKER_CONFIG leaves it: a handle services keep and read at
-/// each use.
-pub type LiveConfig = Arc<ArcSwap<BrokerConfig>>;
+pub use crate::config::LiveConfig;
 
 /// Appended to remarks as Java's `FAQUrl.suggestTodo` does.
 pub const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
@@ -289,6 +287,19 @@ impl Broker {
         }
         namesrv_client::unregister_all(&self.namesrv, &addrs, &self.identity(), Duration::from_secs(3)).await;
         info!("unregistered from the name servers");
+    }
+
+    /// What transactions need, as handles the END_TRANSACTION processor and the check service keep.
+    pub fn transactions(&self) -> crate::transaction::Transactions {
+        crate::transaction::Transactions {
+            config: self.live_config.clone(),
+            store: self.store.clone(),
+            put: self.put.clone(),
+            offsets: self.offsets.clone(),
+            producers: self.producers.clone(),
+            metrics: self.metrics.clone(),
+            store_host: self.store_host,
+        }
     }
 
     /// The metadata tables, as handles a service keeps.

@@ -328,6 +328,10 @@ impl ConfigVersion {
     }
 }
 
+/// The broker's config as UPDATE_BROKER_CONFIG leaves it: a handle services keep and read at
+/// each use.
+pub type LiveConfig = std::sync::Arc<arc_swap::ArcSwap<BrokerConfig>>;
+
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
 /// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
 /// `MessageStoreConfig`).

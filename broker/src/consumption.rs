@@ -15,8 +15,9 @@ use remoting::{RemotingCommand, ResponseCode};
 use store::message::java_string_hash;
 use store::store::GetMessageStatus;
 
-use crate::broker::{LiveConfig, FAQ_SUFFIX};
+use crate::broker::FAQ_SUFFIX;
 use crate::client::consumer_manager::ConsumerManager;
+use crate::config::LiveConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::long_polling::HeldPull;
 use crate::long_polling::PullRequestHoldService;

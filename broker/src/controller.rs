@@ -291,7 +291,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let relay = Arc::new(RelayProcessor { broker: broker.clone() });
     let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
     let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
-    let end_transaction = Arc::new(EndTransactionProcessor { broker: broker.clone() });
+    let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
     let reply = Arc::new(ReplyProcessor { broker: broker.clone() });
     // Exhaustive: a new handler in the route table does not compile until it is built here.
     let handler = |h: Handler| -> Arc<dyn RequestProcessor> {
@@ -411,7 +411,7 @@ fn background_services(broker: &Arc<Broker>, hold: Arc<PullRequestHoldService>) 
             schedule.deliver_all_due();
         }
     })?;
-    let checker = TransactionChecker::new(broker.clone());
+    let checker = TransactionChecker::new(broker.transactions());
     let me = broker.clone();
     let transaction_check = Service::every("TransactionalMessageCheckService", checker.interval(), false, move || {
         if !me.is_slave() {

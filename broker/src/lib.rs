@@ -49,3 +49,5 @@ pub(crate) mod testing;
 pub mod timer;
 pub mod topic_config;
 pub mod transaction;
+#[cfg(test)]
+mod transaction_tests;

@@ -21,9 +21,14 @@ use store::message::record::{decode_record, encode_record, DecodedRecord, Record
 use store::message::{offset_message_id, properties, MessageToStore};
 use tracing::{debug, info, warn};
 
-use crate::broker::Broker;
+use crate::client::producer_manager::ProducerManager;
+use crate::config::LiveConfig;
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::metrics::BrokerMetrics;
 use crate::put::Origin;
+use crate::put::PutPipeline;
 use crate::topic_config::system_topic;
+use crate::topic_config::TopicConfigManager;
 
 /// The group whose consumer offsets track how far the half and op queues were checked.
 pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
@@ -31,8 +36,8 @@ pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
 fn check_group() -> GroupName {
     GroupName::new(CHECK_GROUP).unwrap_or_else(|e| panic!("{CHECK_GROUP}: {e}"))
 }
-const TRAN_MSG: &str = "TRAN_MSG";
-const PGROUP: &str = "PGROUP";
+pub(crate) const TRAN_MSG: &str = "TRAN_MSG";
+pub(crate) const PGROUP: &str = "PGROUP";
 const CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
 const CHECK_IMMUNITY: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 /// Java `TransactionalMessageUtil.REMOVETAG`.
@@ -70,78 +75,95 @@ fn with_properties(msg: &mut MessageToStore, edit: impl FnOnce(&mut indexmap::In
     msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
 }
 
+/// What transactions read and write, each by its own handle.
+pub struct Transactions {
+    pub config: LiveConfig,
+    pub store: Arc<store::store::MessageStore>,
+    pub put: Arc<PutPipeline>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    /// Where a check-back goes: a live producer of the half message's group.
+    pub producers: Arc<ProducerManager>,
+    pub metrics: Arc<BrokerMetrics>,
+    /// `brokerIP1:listenPort`, the op records' hosts.
+    pub store_host: std::net::SocketAddr,
+}
+
 /// Makes sure the half and op topics exist (Java creates them on first use).
-pub fn ensure_topics(b: &Broker) {
+pub fn ensure_topics(topics: &TopicConfigManager) {
     for topic in [system_topic::TRANS_HALF, system_topic::TRANS_OP_HALF] {
-        b.topics.create_topic_in_send_message_back_method(&system_topic::name(topic), 1, perm::READ | perm::WRITE, 0);
+        topics.create_topic_in_send_message_back_method(&system_topic::name(topic), 1, perm::READ | perm::WRITE, 0);
     }
 }
 
-/// Marks a half message done.
-fn write_op(b: &Broker, half_queue_offset: i64) -> PutMessageResult {
-    let op = MessageToStore {
-        topic: system_topic::TRANS_OP_HALF.to_owned(),
-        queue_id: 0,
-        flag: 0,
-        sys_flag: 0,
-        born_timestamp: now_ms(),
-        born_host: b.store_host,
-        store_host: b.store_host,
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
-        body: Bytes::from(half_queue_offset.to_string()),
-        properties: properties::serialize([(properties::TAGS, REMOVE_TAG), (properties::WAIT, "false")]),
-    };
-    b.put.put(&op, Origin::TransactionOp)
-}
-
-/// END_TRANSACTION: commits or rolls back the half message (Java `EndTransactionProcessor`).
-/// Returns the error code and remark, if any.
-pub fn end(b: &Broker, h: &EndTransactionRequestHeader) -> Result<(), (remoting::ResponseCode, String)> {
-    use remoting::ResponseCode as C;
-    if h.commit_or_rollback != TRANSACTION_COMMIT_TYPE && h.commit_or_rollback != store::message::record::TRANSACTION_ROLLBACK_TYPE {
-        return Ok(()); // "unknown": the check-back will ask again
-    }
-    let bytes = b.store.look_message_by_offset(h.commit_log_offset).ok_or((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()))?;
-    let Ok(RecordAt::Record(half)) = decode_record(&bytes, false) else {
-        return Err((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()));
-    };
-    if half.topic != system_topic::TRANS_HALF {
-        return Err((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()));
-    }
-    if half.property(PGROUP) != Some(h.producer_group.as_str()) {
-        return Err((C::SYSTEM_ERROR, "The producer group wrong".to_owned()));
-    }
-    if half.queue_offset != h.tran_state_table_offset {
-        return Err((C::SYSTEM_ERROR, "The transaction state table offset wrong".to_owned()));
-    }
-    if half.physical_offset != h.commit_log_offset {
-        return Err((C::SYSTEM_ERROR, "The commit log offset wrong".to_owned()));
-    }
-    if h.commit_or_rollback == TRANSACTION_COMMIT_TYPE {
-        let Some((topic, queue_id)) = real_destination(&half) else {
-            return Err((C::SYSTEM_ERROR, "the prepared message names no valid topic and queue".to_owned()));
+impl Transactions {
+    /// Marks a half message done.
+    fn write_op(&self, half_queue_offset: i64) -> PutMessageResult {
+        let b = self;
+        let op = MessageToStore {
+            topic: system_topic::TRANS_OP_HALF.to_owned(),
+            queue_id: 0,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp: now_ms(),
+            born_host: b.store_host,
+            store_host: b.store_host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: Bytes::from(half_queue_offset.to_string()),
+            properties: properties::serialize([(properties::TAGS, REMOVE_TAG), (properties::WAIT, "false")]),
         };
-        let mut msg = half.to_message();
-        msg.topic = topic.into_string();
-        msg.queue_id = queue_id;
-        msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE;
-        msg.prepared_transaction_offset = h.commit_log_offset;
-        with_properties(&mut msg, |p| {
-            for key in [TRAN_MSG, properties::REAL_TOPIC, properties::REAL_QID] {
-                p.shift_remove(key);
-            }
-            p.insert(properties::WAIT.to_owned(), "false".to_owned());
-        });
-        let r = b.put.put(&msg, Origin::Commit { born_ms: half.born_timestamp });
-        if !r.is_ok() {
-            return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
-        }
-    } else {
-        b.metrics.on_rollback(half.property(properties::REAL_TOPIC).unwrap_or(""));
+        b.put.put(&op, Origin::TransactionOp)
     }
-    write_op(b, half.queue_offset);
-    Ok(())
+
+    /// END_TRANSACTION: commits or rolls back the half message (Java `EndTransactionProcessor`).
+    /// Returns the error code and remark, if any.
+    pub fn end(&self, h: &EndTransactionRequestHeader) -> Result<(), (remoting::ResponseCode, String)> {
+        let b = self;
+        use remoting::ResponseCode as C;
+        if h.commit_or_rollback != TRANSACTION_COMMIT_TYPE && h.commit_or_rollback != store::message::record::TRANSACTION_ROLLBACK_TYPE {
+            return Ok(()); // "unknown": the check-back will ask again
+        }
+        let bytes = b.store.look_message_by_offset(h.commit_log_offset).ok_or((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()))?;
+        let Ok(RecordAt::Record(half)) = decode_record(&bytes, false) else {
+            return Err((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()));
+        };
+        if half.topic != system_topic::TRANS_HALF {
+            return Err((C::SYSTEM_ERROR, "Find prepared transaction message failed".to_owned()));
+        }
+        if half.property(PGROUP) != Some(h.producer_group.as_str()) {
+            return Err((C::SYSTEM_ERROR, "The producer group wrong".to_owned()));
+        }
+        if half.queue_offset != h.tran_state_table_offset {
+            return Err((C::SYSTEM_ERROR, "The transaction state table offset wrong".to_owned()));
+        }
+        if half.physical_offset != h.commit_log_offset {
+            return Err((C::SYSTEM_ERROR, "The commit log offset wrong".to_owned()));
+        }
+        if h.commit_or_rollback == TRANSACTION_COMMIT_TYPE {
+            let Some((topic, queue_id)) = real_destination(&half) else {
+                return Err((C::SYSTEM_ERROR, "the prepared message names no valid topic and queue".to_owned()));
+            };
+            let mut msg = half.to_message();
+            msg.topic = topic.into_string();
+            msg.queue_id = queue_id;
+            msg.sys_flag = (msg.sys_flag & !SYSFLAG_TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE;
+            msg.prepared_transaction_offset = h.commit_log_offset;
+            with_properties(&mut msg, |p| {
+                for key in [TRAN_MSG, properties::REAL_TOPIC, properties::REAL_QID] {
+                    p.shift_remove(key);
+                }
+                p.insert(properties::WAIT.to_owned(), "false".to_owned());
+            });
+            let r = b.put.put(&msg, Origin::Commit { born_ms: half.born_timestamp });
+            if !r.is_ok() {
+                return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
+            }
+        } else {
+            b.metrics.on_rollback(half.property(properties::REAL_TOPIC).unwrap_or(""));
+        }
+        b.write_op(half.queue_offset);
+        Ok(())
+    }
 }
 
 /// Where a half message goes once committed: its `REAL_TOPIC` and `REAL_QID`, which must name a
@@ -156,24 +178,24 @@ fn real_destination(half: &DecodedRecord<'_>) -> Option<(TopicName, i32)> {
 /// The check-back pass; the broker runs [`TransactionChecker::check_once`] on a
 /// [`remoting::service::Service`] every `transactionCheckInterval`.
 pub struct TransactionChecker {
-    pub broker: Arc<Broker>,
+    pub tx: Transactions,
     /// Half queue offsets known to be done (from op records), above the checked offset.
     done: Mutex<BTreeSet<i64>>,
 }
 
 impl TransactionChecker {
-    pub fn new(broker: Arc<Broker>) -> Self {
-        TransactionChecker { broker, done: Mutex::new(BTreeSet::new()) }
+    pub fn new(tx: Transactions) -> Self {
+        TransactionChecker { tx, done: Mutex::new(BTreeSet::new()) }
     }
 
     /// How often the broker runs a pass.
     pub fn interval(&self) -> Duration {
-        Duration::from_millis(self.broker.config().transaction_check_interval_ms.max(100))
+        Duration::from_millis(self.tx.config.load().transaction_check_interval_ms.max(100))
     }
 
     /// One pass: learn what the op queue says is done, then check half messages old enough.
     pub fn check_once(&self, now: i64) {
-        let b = &self.broker;
+        let b = &self.tx;
         let Some(half_cq) = b.store.find_queue(system_topic::TRANS_HALF, 0) else { return };
         let mut done = self.done.lock();
         if let Some(op_cq) = b.store.find_queue(system_topic::TRANS_OP_HALF, 0) {
@@ -195,7 +217,8 @@ impl TransactionChecker {
                 let Some(unit) = half_cq.get(offset) else { break };
                 let Some(bytes) = b.store.look_message_by_offset(unit.phy_offset) else { break };
                 let Ok(RecordAt::Record(half)) = decode_record(&bytes, false) else { break };
-                let immunity = half.property(CHECK_IMMUNITY).and_then(|s| s.parse::<i64>().ok()).map_or(b.config().transaction_timeout_ms as i64, |s| s * 1000);
+                let immunity =
+                    half.property(CHECK_IMMUNITY).and_then(|s| s.parse::<i64>().ok()).map_or(b.config.load().transaction_timeout_ms as i64, |s| s * 1000);
                 if now - half.store_timestamp < immunity {
                     break; // younger messages follow
                 }
@@ -215,16 +238,16 @@ impl TransactionChecker {
     /// group is online, and asks a live producer about that copy. A copy put back while its
     /// producer is away is checked again on a later pass, once the producer may have returned.
     fn check_one(&self, half: &DecodedRecord<'_>, offset: i64) {
-        let b = &self.broker;
+        let b = &self.tx;
         let checks = half.property(CHECK_TIMES).and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
-        if checks >= b.config().transaction_check_max {
+        if checks >= b.config.load().transaction_check_max {
             info!(offset, checks, "half message checked too many times; discarded");
-            write_op(b, offset);
+            b.write_op(offset);
             return;
         }
         let (Some(group), Some((real_topic, real_queue))) = (half.property(PGROUP), real_destination(half)) else {
             warn!(offset, "half message without a producer group or a valid destination; discarded");
-            write_op(b, offset);
+            b.write_op(offset);
             return;
         };
         let mut copy = half.to_message();
@@ -237,7 +260,7 @@ impl TransactionChecker {
             warn!(offset, status = ?r.status, "cannot put a half message back for its check");
             return;
         };
-        write_op(b, offset);
+        b.write_op(offset);
         let Some(channel) = b.producers.any_channel(group) else {
             debug!(group, "no live producer to check a transaction with; it is put back for a later check");
             return;
@@ -260,65 +283,5 @@ impl TransactionChecker {
         if let Err(e) = channel.invoke_oneway(request) {
             debug!(error = %e, "transaction check not sent");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::put::Origin;
-    use crate::stats_manager::names;
-    use store::config::{BrokerRole, FlushDiskType};
-
-    /// Stores a prepared message of `group` for topic `T` as the send processor does; gives its
-    /// queue offset and commit-log offset in the half topic.
-    fn prepare(b: &Broker, group: &str) -> (i64, i64) {
-        let mut msg = crate::testing::message("T", &format!("{PGROUP}\u{1}{group}\u{2}{TRAN_MSG}\u{1}true\u{2}"));
-        msg.sys_flag = store::message::record::TRANSACTION_PREPARED_TYPE;
-        ensure_topics(b);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let origin = Origin::Send { message_type: "transaction", half_for: Some("T".into()), batch: false };
-        // The answer carries the half's queue offset as its opaque and its commit-log offset as its remark.
-        let answer = b.put.put_and_answer(vec![msg], origin, Collected(tx), |r, _| {
-            let a = r.append.expect("stored");
-            RemotingCommand { opaque: a.logics_offset as i32, remark: Some(a.wrote_offset.to_string()), ..Default::default() }
-        });
-        let answer = answer.or_else(|| rx.recv().ok()).expect("answered");
-        (i64::from(answer.opaque), answer.remark.and_then(|o| o.parse().ok()).expect("an offset"))
-    }
-
-    struct Collected(std::sync::mpsc::Sender<RemotingCommand>);
-
-    impl crate::put::Answer for Collected {
-        fn send(self, response: RemotingCommand) {
-            let _ = self.0.send(response);
-        }
-    }
-
-    fn end_header(group: &str, (queue_offset, commit_log_offset): (i64, i64), commit: bool) -> EndTransactionRequestHeader {
-        EndTransactionRequestHeader {
-            producer_group: group.into(),
-            tran_state_table_offset: queue_offset,
-            commit_log_offset,
-            commit_or_rollback: if commit { TRANSACTION_COMMIT_TYPE } else { store::message::record::TRANSACTION_ROLLBACK_TYPE },
-            ..Default::default()
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread")]
-    async fn a_commit_is_counted_under_its_real_topic_and_a_rollback_is_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let b = crate::testing::broker(dir.path(), FlushDiskType::AsyncFlush, BrokerRole::AsyncMaster);
-        let committed = prepare(&b, "pg");
-        let rolled_back = prepare(&b, "pg");
-        assert_eq!(end(&b, &end_header("pg", committed, true)), Ok(()));
-        assert_eq!(end(&b, &end_header("pg", rolled_back, false)), Ok(()));
-        assert_eq!(end(&b, &end_header("other", committed, true)).map_err(|e| e.1), Err("The producer group wrong".to_owned()));
-        b.broker_stats.tick(now_ms());
-        let counted = |name, key| b.broker_stats.item(name, key).map(|item| item.minute().sum);
-        assert_eq!(counted(names::TOPIC_PUT_NUMS, system_topic::TRANS_HALF), Some(2), "the two half messages");
-        assert_eq!(counted(names::TOPIC_PUT_NUMS, "T"), Some(1), "the commit only");
-        assert_eq!(counted(names::TOPIC_PUT_NUMS, system_topic::TRANS_OP_HALF), None, "op records are not counted");
-        assert_eq!(counted(names::BROKER_PUT_NUMS, "DefaultCluster"), Some(3));
     }
 }

@@ -134,7 +134,7 @@ impl SendProcessor {
         } else {
             let mut msg = base;
             if prepared {
-                transaction::ensure_topics(b);
+                transaction::ensure_topics(&b.topics);
             } else if let Err((code, remark)) = self.retry_or_dlq(&mut msg, &h, request.version) {
                 return err(code, remark);
             }
