@@ -35,76 +35,10 @@ const V3_0_7_SNAPSHOT: i32 = 28;
 /// consume-directly requests.
 const V3_1_8_SNAPSHOT: i32 = 62;
 
-/// The names of Java's `MQVersion.Version` up to V3_1_8_SNAPSHOT, for the remarks about clients
-/// too old to answer (newer ones never get those remarks).
-const OLD_VERSIONS: [&str; 63] = [
-    "V3_0_0_SNAPSHOT",
-    "V3_0_0_ALPHA1",
-    "V3_0_0_BETA1",
-    "V3_0_0_BETA2",
-    "V3_0_0_BETA3",
-    "V3_0_0_BETA4",
-    "V3_0_0_BETA5",
-    "V3_0_0_BETA6_SNAPSHOT",
-    "V3_0_0_BETA6",
-    "V3_0_0_BETA7_SNAPSHOT",
-    "V3_0_0_BETA7",
-    "V3_0_0_BETA8_SNAPSHOT",
-    "V3_0_0_BETA8",
-    "V3_0_0_BETA9_SNAPSHOT",
-    "V3_0_0_BETA9",
-    "V3_0_0_FINAL",
-    "V3_0_1_SNAPSHOT",
-    "V3_0_1",
-    "V3_0_2_SNAPSHOT",
-    "V3_0_2",
-    "V3_0_3_SNAPSHOT",
-    "V3_0_3",
-    "V3_0_4_SNAPSHOT",
-    "V3_0_4",
-    "V3_0_5_SNAPSHOT",
-    "V3_0_5",
-    "V3_0_6_SNAPSHOT",
-    "V3_0_6",
-    "V3_0_7_SNAPSHOT",
-    "V3_0_7",
-    "V3_0_8_SNAPSHOT",
-    "V3_0_8",
-    "V3_0_9_SNAPSHOT",
-    "V3_0_9",
-    "V3_0_10_SNAPSHOT",
-    "V3_0_10",
-    "V3_0_11_SNAPSHOT",
-    "V3_0_11",
-    "V3_0_12_SNAPSHOT",
-    "V3_0_12",
-    "V3_0_13_SNAPSHOT",
-    "V3_0_13",
-    "V3_0_14_SNAPSHOT",
-    "V3_0_14",
-    "V3_0_15_SNAPSHOT",
-    "V3_0_15",
-    "V3_1_0_SNAPSHOT",
-    "V3_1_0",
-    "V3_1_1_SNAPSHOT",
-    "V3_1_1",
-    "V3_1_2_SNAPSHOT",
-    "V3_1_2",
-    "V3_1_3_SNAPSHOT",
-    "V3_1_3",
-    "V3_1_4_SNAPSHOT",
-    "V3_1_4",
-    "V3_1_5_SNAPSHOT",
-    "V3_1_5",
-    "V3_1_6_SNAPSHOT",
-    "V3_1_6",
-    "V3_1_7_SNAPSHOT",
-    "V3_1_7",
-    "V3_1_8_SNAPSHOT",
-];
-
-fn old_version_desc(version: i32) -> &'static str {
-    usize::try_from(version).ok().and_then(|v| OLD_VERSIONS.get(v)).copied().unwrap_or("V3_0_0_SNAPSHOT")
+/// The name of a client version below V3_1_8_SNAPSHOT, for the remarks about clients too old to
+/// answer (newer ones never get those remarks); a negative one reads as the oldest.
+fn old_version_desc(version: i32) -> String {
+    remoting::version::version_desc(version.max(0))
 }
 
 command_header! {
