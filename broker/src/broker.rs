@@ -47,6 +47,8 @@ pub struct Broker {
     pub producers: Arc<ProducerManager>,
     pub locks: RebalanceLockManager,
     pub hold: std::sync::OnceLock<Arc<PullRequestHoldService>>,
+    /// The 5.x timer (none with `timerWheelEnable=false`), set once at open.
+    pub timer: std::sync::OnceLock<Arc<store::timer::TimerStore>>,
     pub identity: BrokerIdentity,
     /// `brokerIP1:listenPort`, written into every stored message.
     pub store_host: SocketAddr,
@@ -156,6 +158,7 @@ impl Broker {
             producers: Default::default(),
             locks: Default::default(),
             hold: std::sync::OnceLock::new(),
+            timer: std::sync::OnceLock::new(),
             identity,
             store_host,
             namesrv: Arc::new(RemotingClient::new(remoting::client::ClientConfig::default())),

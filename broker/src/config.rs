@@ -134,6 +134,10 @@ java_config! {
         pub wait_time_ms_in_heartbeat_queue: u64 = "waitTimeMillsInHeartbeatQueue" => 31_000,
         pub wait_time_ms_in_transaction_queue: u64 = "waitTimeMillsInTransactionQueue" => 3_000,
         pub start_accept_send_request_timestamp_ms: i64 = "startAcceptSendRequestTimeStamp" => 0,
+        /// 5.3.x RECALL_MESSAGE: off by default, as Java; allowed on a broker without write
+        /// permission unless `allowRecallWhenBrokerNotWriteable=false`.
+        pub recall_message_enable: bool = "recallMessageEnable" => false,
+        pub allow_recall_when_broker_not_writeable: bool = "allowRecallWhenBrokerNotWriteable" => true,
         pub trace_on: bool = "traceOn" => true,
         pub enable_calc_filter_bit_map: bool = "enableCalcFilterBitMap" => false,
         pub expect_consumer_num_use_filter: i32 = "expectConsumerNumUseFilter" => 32,

@@ -54,6 +54,8 @@ pub enum StartError {
     DLedger(#[from] crate::dledger::DLedgerStartError),
     #[error("metricsExporterType=PROM: cannot serve metrics: {0}")]
     Metrics(std::io::Error),
+    #[error("timer (timerWheelEnable=true): {0}")]
+    Timer(#[from] store::timer::TimerOpenError),
 }
 
 /// Forgets clients whose connection closed and tells their groups.
@@ -143,6 +145,10 @@ impl BrokerController {
         };
         let server = RemotingServer::start(server_config(&broker.config())?, registry).await?;
         services.extend(background_services(&broker, hold)?);
+        if let Some(timer) = broker.timer.get() {
+            // A DLedger broker starts as a slave; its role changes turn releasing on and off.
+            timer.start(Arc::new(crate::put::TimerReleases(broker.put.clone())), !broker.is_slave())?;
+        }
         // As Java: register once at start (in DLedger mode at the first role change), then
         // periodically and when asked.
         broker.register(false).await;
@@ -187,6 +193,10 @@ impl BrokerController {
         self.broker.ha.shutdown().await;
         let services = std::mem::take(&mut self.services);
         let _ = tokio::task::spawn_blocking(move || services.iter().rev().for_each(Service::stop)).await;
+        // As Java: the timer stops (and writes its checkpoint) before the store.
+        if let Some(timer) = self.broker.timer.get().cloned() {
+            let _ = tokio::task::spawn_blocking(move || timer.shutdown()).await;
+        }
         if let Some(member) = self.member.take() {
             // Appends still waiting for the quorum are answered SERVICE_NOT_AVAILABLE; what was
             // committed is dispatched by the store's shutdown below.
@@ -220,15 +230,18 @@ async fn open(
     let ip1: IpAddr = config.broker_ip1.parse().map_err(|_| StartError::BadAddress(config.broker_ip1.clone()))?;
     let bind: IpAddr = config.bind_address.parse().map_err(|_| StartError::BadAddress(config.bind_address.clone()))?;
     let store_host = SocketAddr::new(ip1, config.listen_port);
+    let mut timer = None;
     let (store, member, ha) = if store_config.enable_dleger_commit_log {
         let (store, opened) = tokio::task::block_in_place(|| crate::dledger::open(&store_config))?;
         // Java forces brokerId -1 and the role SLAVE until the group decides.
         store.set_role(store::config::BrokerRole::Slave);
         let member = crate::dledger::start(opened, &store, store_config.max_message_size).await?;
+        open_timer(&store, &mut timer)?;
         store.start()?;
         (store, Some(member), Ha::Off)
     } else {
         let store = tokio::task::block_in_place(|| MessageStore::open(store_config.clone()))?;
+        open_timer(&store, &mut timer)?;
         store.start()?;
         let ha = Ha::start(&store, &store_config, bind).await?;
         (store, None, ha)
@@ -245,7 +258,23 @@ async fn open(
     let acl = open_acl(&config)?;
     let parts = BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id, acl };
     let broker = Arc::new(Broker::assemble(parts)?);
+    if let Some(timer) = timer {
+        broker.put.set_timer(timer.clone());
+        let _ = broker.timer.set(timer);
+    }
     Ok((broker, member))
+}
+
+/// The 5.x timer over the opened store (with `timerWheelEnable`, Java's default): its files
+/// recovered, and one more dispatcher of the store that wakes it, added before the store starts.
+fn open_timer(store: &Arc<MessageStore>, timer: &mut Option<Arc<store::timer::TimerStore>>) -> Result<(), StartError> {
+    if !store.config().timer_wheel_enable {
+        return Ok(());
+    }
+    let opened = tokio::task::block_in_place(|| store::timer::TimerStore::open(store.clone()))?;
+    store.add_dispatcher(opened.arrivals()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
+    *timer = Some(opened);
+    Ok(())
 }
 
 /// The business pools under the processor names Java's `rocketmq_processor_watermark` gives them.
@@ -293,6 +322,14 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
     let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
     let reply = Arc::new(ReplyProcessor { broker: broker.clone() });
+    let timer = Arc::new(crate::processor::timer::TimerProcessor {
+        config: broker.live_config.clone(),
+        store: broker.store.clone(),
+        topics: broker.topics.clone(),
+        put: broker.put.clone(),
+        timer: broker.timer.get().cloned(),
+        store_host: broker.store_host,
+    });
     // Exhaustive: a new handler in the route table does not compile until it is built here.
     let handler = |h: Handler| -> Arc<dyn RequestProcessor> {
         match h {
@@ -310,6 +347,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
             Handler::StoreAdmin => store_admin.clone(),
             Handler::EndTransaction => end_transaction.clone(),
             Handler::Reply => reply.clone(),
+            Handler::Timer => timer.clone(),
         }
     };
 

@@ -29,6 +29,7 @@ use store::config::{BrokerRole, FlushDiskType};
 use store::message::record::{SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use store::message::{properties, MessageToStore};
 use store::store::MessageStore;
+use store::timer::{PutOutcome, TimerSink, TimerStore};
 
 use crate::metrics::BrokerMetrics;
 use crate::stats::StoreStats;
@@ -54,6 +55,11 @@ pub enum Origin {
     HalfPutBack,
     /// An op record marking a half message done.
     TransactionOp,
+    /// RECALL_MESSAGE's delete marker, admitted into the timer like a timer message.
+    Recall,
+    /// A timer message the store's timer released into its real topic, or (`rolled`) put back
+    /// into the timer topic for its next turn.
+    TimerRelease { rolled: bool },
 }
 
 impl Origin {
@@ -156,14 +162,50 @@ impl PutObserver {
                 self.metrics.on_commit(topic, *born_ms);
             }
             Origin::HalfPutBack if put_ok => self.broker_stats.on_put(topic, messages, bytes),
+            // Java's timer `doPut`: the topic's put counts and size, the broker's puts.
+            Origin::TimerRelease { .. } | Origin::Recall if put_ok => self.broker_stats.on_put(topic, messages, bytes),
             _ => {}
         }
+    }
+}
+
+/// What the rewrite made of a put that its answer may need: for a single message admitted into the
+/// timer, its real topic, due time and unique key (a 5.3.x send answers with a recall handle).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    pub timer: Option<TimerAdmitted>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimerAdmitted {
+    pub real_topic: String,
+    pub out_ms: i64,
+    pub uniq_key: Option<String>,
+}
+
+impl Rewritten {
+    fn of(msgs: &[MessageToStore]) -> Rewritten {
+        let [msg] = msgs else { return Rewritten::default() };
+        if msg.topic != store::timer::TIMER_TOPIC {
+            return Rewritten::default();
+        }
+        let p = &msg.properties;
+        let timer = properties::get(p, properties::REAL_TOPIC).zip(properties::get(p, properties::TIMER_OUT_MS).and_then(|t| t.parse().ok())).map(
+            |(real_topic, out_ms)| TimerAdmitted {
+                real_topic: real_topic.to_owned(),
+                out_ms,
+                uniq_key: properties::get(p, properties::UNIQ_KEY).map(str::to_owned),
+            },
+        );
+        Rewritten { timer }
     }
 }
 
 /// The one way into the store.
 pub struct PutPipeline {
     store: Arc<MessageStore>,
+    /// The 5.x timer (admission asks it for flow control); none with `timerWheelEnable=false`.
+    timer: std::sync::OnceLock<Arc<TimerStore>>,
     /// A master's slaves (none on a slave, in DLedger mode, or without an HA service).
     replicas: Option<Arc<dyn ReplicaWaiter>>,
     observer: Arc<PutObserver>,
@@ -171,7 +213,12 @@ pub struct PutPipeline {
 
 impl PutPipeline {
     pub fn new(store: Arc<MessageStore>, replicas: Option<Arc<dyn ReplicaWaiter>>, observer: Arc<PutObserver>) -> PutPipeline {
-        PutPipeline { store, replicas, observer }
+        PutPipeline { store, timer: std::sync::OnceLock::new(), replicas, observer }
+    }
+
+    /// Gives admission the timer (once, before the broker serves).
+    pub fn set_timer(&self, timer: Arc<TimerStore>) {
+        let _ = self.timer.set(timer);
     }
 
     pub fn observer(&self) -> &Arc<PutObserver> {
@@ -179,18 +226,29 @@ impl PutPipeline {
     }
 
     /// What Java does to a message before storing it, by origin: a prepared send (not a batch)
-    /// becomes its half message; any other single send and a send-back with a positive `DELAY`
-    /// go to the schedule topic, levels above the highest clamped to it. A batch, a reply and the
+    /// becomes its half message; any other single send with timer properties goes to the timer
+    /// topic ([`crate::timer::admit`], which may refuse it), and a send-back's likewise; a single
+    /// send or send-back with a positive `DELAY` goes
+    /// to the schedule topic, levels above the highest clamped to it. A batch, a reply and the
     /// broker's own puts are stored as they are.
-    pub fn rewrite(&self, origin: &Origin, msgs: &mut [MessageToStore]) {
+    pub fn rewrite(&self, origin: &Origin, msgs: &mut [MessageToStore]) -> Result<(), PutMessageResult> {
         let levels = self.store.config().delay_levels_ms().len();
         for msg in msgs {
             match origin {
                 Origin::Send { batch: false, half_for: Some(_), .. } => to_half(msg),
-                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } => apply_delay(msg, levels),
+                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } => {
+                    self.admit_timer(msg)?;
+                    apply_delay(msg, levels);
+                }
+                Origin::Recall => self.admit_timer(msg)?,
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    fn admit_timer(&self, msg: &mut MessageToStore) -> Result<(), PutMessageResult> {
+        crate::timer::admit(msg, self.store.config(), self.timer.get().map(Arc::as_ref), remoting::clock::now_ms())
     }
 
     /// What a put of `msgs` from `origin` waits for.
@@ -216,9 +274,13 @@ impl PutPipeline {
         mut msgs: Vec<MessageToStore>,
         origin: Origin,
         answer: A,
-        respond: impl FnOnce(PutMessageResult, Option<Outcome>) -> RemotingCommand + Send + 'static,
+        respond: impl FnOnce(PutMessageResult, Option<Outcome>, Rewritten) -> RemotingCommand + Send + 'static,
     ) -> Option<RemotingCommand> {
-        self.rewrite(&origin, &mut msgs);
+        if let Err(refused) = self.rewrite(&origin, &mut msgs) {
+            return Some(respond(refused, None, Rewritten::default()));
+        }
+        let rewritten = Rewritten::of(&msgs);
+        let respond = move |result, outcome| respond(result, outcome, rewritten);
         let msgs = msgs.as_slice();
         let started = Instant::now();
         let (topic, count) = (msgs.first().map(|m| m.topic.clone()).unwrap_or_default(), msgs.len());
@@ -272,6 +334,15 @@ impl PutPipeline {
         );
     }
 
+    /// Stores one message answered once appended, whatever the flush policy (the timer's
+    /// releases, as Java's timer puts with `waitStoreMsgOK=false`).
+    pub fn put_no_wait(&self, msg: &MessageToStore, origin: Origin) -> PutMessageResult {
+        let started = Instant::now();
+        let result = self.store.put_message_no_wait(msg);
+        self.observer.on_put(&origin, &msg.topic, 1, &result, started.elapsed());
+        result
+    }
+
     /// Stores one message from a broker service (delayed delivery, transactions) on the calling
     /// thread; the store waits as the message's `WAIT` says (the services store with WAIT=false).
     pub fn put(&self, msg: &MessageToStore, origin: Origin) -> PutMessageResult {
@@ -279,6 +350,28 @@ impl PutPipeline {
         let result = self.store.put_message(msg);
         self.observer.on_put(&origin, &msg.topic, 1, &result, started.elapsed());
         result
+    }
+}
+
+/// The timer's releases go through the put pipeline, as Java's timer puts through its store.
+pub struct TimerReleases(pub Arc<PutPipeline>);
+
+impl TimerSink for TimerReleases {
+    fn put(&self, msg: &MessageToStore, rolled: bool) -> PutOutcome {
+        let result = self.0.put_no_wait(msg, Origin::TimerRelease { rolled });
+        match result.status {
+            PutStatus::PutOk => PutOutcome::Ok,
+            PutStatus::MessageIllegal
+            | PutStatus::PropertiesSizeExceeded
+            | PutStatus::WheelTimerNotEnable
+            | PutStatus::WheelTimerMsgIllegal
+            | PutStatus::WheelTimerFlowControl => PutOutcome::Drop,
+            PutStatus::ServiceNotAvailable
+            | PutStatus::FlushDiskTimeout
+            | PutStatus::OsPageCacheBusy
+            | PutStatus::CreateMappedFileFailed
+            | PutStatus::UnknownError => PutOutcome::Retry,
+        }
     }
 }
 

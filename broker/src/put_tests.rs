@@ -49,7 +49,7 @@ fn pipeline(dir: &std::path::Path, flush: FlushDiskType, role: BrokerRole, repli
 }
 
 /// The answer carries whether the store took the put (code 0) and what the slaves did (remark).
-fn respond(result: PutMessageResult, replica: Option<Outcome>) -> RemotingCommand {
+fn respond(result: PutMessageResult, replica: Option<Outcome>, _: crate::put::Rewritten) -> RemotingCommand {
     RemotingCommand { code: if result.is_ok() { 0 } else { 1 }, remark: Some(format!("{replica:?}")), ..Default::default() }
 }
 
@@ -209,7 +209,7 @@ fn a_prepared_send_is_stored_as_its_half_and_a_delayed_send_in_the_schedule_topi
     let stored_as = |origin: Origin| {
         let (tx, _rx) = mpsc::channel();
         // The answer names where the record went.
-        let at = |r: PutMessageResult, _| RemotingCommand { remark: r.append.map(|a| a.wrote_offset.to_string()), ..Default::default() };
+        let at = |r: PutMessageResult, _, _| RemotingCommand { remark: r.append.map(|a| a.wrote_offset.to_string()), ..Default::default() };
         let answer = p.put_and_answer(vec![message("T", "DELAY\u{1}99\u{2}")], origin, Collect(tx), at).expect("answered at once");
         let offset: i64 = answer.remark.and_then(|o| o.parse().ok()).expect("stored");
         let bytes = p.store.look_message_by_offset(offset).expect("readable");

@@ -91,6 +91,7 @@ pub enum Handler {
     StoreAdmin,
     EndTransaction,
     Reply,
+    Timer,
 }
 
 /// One request code the broker serves.
@@ -203,6 +204,10 @@ pub const ROUTES: &[Route] = &[
     route(R::CHECK_ROCKSDB_CQ_WRITE_PROGRESS, Handler::StoreAdmin, Pool::Admin, S),
     route(R::EXPORT_ROCKSDB_CONFIG_TO_JSON, Handler::StoreAdmin, Pool::Admin, S),
     route(R::GET_BROKER_EPOCH_CACHE, Handler::StoreAdmin, Pool::Admin, S),
+    // 5.x timer: its checkpoint and counts, and recalling a timer message (a publish to its topic).
+    route(R::GET_TIMER_CHECK_POINT, Handler::Timer, Pool::Admin, S),
+    route(R::GET_TIMER_METRICS, Handler::Timer, Pool::Admin, S),
+    route(R::RECALL_MESSAGE, Handler::Timer, Pool::Send, T(touches::publish)),
     // Transactions and replies.
     route(R::END_TRANSACTION, Handler::EndTransaction, Pool::EndTransaction, S),
     route(R::SEND_REPLY_MESSAGE, Handler::Reply, Pool::Reply, S),
@@ -253,6 +258,11 @@ mod touches {
     pub(super) fn group(request: &RemotingCommand) -> Result<Resources, String> {
         let key = if request.code == RequestCode::CONSUMER_SEND_MSG_BACK.0 { "group" } else { "consumerGroup" };
         Ok(field(request, key).map(|g| (retry(&g), perm::SUB)).into_iter().collect())
+    }
+
+    /// A topic published to (RECALL_MESSAGE's `@RocketMQAction(PUB)`).
+    pub(super) fn publish(request: &RemotingCommand) -> Result<Resources, String> {
+        Ok(field(request, "topic").map(|t| (t, perm::PUB)).into_iter().collect())
     }
 
     pub(super) fn topic(request: &RemotingCommand) -> Result<Resources, String> {

@@ -1,56 +1,188 @@
-//! 5.x timer messages (`setDeliverTimeMs`, `setDelayTimeSec`, `setDelayTimeMs`). This broker has no
-//! timer wheel, so it answers such a send as Java 5.3.3 does with `timerWheelEnable=false`:
-//! refused, never delivered early (`HookUtils.checkIfTimerMessage` and `handleScheduleMessage`).
+//! 5.x timer messages in the broker: admission into the timer topic (Java 5.3.3's
+//! `HookUtils.handleScheduleMessage` and `transformTimerMessage`, applied by the put pipeline),
+//! Java's refusals, and the sink through which the store's timer ([`store::timer::TimerStore`])
+//! puts released messages back ([`crate::put::TimerReleases`], through the put pipeline).
 
-use indexmap::IndexMap;
+use store::commit_log::{PutMessageResult, PutStatus};
+use store::config::MessageStoreConfig;
+use store::message::{properties, MessageToStore};
+use store::timer::{TimerStore, TIMER_TOPIC};
 
-pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
-pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
-pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
-/// Set on messages the timer itself re-delivers.
-pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
-/// Java's `TimerMessageStore.TIMER_TOPIC`.
-pub const TIMER_TOPIC: &str = remoting::protocol::system_topic::WHEEL_TIMER;
+/// Java's remark for a timer message while `timerWheelEnable` is false.
+pub fn not_enabled_remark(enabled: bool) -> String {
+    format!("accurate timer message is not enabled, timerWheelEnable is {enabled}")
+}
 
-/// Java's remark for a timer message when the wheel is off.
-pub const NOT_ENABLED: &str = "accurate timer message is not enabled, timerWheelEnable is false";
+/// Java's remark for a timer message beyond `timerMaxDelaySec` (or a delete marker already due).
+pub fn illegal_remark(max_delay_sec: i64) -> String {
+    format!(
+        "timer message illegal, the delay time should not be bigger than the max delay {}ms; or if set del msg, the delay time should be bigger than the current time",
+        max_delay_sec * 1000
+    )
+}
 
-/// Refuses a timer message. As Java, a message that also has a delay level is a delay-level
-/// message: its timer properties are dropped and the level wins.
-pub fn refuse_timer_message(props: &mut IndexMap<String, String>) -> Result<(), &'static str> {
-    let timer_keys = [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS];
-    let delay_level = props.get(store::message::properties::DELAY).and_then(|d| d.trim().parse::<i32>().ok()).unwrap_or(0);
-    if delay_level > 0 {
+/// Java's remark for a slot over `timerCongestNumEachSlot`.
+pub fn flow_control_remark(congest_num: i64) -> String {
+    let twice = congest_num.saturating_mul(2);
+    format!("timer message is under flow control, max num limit is {twice} or the current value is greater than {congest_num} and less than {twice}, trigger random flow control")
+}
+
+/// Turns a timer message into its timer-topic form, as Java's put hook does: its due time
+/// rounded to the precision in `TIMER_OUT_MS` (one precision earlier when already on a boundary),
+/// its real topic and queue in `REAL_TOPIC`/`REAL_QID`, stored in `rmq_sys_wheel_timer` queue 0.
+/// A delay level wins over the timer properties, which are dropped. A message already due is
+/// stored as it is. Refusals carry Java's status and remark.
+pub fn admit(msg: &mut MessageToStore, config: &MessageStoreConfig, timer: Option<&TimerStore>, now: i64) -> Result<(), PutMessageResult> {
+    if msg.topic == TIMER_TOPIC {
+        return Ok(());
+    }
+    let timer_keys = [properties::TIMER_DELIVER_MS, properties::TIMER_DELAY_SEC, properties::TIMER_DELAY_MS];
+    if !timer_keys.iter().any(|k| properties::get(&msg.properties, k).is_some()) {
+        return Ok(());
+    }
+    let mut props = properties::parse(&msg.properties);
+    let level = props.get(properties::DELAY).and_then(|d| d.trim().parse::<i32>().ok()).unwrap_or(0);
+    if level > 0 {
         for key in timer_keys {
             props.shift_remove(key);
         }
+        msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         return Ok(());
     }
-    if props.contains_key(TIMER_OUT_MS) {
+    if props.contains_key(properties::TIMER_OUT_MS) {
         return Ok(());
     }
-    if timer_keys.iter().any(|key| props.contains_key(*key)) {
-        return Err(NOT_ENABLED);
+    if !config.timer_wheel_enable {
+        return Err(PutMessageResult::failed(PutStatus::WheelTimerNotEnable, not_enabled_remark(false)));
+    }
+    let illegal = || PutMessageResult::failed(PutStatus::WheelTimerMsgIllegal, illegal_remark(config.timer_max_delay_sec));
+    let number = |key: &str| props.get(key).map(|v| v.parse::<i64>());
+    let deliver_ms = match (number(properties::TIMER_DELAY_SEC), number(properties::TIMER_DELAY_MS), number(properties::TIMER_DELIVER_MS)) {
+        (Some(sec), _, _) => sec.ok().and_then(|s| s.checked_mul(1000)).and_then(|ms| now.checked_add(ms)),
+        (None, Some(ms), _) => ms.ok().and_then(|ms| now.checked_add(ms)),
+        (None, None, Some(at)) => at.ok(),
+        (None, None, None) => None,
+    };
+    let Some(mut deliver_ms) = deliver_ms else { return Err(illegal()) };
+    if deliver_ms > now {
+        if deliver_ms - now > config.timer_max_delay_sec.saturating_mul(1000) {
+            return Err(illegal());
+        }
+        let precision = config.timer_precision();
+        deliver_ms = if deliver_ms % precision == 0 { deliver_ms - precision } else { deliver_ms / precision * precision };
+        if timer.is_some_and(|t| t.is_reject(deliver_ms)) {
+            return Err(PutMessageResult::failed(PutStatus::WheelTimerFlowControl, flow_control_remark(config.timer_congest_num_each_slot)));
+        }
+        props.insert(properties::TIMER_OUT_MS.to_owned(), deliver_ms.to_string());
+        props.insert(properties::REAL_TOPIC.to_owned(), msg.topic.clone());
+        props.insert(properties::REAL_QID.to_owned(), msg.queue_id.to_string());
+        msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        msg.topic = TIMER_TOPIC.to_owned();
+        msg.queue_id = 0;
+    } else if props.contains_key(properties::TIMER_DEL_UNIQKEY) {
+        return Err(illegal());
     }
     Ok(())
+}
+
+/// Java's `RecallMessageHandle.HandleV1`: `v1 topic brokerName timestamp messageId`, URL-safe
+/// Base64 with padding.
+pub fn recall_handle(topic: &str, broker_name: &str, timestamp: i64, uniq_key: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE.encode(format!("v1 {topic} {broker_name} {timestamp} {uniq_key}"))
+}
+
+/// A decoded recall handle (Java `decodeHandle`): topic, broker name, timestamp text, unique key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecallHandle {
+    pub topic: String,
+    pub broker_name: String,
+    pub timestamp: String,
+    pub message_id: String,
+}
+
+impl RecallHandle {
+    pub fn decode(handle: &str) -> Result<RecallHandle, &'static str> {
+        use base64::Engine;
+        const INVALID: &str = "recall handle is invalid";
+        if handle.is_empty() {
+            return Err(INVALID);
+        }
+        let raw = base64::engine::general_purpose::URL_SAFE.decode(handle.as_bytes()).map_err(|_| INVALID)?;
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let items: Vec<&str> = raw.split(' ').collect();
+        if items.first() != Some(&"v1") || items.len() < 5 {
+            return Err(INVALID);
+        }
+        Ok(RecallHandle { topic: items[1].to_owned(), broker_name: items[2].to_owned(), timestamp: items[3].to_owned(), message_id: items[4].to_owned() })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn props(pairs: &[(&str, &str)]) -> IndexMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    fn msg(props: &[(&str, &str)]) -> MessageToStore {
+        MessageToStore {
+            topic: "Later".into(),
+            queue_id: 3,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: bytes::Bytes::from_static(b"x"),
+            properties: properties::serialize(props.iter().copied()),
+        }
+    }
+
+    fn config() -> MessageStoreConfig {
+        MessageStoreConfig::default()
     }
 
     #[test]
-    fn a_timer_message_is_refused_and_a_delay_level_wins_over_timer_properties() {
-        for key in [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS] {
-            assert_eq!(refuse_timer_message(&mut props(&[(key, "3000")])), Err(NOT_ENABLED));
-        }
-        let mut delayed = props(&[("DELAY", "2"), (TIMER_DELAY_SEC, "5")]);
-        assert_eq!(refuse_timer_message(&mut delayed), Ok(()));
-        assert_eq!(delayed, props(&[("DELAY", "2")]));
-        assert_eq!(refuse_timer_message(&mut props(&[("TAGS", "a")])), Ok(()));
+    fn a_timer_message_goes_to_the_timer_topic_rounded_to_the_precision() {
+        let now = 1_700_000_000_300;
+        let mut m = msg(&[("TIMER_DELAY_SEC", "3"), ("UNIQ_KEY", "u1")]);
+        admit(&mut m, &config(), None, now).unwrap();
+        assert_eq!((m.topic.as_str(), m.queue_id), (TIMER_TOPIC, 0));
+        let p = properties::parse(&m.properties);
+        assert_eq!(p.get("TIMER_OUT_MS").map(String::as_str), Some("1700000003000"));
+        assert_eq!((p["REAL_TOPIC"].as_str(), p["REAL_QID"].as_str()), ("Later", "3"));
+        // On a boundary: one slot earlier.
+        let mut m = msg(&[("TIMER_DELIVER_MS", "1700000005000")]);
+        admit(&mut m, &config(), None, now).unwrap();
+        assert_eq!(properties::get(&m.properties, "TIMER_OUT_MS"), Some("1700000004000"));
+        let mut m = msg(&[("TIMER_DELAY_MS", "1500")]);
+        admit(&mut m, &config(), None, now).unwrap();
+        assert_eq!(properties::get(&m.properties, "TIMER_OUT_MS"), Some("1700000001000"));
+    }
+
+    #[test]
+    fn refusals_and_exceptions_are_javas() {
+        let now = 1_700_000_000_000;
+        let mut m = msg(&[("TIMER_DELAY_SEC", &(3 * 24 * 3600 + 1).to_string())]);
+        let r = admit(&mut m, &config(), None, now).unwrap_err();
+        assert_eq!(r.status, PutStatus::WheelTimerMsgIllegal);
+        assert_eq!(r.remark.as_deref(), Some(illegal_remark(259_200).as_str()));
+        assert!(r.remark.unwrap().contains("max delay 259200000ms"));
+        let mut m = msg(&[("TIMER_DELAY_SEC", "x")]);
+        assert_eq!(admit(&mut m, &config(), None, now).unwrap_err().status, PutStatus::WheelTimerMsgIllegal);
+        let off = MessageStoreConfig { timer_wheel_enable: false, ..config() };
+        let mut m = msg(&[("TIMER_DELAY_SEC", "3")]);
+        let r = admit(&mut m, &off, None, now).unwrap_err();
+        assert_eq!((r.status, r.remark.as_deref()), (PutStatus::WheelTimerNotEnable, Some("accurate timer message is not enabled, timerWheelEnable is false")));
+        // A delay level wins: the timer properties go, the message stays.
+        let mut m = msg(&[("DELAY", "2"), ("TIMER_DELAY_SEC", "5")]);
+        admit(&mut m, &off, None, now).unwrap();
+        assert_eq!((m.topic.as_str(), m.properties.as_str()), ("Later", "DELAY\u{1}2\u{2}"));
+        // Already due: stored as it is; a due delete marker is refused.
+        let mut m = msg(&[("TIMER_DELIVER_MS", "1000")]);
+        admit(&mut m, &config(), None, now).unwrap();
+        assert_eq!(m.topic, "Later");
+        let mut m = msg(&[("TIMER_DELIVER_MS", "1000"), ("TIMER_DEL_UNIQKEY", "Later+u")]);
+        assert_eq!(admit(&mut m, &config(), None, now).unwrap_err().status, PutStatus::WheelTimerMsgIllegal);
     }
 }

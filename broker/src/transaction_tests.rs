@@ -21,7 +21,7 @@ fn prepare(b: &Broker, group: &str) -> (i64, i64) {
     let (tx, rx) = std::sync::mpsc::channel();
     let origin = Origin::Send { message_type: "transaction", half_for: Some("T".into()), batch: false };
     // The answer carries the half's queue offset as its opaque and its commit-log offset as its remark.
-    let answer = b.put.put_and_answer(vec![msg], origin, Collected(tx), |r, _| {
+    let answer = b.put.put_and_answer(vec![msg], origin, Collected(tx), |r, _, _| {
         let a = r.append.expect("stored");
         RemotingCommand { opaque: a.logics_offset as i32, remark: Some(a.wrote_offset.to_string()), ..Default::default() }
     });

@@ -247,7 +247,7 @@ async fn queue_counts_and_perm_are_bounded_when_a_topic_is_created() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_timer_message_is_refused_as_java_does_without_its_timer_wheel() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), &[]).await;
+    let broker = start(dir.path(), &[("timerWheelEnable", "false")]).await;
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
     let at = (remoting::clock::now_ms() + 3000).to_string();

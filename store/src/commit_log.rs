@@ -57,6 +57,12 @@ pub trait AppendLog: Send + Sync {
     fn append_then(&self, msgs: &[MessageToStore], done: PutCallback) {
         done(self.append(msgs));
     }
+    /// As [`AppendLog::append`], answered once appended whatever the flush policy (Java's
+    /// `waitStoreMsgOK=false` set outside the properties, as the timer puts its releases). A
+    /// DLedger log still answers once its quorum holds the entry.
+    fn append_no_wait(&self, msgs: &[MessageToStore]) -> PutMessageResult {
+        self.append(msgs)
+    }
     /// The first readable physical offset.
     fn min_offset(&self) -> i64;
     /// The end of readable data.
@@ -93,6 +99,18 @@ impl AppendLog for CommitLog {
     }
     fn append_then(&self, msgs: &[MessageToStore], done: PutCallback) {
         self.put_then(msgs, done)
+    }
+    fn append_no_wait(&self, msgs: &[MessageToStore]) -> PutMessageResult {
+        if let Some(refused) = self.refuse_put() {
+            return refused;
+        }
+        match self.append_records(msgs) {
+            Ok((append, _, _)) => {
+                self.wake_flusher();
+                PutMessageResult { status: PutStatus::PutOk, append: Some(append), remark: None }
+            }
+            Err(failed) => failed,
+        }
     }
     fn min_offset(&self) -> i64 {
         CommitLog::min_offset(self)

@@ -134,6 +134,33 @@ java_config! {
         pub enable_batch_push: bool = "enableBatchPush" => false,
         /// DLedger's data directory (`DLedgerConfig.dataStorePath`); unset: `<storePathRootDir>/dledger-<selfId>/data`.
         pub store_path_dledger_commit_log: String = "storePathDLedgerCommitLog" => String::new(),
+        /// 5.x timer messages (Java 5.3.3's `TimerMessageStore`), every `timer*` key with its
+        /// default. `timerWheelEnable=false` refuses timer messages as Java does.
+        pub timer_wheel_enable: bool = "timerWheelEnable" => true,
+        pub mapped_file_size_timer_log: usize = "mappedFileSizeTimerLog" => 100 * 1024 * 1024,
+        /// Rounded down to 100, 200, 500 or 1000 as Java's setter does ([`MessageStoreConfig::timer_precision`]).
+        pub timer_precision_ms: u64 = "timerPrecisionMs" => 1000,
+        pub timer_roll_window_slot: i64 = "timerRollWindowSlot" => 3600 * 24 * 2,
+        pub timer_flush_interval_ms: u64 = "timerFlushIntervalMs" => 1000,
+        /// Java's thread counts and queue kind; this timer runs one enqueue and one dequeue loop.
+        pub timer_get_message_thread_num: u32 = "timerGetMessageThreadNum" => 3,
+        pub timer_put_message_thread_num: u32 = "timerPutMessageThreadNum" => 3,
+        pub timer_enable_disruptor: bool = "timerEnableDisruptor" => false,
+        pub timer_enable_check_metrics: bool = "timerEnableCheckMetrics" => true,
+        pub timer_intercept_delay_level: bool = "timerInterceptDelayLevel" => false,
+        pub timer_max_delay_sec: i64 = "timerMaxDelaySec" => 3600 * 24 * 3,
+        pub timer_stop_enqueue: bool = "timerStopEnqueue" => false,
+        pub timer_check_metrics_when: String = "timerCheckMetricsWhen" => "05".to_owned(),
+        pub timer_skip_unknown_error: bool = "timerSkipUnknownError" => false,
+        pub timer_warm_enable: bool = "timerWarmEnable" => false,
+        pub timer_stop_dequeue: bool = "timerStopDequeue" => false,
+        pub timer_enable_retry_until_success: bool = "timerEnableRetryUntilSuccess" => false,
+        pub timer_congest_num_each_slot: i64 = "timerCongestNumEachSlot" => i32::MAX as i64,
+        pub timer_metric_small_threshold: i64 = "timerMetricSmallThreshold" => 1_000_000,
+        pub timer_progress_log_interval_ms: u64 = "timerProgressLogIntervalMs" => 10_000,
+        pub timer_cold_data_check_interval_ms: u64 = "timerColdDataCheckIntervalMs" => 60_000,
+        /// Milliseconds after start before the timer dequeues (and pop revives); -1: at once.
+        pub disappear_time_after_start: i64 = "disappearTimeAfterStart" => -1,
     }
 }
 
@@ -156,6 +183,17 @@ impl MessageStoreConfig {
 
     pub fn index_dir(&self) -> PathBuf {
         self.root_dir().join("index")
+    }
+
+    /// `timerPrecisionMs` as Java's setter keeps it: the largest of 100, 200, 500, 1000 not above
+    /// the value (100 below that).
+    pub fn timer_precision(&self) -> i64 {
+        match self.timer_precision_ms {
+            0..200 => 100,
+            200..500 => 200,
+            500..1000 => 500,
+            _ => 1000,
+        }
     }
 
     /// Java's rule: the transient pool only serves an asynchronously flushed master.

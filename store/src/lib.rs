@@ -35,4 +35,5 @@ pub mod put;
 pub mod queues;
 pub mod recovery;
 pub mod store;
+pub mod timer;
 pub mod transient_pool;

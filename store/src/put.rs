@@ -14,6 +14,11 @@ pub enum PutStatus {
     /// or too many appends pending.
     OsPageCacheBusy,
     UnknownError,
+    /// 5.x timer admission (Java `WHEEL_TIMER_NOT_ENABLE`, `WHEEL_TIMER_MSG_ILLEGAL`,
+    /// `WHEEL_TIMER_FLOW_CONTROL`): refused before anything is appended.
+    WheelTimerNotEnable,
+    WheelTimerMsgIllegal,
+    WheelTimerFlowControl,
 }
 
 /// Where an append landed.

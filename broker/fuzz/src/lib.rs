@@ -229,7 +229,7 @@ pub fn check_headers(ext: &ExtFields) -> Vec<&'static str> {
             R Str "a", R Topic "b", R Str "c", R Int "d", R Int "e", R Int "f", R Long "g", R Int "h",
             O Str "i", O Int "j", O Bool "k", O Int "l", O Bool "m", O Str "n",
         }
-        SendMessageResponseHeader { R Str "msgId", R Int "queueId", R Long "queueOffset", O Str "transactionId" }
+        SendMessageResponseHeader { R Str "msgId", R Int "queueId", R Long "queueOffset", O Str "transactionId", O Str "recallHandle" }
         PullMessageRequestHeader {
             R Group "consumerGroup", R Topic "topic", R Int "queueId", R Long "queueOffset", R Int "maxMsgNums",
             R Int "sysFlag", R Long "commitOffset", R Long "suspendTimeoutMillis", O Str "subscription",

@@ -69,6 +69,9 @@ fn become_slave(broker: &Broker, slave_id: i64, status: &NodeStatus) {
     let was = (broker.store.role(), broker.broker_id());
     broker.store.set_role(BrokerRole::Slave);
     broker.set_broker_id(slave_id);
+    if let Some(timer) = broker.timer.get() {
+        timer.set_dequeue(false);
+    }
     if was != (BrokerRole::Slave, slave_id) {
         info!(term = status.term, leader = ?status.leader_id, broker_id = slave_id, "DLedger role {:?}: the broker is a slave", status.role);
         broker.register_soon(false);
@@ -99,6 +102,10 @@ async fn become_master(broker: &Arc<Broker>, node: &NodeHandle, offsets: &QueueO
     offsets.reset(broker.store.queue_offset_table());
     broker.store.set_role(BrokerRole::SyncMaster);
     broker.set_broker_id(0);
+    // The new master releases timers from the checkpoint's read time on (Java `checkBrokerRole`).
+    if let Some(timer) = broker.timer.get() {
+        timer.set_dequeue(true);
+    }
     info!(term, "DLedger leader: the broker is the master");
     broker.register_soon(false);
     true

@@ -17,6 +17,7 @@ pub mod relay;
 pub mod reply;
 pub mod send;
 pub mod store_admin;
+pub mod timer;
 
 use remoting::RemotingCommand;
 use remoting::ResponseCode;

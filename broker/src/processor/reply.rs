@@ -208,10 +208,16 @@ impl Answer {
             r.append.as_ref().filter(|_| matches!(r.status, PutStatus::PutOk | PutStatus::FlushDiskTimeout))
         });
         let header = match (pushed, stored) {
-            (_, Some(a)) => {
-                Some(SendMessageResponseHeader { msg_id: a.msg_ids.join(","), queue_id: self.queue_id, queue_offset: a.logics_offset, transaction_id: None })
+            (_, Some(a)) => Some(SendMessageResponseHeader {
+                msg_id: a.msg_ids.join(","),
+                queue_id: self.queue_id,
+                queue_offset: a.logics_offset,
+                transaction_id: None,
+                recall_handle: None,
+            }),
+            (Ok(()), None) => {
+                Some(SendMessageResponseHeader { msg_id: "0".into(), queue_id: self.queue_id, queue_offset: 0, transaction_id: None, recall_handle: None })
             }
-            (Ok(()), None) => Some(SendMessageResponseHeader { msg_id: "0".into(), queue_id: self.queue_id, queue_offset: 0, transaction_id: None }),
             (Err(_), None) => None,
         };
         let mut response = match pushed {

@@ -17,7 +17,6 @@ use store::message::{offset_message_id, properties, MessageToStore};
 use crate::broker::{Broker, FAQ_SUFFIX};
 use crate::put::Origin;
 use crate::replication::Outcome;
-use crate::timer;
 use crate::topic_config::system_topic;
 use crate::transaction;
 
@@ -54,7 +53,7 @@ struct SendReply {
 impl SendReply {
     /// The answer, from the store's result and, on a SYNC_MASTER, what the slaves did. As Java
     /// combines them, a replica failure wins over the flush result.
-    fn response(self, result: PutMessageResult, replica: Option<Outcome>) -> RemotingCommand {
+    fn response(self, result: PutMessageResult, replica: Option<Outcome>, recall_handle: Option<String>) -> RemotingCommand {
         let err = |code, remark: String| RemotingCommand::error_response(&self.request, code, remark);
         let code = match result.status {
             PutStatus::PutOk => ResponseCode::SUCCESS,
@@ -71,6 +70,9 @@ impl SendReply {
                 return err(ResponseCode::SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while".into());
             }
             PutStatus::UnknownError => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_else(|| "UNKNOWN_ERROR".into())),
+            // The timer's refusals carry Java's remarks (`crate::timer`).
+            PutStatus::WheelTimerMsgIllegal => return err(ResponseCode::MESSAGE_ILLEGAL, result.remark.unwrap_or_default()),
+            PutStatus::WheelTimerNotEnable | PutStatus::WheelTimerFlowControl => return err(ResponseCode::SYSTEM_ERROR, result.remark.unwrap_or_default()),
         };
         let code = match replica {
             None | Some(Outcome::Replicated) => code,
@@ -83,6 +85,7 @@ impl SendReply {
                 queue_id: self.queue_id,
                 queue_offset: a.logics_offset,
                 transaction_id: self.transaction_id,
+                recall_handle,
             }),
             None => err(code, result.remark.unwrap_or_default()),
         }
@@ -108,9 +111,6 @@ impl SendProcessor {
         }
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
         let message_type = crate::metrics::message_type(&props);
-        if let Err(remark) = timer::refuse_timer_message(&mut props) {
-            return err(ResponseCode::SYSTEM_ERROR, remark.to_owned());
-        }
         add_region_and_trace_switch(b, &mut props);
         props.insert("CLUSTER".to_owned(), b.config().broker_cluster_name.clone());
         let base = MessageToStore {
@@ -149,7 +149,14 @@ impl SendProcessor {
         // The pipeline stores a prepared message as its half, a delayed one in the schedule topic.
         let origin = Origin::Send { message_type, half_for: prepared.then(|| h.topic.to_string()), batch };
         let broker = b.clone();
-        b.put.put_and_answer(msgs, origin, Reply::to(channel, request), move |result, replica| decorate(&broker, reply.response(result, replica)))
+        b.put.put_and_answer(msgs, origin, Reply::to(channel, request), move |result, replica, rewritten| {
+            // 5.3.x: a timer message's answer carries the handle that recalls it (not a batch's).
+            let recall = rewritten
+                .timer
+                .filter(|t| !batch && !t.real_topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX))
+                .map(|t| crate::timer::recall_handle(&t.real_topic, &broker.config().broker_name, t.out_ms + 1, t.uniq_key.as_deref().unwrap_or("null")));
+            decorate(&broker, reply.response(result, replica, recall))
+        })
     }
 
     /// A send to `%RETRY%group` that used up its reconsume times goes to `%DLQ%group` instead
@@ -248,7 +255,7 @@ impl SendProcessor {
         let origin = Origin::SendBack { group: h.group.to_string(), back_topic };
         // The pipeline puts it in the schedule topic for its delay level. As Java's send-back: the
         // store's result decides; the slaves' is not asked for.
-        b.put.put_and_answer(vec![msg], origin, Reply::to(channel, request), move |r, _| match r.status {
+        b.put.put_and_answer(vec![msg], origin, Reply::to(channel, request), move |r, _, _| match r.status {
             PutStatus::PutOk => RemotingCommand::response_to(&answer_to, ResponseCode::SUCCESS),
             status => RemotingCommand::error_response(&answer_to, ResponseCode::SYSTEM_ERROR, format!("{status:?}")),
         })

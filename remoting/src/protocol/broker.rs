@@ -93,6 +93,8 @@ command_header! {
         pub queue_id: i32 => "queueId",
         pub queue_offset: i64 => "queueOffset",
         pub transaction_id: Option<String> => "transactionId",
+        /// 5.3.x: the handle RECALL_MESSAGE takes to cancel a timer message.
+        pub recall_handle: Option<String> => "recallHandle",
     }
 }
 
@@ -233,5 +235,20 @@ command_header! {
         pub origin_topic: Option<String> => "originTopic",
         pub unit_mode: Option<bool> => "unitMode",
         pub max_reconsume_times: Option<i32> => "maxReconsumeTimes",
+    }
+}
+
+command_header! {
+    /// RECALL_MESSAGE (5.3.x): cancel a timer message by the handle its send answered with.
+    pub struct RecallMessageRequestHeader {
+        pub producer_group: Option<String> => "producerGroup",
+        pub topic: String => "topic",
+        pub recall_handle: String => "recallHandle",
+    }
+}
+
+command_header! {
+    pub struct RecallMessageResponseHeader {
+        pub msg_id: String => "msgId",
     }
 }

@@ -15,6 +15,19 @@ pub const DELAY: &str = "DELAY";
 pub const REAL_TOPIC: &str = "REAL_TOPIC";
 pub const REAL_QID: &str = "REAL_QID";
 
+/// 5.x timer messages (Java `MessageConst`): what a producer asks for (an absolute time, or a
+/// delay in seconds or milliseconds), and what the broker adds: the due time it rounded
+/// (`TIMER_OUT_MS`), when the timer took and released it, how often it was rolled, and on a recall
+/// marker the `topic+uniqKey` it cancels.
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+
 pub fn parse(s: &str) -> IndexMap<String, String> {
     let mut map = IndexMap::new();
     for pair in s.split(PROPERTY_SEPARATOR) {

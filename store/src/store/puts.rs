@@ -28,6 +28,19 @@ impl MessageStore {
         result
     }
 
+    /// Appends one message and answers once it is appended, whatever the flush policy says
+    /// ([`AppendLog::append_no_wait`]): the timer's releases and the schedule's deliveries.
+    pub fn put_message_no_wait(&self, msg: &MessageToStore) -> PutMessageResult {
+        if let Some(refused) = self.refuse_put() {
+            return refused;
+        }
+        let Some(appender) = self.appender() else { return Self::no_appender() };
+        let result = appender.append_no_wait(std::slice::from_ref(msg));
+        self.wake_dispatch();
+        self.appended();
+        result
+    }
+
     /// As [`MessageStore::put_messages`], with the result handed to `done`; under SYNC_FLUSH
     /// from the flush service once the records are on disk, so the caller's thread is not held.
     pub fn put_messages_then(&self, msgs: &[MessageToStore], done: PutCallback) {

@@ -1,0 +1,860 @@
+//! The timer itself (Java 5.3.3's `TimerMessageStore`), over the wheel, the log and the
+//! checkpoint:
+//!
+//! - **Enqueue**: the timer reads the timer topic's queue 0 from its queue offset, as a consumer
+//!   would (the [`TimerArrivals`] dispatcher wakes it when a record lands there). A message due
+//!   before the write time (the current slot) is released at once; any other gets a unit in the
+//!   log, linked to the previous unit of its slot, and the slot's last position and count move.
+//!   A message due beyond the roll window gets a unit in a slot inside it, marked rolled: when
+//!   that slot comes it is put back into the timer topic, to be taken in again (Java's rolling).
+//! - **Dequeue** (on a master only): slot by slot up to the write time, the slot's units are
+//!   walked back from its last one; delete markers first, whose `topic+uniqKey` cancel the
+//!   messages they name; then the others, oldest first, each put into its real topic and queue
+//!   (or, rolled, back into the timer topic) with `TIMER_ENQUEUE_MS`, `TIMER_DEQUEUE_MS` and
+//!   `TIMER_ROLL_TIMES` as Java adds them. Only then does the read time move past the slot.
+//! - **Never early**: a message due at `t` lies in the slot of `t` rounded down to the precision
+//!   (one slot earlier when `t` is on a boundary, as admission rounds it), and that slot is read
+//!   only once the write time, the current time rounded down, has passed it.
+//! - **Once**: the checkpoint holds the read time and the queue offset up to which everything was
+//!   done, and (ours) where in the commit log the releases after them may start. After a crash,
+//!   the releases already in the commit log past that mark are found (through the consume queues,
+//!   by their `TIMER_DEQUEUE_MS`) and not made again. Java, lacking the mark, releases them again.
+//! - **Bounded**: pending timers live in the wheel and the log only; memory holds one slot's
+//!   units at a time while it is released.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use remoting::clock::now_ms;
+use remoting::service::{Service, Waker};
+use tracing::{info, warn};
+
+use super::checkpoint::{CheckpointValues, DeliveryMark, TimerCheckpoint};
+use super::log::{TimerLog, Unit, UNIT_SIZE};
+use super::metrics::TimerMetrics;
+use super::wheel::{Slot, TimerWheel};
+use super::{delete_key, java_string_hash, MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
+use crate::config::{BrokerRole, MessageStoreConfig};
+use crate::dispatch::{DispatchRequest, Dispatcher};
+use crate::message::properties;
+use crate::message::record::{decode_record, DecodedRecord, RecordAt};
+use crate::message::MessageToStore;
+use crate::store::MessageStore;
+
+/// What a put of a released message came to (Java's `PUT_OK`, `PUT_NEED_RETRY`, `PUT_NO_RETRY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutOutcome {
+    Ok,
+    Retry,
+    Drop,
+}
+
+/// Where released messages go: the broker's put pipeline (which counts them as Java counts the
+/// timer's puts). `rolled` puts go back into the timer topic.
+pub trait TimerSink: Send + Sync {
+    fn put(&self, msg: &MessageToStore, rolled: bool) -> PutOutcome;
+}
+
+/// Wakes the enqueue loop when a record lands in the timer topic.
+pub struct TimerArrivals {
+    waker: OnceLock<Waker>,
+}
+
+impl Dispatcher for TimerArrivals {
+    fn dispatch(&self, request: &DispatchRequest<'_>) {
+        if request.topic() == TIMER_TOPIC {
+            if let Some(waker) = self.waker.get() {
+                waker.wake();
+            }
+        }
+    }
+
+    fn runs_on_recovery(&self) -> bool {
+        false
+    }
+}
+
+/// A release as the commit log shows it: where it went and which timer it was.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Released {
+    topic: String,
+    queue_id: i32,
+    uniq_key: String,
+    out_ms: String,
+    roll_times: String,
+}
+
+impl Released {
+    fn of(topic: &str, queue_id: i32, props: &str) -> Option<Released> {
+        Some(Released {
+            topic: topic.to_owned(),
+            queue_id,
+            uniq_key: properties::get(props, properties::UNIQ_KEY)?.to_owned(),
+            out_ms: properties::get(props, properties::TIMER_OUT_MS)?.to_owned(),
+            roll_times: properties::get(props, properties::TIMER_ROLL_TIMES).unwrap_or("").to_owned(),
+        })
+    }
+}
+
+/// The timer's moving state, under one lock: enqueue and dequeue agree on the write time through
+/// it, so a unit is never added to a slot the dequeue has passed.
+struct State {
+    wheel: TimerWheel,
+    log: TimerLog,
+    curr_read_ms: i64,
+    curr_write_ms: i64,
+    /// Every slot before it was released (Java `commitReadTimeMs`).
+    commit_read_ms: i64,
+    curr_queue_offset: i64,
+    /// Every timer-topic message before it is in the wheel or released (Java `commitQueueOffset`).
+    commit_queue_offset: i64,
+    /// The commit-log end when `commit_read_ms` / `commit_queue_offset` last moved: releases for
+    /// what they do not cover lie after these.
+    read_mark: i64,
+    queue_mark: i64,
+    /// Timers in slots from the read time on (Java's `getAllNum`, kept as a count).
+    pending: i64,
+    last_version_read_ms: i64,
+    last_version_queue_offset: i64,
+}
+
+/// Numbers for `brokerStatus`, GET_TIMER_* and metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimerProgress {
+    pub curr_read_ms: i64,
+    pub commit_read_ms: i64,
+    pub curr_write_ms: i64,
+    pub queue_offset: i64,
+    pub commit_queue_offset: i64,
+    pub max_queue_offset: i64,
+    pub pending: i64,
+    pub enqueued: u64,
+    pub dequeued: u64,
+}
+
+pub struct TimerStore {
+    store: Arc<MessageStore>,
+    config: MessageStoreConfig,
+    precision: i64,
+    slots_total: i64,
+    roll_window_slots: i64,
+    state: Mutex<State>,
+    checkpoint: Mutex<TimerCheckpoint>,
+    metrics: TimerMetrics,
+    arrivals: Arc<TimerArrivals>,
+    /// Releases found in the commit log after a crash, not to be made again.
+    released: Mutex<HashSet<Released>>,
+    sink: OnceLock<Arc<dyn TimerSink>>,
+    /// Whether this broker releases timers (a master; Java `shouldRunningDequeue`).
+    dequeue_on: AtomicBool,
+    /// Bumped when `dequeue_on` changes, so a release pass that saw it change does not move on.
+    role_epoch: AtomicU64,
+    services: Mutex<Vec<Service>>,
+    enqueued: AtomicU64,
+    dequeued: AtomicU64,
+    started_ms: AtomicU64,
+}
+
+/// Java's `TimerMessageStore.getTimerWheelPath` and `getTimerLogPath`, and the broker's
+/// `BrokerPathConfigHelper` paths of the checkpoint and metrics.
+pub fn wheel_path(config: &MessageStoreConfig) -> PathBuf {
+    config.root_dir().join("timerwheel")
+}
+
+pub fn log_dir(config: &MessageStoreConfig) -> PathBuf {
+    config.root_dir().join("timerlog")
+}
+
+pub fn checkpoint_path(config: &MessageStoreConfig) -> PathBuf {
+    config.root_dir().join("config").join("timercheck")
+}
+
+pub fn metrics_path(config: &MessageStoreConfig) -> PathBuf {
+    config.root_dir().join("config").join("timermetrics")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TimerOpenError {
+    #[error("timer wheel: {0}")]
+    Wheel(std::io::Error),
+    #[error("timer log: {0}")]
+    Log(crate::mapped_file_queue::LoadError),
+    #[error("timer checkpoint: {0}")]
+    Checkpoint(std::io::Error),
+}
+
+impl TimerStore {
+    /// Opens the timer's files next to `store`'s and recovers them as Java's `recover` does.
+    /// Register [`TimerStore::arrivals`] as a dispatcher before the store starts.
+    pub fn open(store: Arc<MessageStore>) -> Result<Arc<TimerStore>, TimerOpenError> {
+        let config = store.config().clone();
+        let precision = config.timer_precision();
+        let slots_total = TIMER_WHEEL_TTL_DAY * 24 * 3600;
+        let roll_window_slots = if config.timer_roll_window_slot > slots_total - TIMER_BLANK_SLOTS || config.timer_roll_window_slot < 2 {
+            slots_total - TIMER_BLANK_SLOTS
+        } else {
+            config.timer_roll_window_slot
+        };
+        let wheel = TimerWheel::open(&wheel_path(&config), slots_total, precision).map_err(TimerOpenError::Wheel)?;
+        let log = TimerLog::open(log_dir(&config), config.mapped_file_size_timer_log).map_err(TimerOpenError::Log)?;
+        let checkpoint = TimerCheckpoint::open(&checkpoint_path(&config)).map_err(TimerOpenError::Checkpoint)?;
+        let metrics = TimerMetrics::load(&metrics_path(&config));
+        let state = State {
+            wheel,
+            log,
+            curr_read_ms: 0,
+            curr_write_ms: 0,
+            commit_read_ms: 0,
+            curr_queue_offset: 0,
+            commit_queue_offset: 0,
+            read_mark: 0,
+            queue_mark: 0,
+            pending: 0,
+            last_version_read_ms: 0,
+            last_version_queue_offset: 0,
+        };
+        let timer = TimerStore {
+            store,
+            config,
+            precision,
+            slots_total,
+            roll_window_slots,
+            state: Mutex::new(state),
+            checkpoint: Mutex::new(checkpoint),
+            metrics,
+            arrivals: Arc::new(TimerArrivals { waker: OnceLock::new() }),
+            released: Mutex::new(HashSet::new()),
+            sink: OnceLock::new(),
+            dequeue_on: AtomicBool::new(false),
+            role_epoch: AtomicU64::new(0),
+            services: Mutex::new(Vec::new()),
+            enqueued: AtomicU64::new(0),
+            dequeued: AtomicU64::new(0),
+            started_ms: AtomicU64::new(0),
+        };
+        timer.recover();
+        Ok(Arc::new(timer))
+    }
+
+    /// The dispatcher that wakes the enqueue loop.
+    pub fn arrivals(&self) -> Arc<dyn Dispatcher> {
+        self.arrivals.clone()
+    }
+
+    pub fn precision_ms(&self) -> i64 {
+        self.precision
+    }
+
+    pub fn metrics(&self) -> &TimerMetrics {
+        &self.metrics
+    }
+
+    fn format(&self, ms: i64) -> i64 {
+        ms / self.precision * self.precision
+    }
+
+    /// Java's `recover`: the log's tail is walked from a segment before its last flushed end and
+    /// every good unit re-linked into its slot; the log is cut after the last good unit; the
+    /// queue offset continues after the message of the last unit (or from the checkpoint); the
+    /// read time is the checkpoint's, no older than the wheel can hold.
+    fn recover(&self) {
+        let cp = self.checkpoint.lock().values;
+        let mut guard = self.state.lock();
+        let s = &mut *guard;
+        let file_size = s.log.file_size() as i64;
+        let begin = (cp.last_timer_log_flush_pos - file_size).max(0);
+        let end = {
+            let (log, wheel) = (&s.log, &mut s.wheel);
+            log.recover(begin, true, |pos, unit| wheel.revise_slot(unit.delayed_ms(), None, Some(pos), true))
+        };
+        let queue_offset = self.queue_offset_after(&s.log, end).map_or(cp.last_timer_queue_offset, |o| o + 1);
+        let mut queue_offset = queue_offset.min(cp.master_timer_queue_offset.max(cp.last_timer_queue_offset));
+        if let Some(cq) = self.store.find_queue(TIMER_TOPIC, 0) {
+            queue_offset = queue_offset.clamp(cq.min_offset(), cq.max_offset().max(cq.min_offset()));
+        }
+        let oldest = self.format(now_ms()) - self.slots_total * self.precision + TIMER_BLANK_SLOTS * self.precision;
+        let read_ms = cp.last_read_time_ms.max(oldest);
+        let min_first = s.wheel.check_phy_pos(read_ms, end);
+        if min_first < end {
+            warn!(min_first, end, "timer wheel points past the timer log; re-linking from there");
+            let (log, wheel) = (&s.log, &mut s.wheel);
+            log.recover(min_first, false, |pos, unit| wheel.revise_slot(unit.delayed_ms(), None, Some(pos), true));
+        }
+        s.curr_queue_offset = queue_offset;
+        s.commit_queue_offset = queue_offset;
+        s.curr_read_ms = read_ms;
+        s.commit_read_ms = read_ms;
+        s.pending = s.wheel.all_num(read_ms);
+        s.last_version_read_ms = read_ms;
+        s.last_version_queue_offset = queue_offset;
+        let mark = self.checkpoint.lock().mark.map_or(i64::MAX, |m| m.scan_from);
+        s.read_mark = mark;
+        s.queue_mark = mark;
+        info!(read_ms, queue_offset, log_end = end, pending = s.pending, "timer recovered");
+    }
+
+    /// The timer-topic queue offset of the message of the last unit before `end` (Java
+    /// `reviseQueueOffset`, checked against the consume queue).
+    fn queue_offset_after(&self, log: &TimerLog, end: i64) -> Option<i64> {
+        let unit = log.unit_at(end - UNIT_SIZE as i64)?;
+        let bytes = self.store.look_message_by_offset(unit.offset_py)?;
+        let Ok(RecordAt::Record(record)) = decode_record(&bytes, false) else { return None };
+        let cq = self.store.find_queue(TIMER_TOPIC, record.queue_id)?;
+        let mut at = record.queue_offset;
+        for _ in 0..20_000 {
+            if at < cq.min_offset() {
+                break;
+            }
+            if cq.get(at).is_some_and(|u| u.phy_offset == unit.offset_py && u.size == unit.size_py) {
+                return Some(at);
+            }
+            at -= 1;
+        }
+        Some(record.queue_offset)
+    }
+
+    /// Starts the loops; `dequeue` when this broker is the master.
+    pub fn start(self: &Arc<Self>, sink: Arc<dyn TimerSink>, dequeue: bool) -> std::io::Result<()> {
+        let _ = self.sink.set(sink);
+        self.dequeue_on.store(dequeue, Ordering::Release);
+        self.started_ms.store(now_ms().max(0) as u64, Ordering::Release);
+        let idle = Duration::from_millis((100 * self.precision / 1000).max(10) as u64);
+        let mut services = self.services.lock();
+
+        let timer = self.clone();
+        let enqueue = Service::spawn("TimerEnqueueService", move |cx| {
+            while !timer.ready() {
+                if !cx.wait(Duration::from_millis(20)) {
+                    return;
+                }
+            }
+            loop {
+                while !cx.is_stopped() && timer.enqueue_batch() {}
+                if !cx.wait(idle) {
+                    return;
+                }
+            }
+        })?;
+        let _ = self.arrivals.waker.set(enqueue.waker());
+        services.push(enqueue);
+
+        let timer = self.clone();
+        services.push(Service::spawn("TimerDequeueService", move |cx| {
+            while !timer.ready() {
+                if !cx.wait(Duration::from_millis(20)) {
+                    return;
+                }
+            }
+            loop {
+                while !cx.is_stopped() && timer.dequeue_slot() >= 0 {}
+                // Sleep to just past the next slot boundary.
+                let now = now_ms();
+                let next = timer.format(now) + timer.precision;
+                let wait = ((next - now) as u64).clamp(1, idle.as_millis() as u64 * 10);
+                if !cx.wait(Duration::from_millis(wait)) {
+                    return;
+                }
+            }
+        })?);
+
+        let timer = self.clone();
+        let flush_every = Duration::from_millis(self.config.timer_flush_interval_ms.max(10));
+        services.push(Service::every("TimerFlushService", flush_every, true, move || timer.flush())?);
+
+        let timer = self.clone();
+        services.push(Service::every("TimerCleanService", Duration::from_secs(30), false, move || {
+            let min = timer.store.min_phy_offset();
+            let deleted = timer.state.lock().log.delete_expired(min);
+            if deleted > 0 {
+                info!(deleted, "timer log segments below the commit log deleted");
+            }
+        })?);
+        info!(dequeue, "timer started");
+        Ok(())
+    }
+
+    /// Stops the loops and writes the checkpoint.
+    pub fn shutdown(&self) {
+        let services: Vec<Service> = std::mem::take(&mut *self.services.lock());
+        for s in &services {
+            s.stop();
+        }
+        self.flush();
+    }
+
+    /// Whether releases may start: the dispatcher has caught up (so the consume queues show
+    /// every release made before a crash), the releases past the checkpoint's mark are known,
+    /// and `disappearTimeAfterStart` has passed.
+    fn ready(&self) -> bool {
+        if !self.store.dispatched_all() {
+            return false;
+        }
+        let mark = self.checkpoint.lock().mark.take();
+        if let Some(mark) = mark {
+            let found = self.releases_since(mark.scan_from);
+            info!(scan_from = mark.scan_from, found = found.len(), "timer releases made after the checkpoint found");
+            self.released.lock().extend(found);
+        }
+        let delay = self.config.disappear_time_after_start;
+        delay <= 0 || now_ms() >= self.started_ms.load(Ordering::Acquire) as i64 + delay
+    }
+
+    /// Releases at or after `scan_from` in the commit log, found through the tails of the consume
+    /// queues.
+    fn releases_since(&self, scan_from: i64) -> HashSet<Released> {
+        let mut found = HashSet::new();
+        for cq in self.store.queues() {
+            let mut at = cq.max_offset() - 1;
+            while at >= cq.min_offset() {
+                let Some(unit) = cq.get(at) else { break };
+                if unit.phy_offset < scan_from {
+                    break;
+                }
+                if let Some(bytes) = self.store.look_message_by_offset(unit.phy_offset) {
+                    if let Ok(RecordAt::Record(r)) = decode_record(&bytes, false) {
+                        if r.property(properties::TIMER_DEQUEUE_MS).is_some() {
+                            if let Some(key) = Released::of(r.topic, r.queue_id, r.properties) {
+                                found.insert(key);
+                            }
+                        }
+                    }
+                }
+                at -= 1;
+            }
+        }
+        found
+    }
+
+    /// Sets whether this broker releases timers (it became master, or stopped being one). As
+    /// Java's `checkBrokerRole`, a new master continues from the checkpoint's read time.
+    pub fn set_dequeue(&self, on: bool) {
+        if self.dequeue_on.swap(on, Ordering::AcqRel) == on {
+            return;
+        }
+        self.role_epoch.fetch_add(1, Ordering::AcqRel);
+        let cp = self.checkpoint.lock().values;
+        let mut s = self.state.lock();
+        if on {
+            s.curr_queue_offset = s.curr_queue_offset.min(cp.master_timer_queue_offset.max(cp.last_timer_queue_offset));
+            s.commit_queue_offset = s.curr_queue_offset;
+            s.curr_read_ms = cp.last_read_time_ms.max(s.curr_read_ms.min(cp.last_read_time_ms));
+            s.commit_read_ms = s.curr_read_ms;
+            s.pending = s.wheel.all_num(s.curr_read_ms);
+        }
+    }
+
+    fn is_slave(&self) -> bool {
+        self.store.role() == BrokerRole::Slave
+    }
+
+    /// One batch of the timer topic into the wheel; true when there was something.
+    fn enqueue_batch(&self) -> bool {
+        if self.config.timer_stop_enqueue {
+            return false;
+        }
+        let Some(cq) = self.store.find_queue(TIMER_TOPIC, 0) else {
+            self.move_write_time();
+            return false;
+        };
+        let (mut offset, master_offset) = {
+            let mut s = self.state.lock();
+            if s.curr_queue_offset < cq.min_offset() {
+                warn!(offset = s.curr_queue_offset, min = cq.min_offset(), "timer queue offset below the queue; moved up");
+                s.curr_queue_offset = cq.min_offset();
+            }
+            (s.curr_queue_offset, self.checkpoint.lock().values.master_timer_queue_offset)
+        };
+        let slave = self.is_slave() && !self.dequeue_on.load(Ordering::Acquire);
+        let mut did = 0;
+        while did < 256 {
+            if slave && offset >= master_offset {
+                break;
+            }
+            let Some(unit) = cq.get(offset) else { break };
+            if let Some(bytes) = self.store.look_message_by_offset(unit.phy_offset) {
+                match decode_record(&bytes, false) {
+                    Ok(RecordAt::Record(record)) => {
+                        if !self.enqueue_one(&record, unit.phy_offset, unit.size) {
+                            // The release failed for good reasons to retry: stay on this message.
+                            break;
+                        }
+                    }
+                    _ => warn!(offset, phy = unit.phy_offset, "timer message unreadable; skipped"),
+                }
+            } else {
+                warn!(offset, phy = unit.phy_offset, "timer message missing from the commit log; skipped");
+            }
+            offset += 1;
+            did += 1;
+            self.state.lock().curr_queue_offset = offset;
+        }
+        let mut s = self.state.lock();
+        if s.commit_queue_offset != offset {
+            s.commit_queue_offset = offset;
+            s.queue_mark = self.store.max_phy_offset();
+        }
+        self.move_write_time_locked(&mut s);
+        did > 0
+    }
+
+    /// Takes one timer message: into the wheel, or released at once when already due.
+    /// False when a due release could not be made (retry later).
+    fn enqueue_one(&self, record: &DecodedRecord<'_>, offset_py: i64, size_py: i32) -> bool {
+        let Some(out_ms) = record.property(properties::TIMER_OUT_MS).and_then(|t| t.trim().parse::<i64>().ok()) else {
+            warn!(offset_py, "timer message without a valid TIMER_OUT_MS; skipped");
+            return true;
+        };
+        let real_topic = record.property(properties::REAL_TOPIC).unwrap_or("");
+        let is_delete = record.property(properties::TIMER_DEL_UNIQKEY).is_some();
+        {
+            let mut s = self.state.lock();
+            let due_now = self.dequeue_on.load(Ordering::Acquire) && out_ms < s.curr_write_ms;
+            if !due_now {
+                let write_ms = s.curr_write_ms;
+                let mut magic = MAGIC_DEFAULT;
+                let mut delayed = out_ms;
+                let window = self.roll_window_slots * self.precision;
+                if delayed - write_ms >= window {
+                    magic |= MAGIC_ROLL;
+                    delayed = if delayed - write_ms - window < self.roll_window_slots / 3 * self.precision {
+                        write_ms + self.roll_window_slots / 2 * self.precision
+                    } else {
+                        write_ms + window
+                    };
+                }
+                if is_delete {
+                    magic |= MAGIC_DELETE;
+                }
+                let slot = s.wheel.slot(delayed);
+                let unit = Unit {
+                    prev_pos: slot.last_pos,
+                    magic,
+                    enqueue_ms: write_ms,
+                    delay_ms: (delayed - write_ms) as i32,
+                    offset_py,
+                    size_py,
+                    topic_hash: java_string_hash(real_topic),
+                };
+                match s.log.append(&unit) {
+                    Ok(pos) => {
+                        let num = if is_delete { slot.num - 1 } else { slot.num + 1 };
+                        let first = if slot.first_pos == -1 { pos } else { slot.first_pos };
+                        let slot_magic = if slot.is_empty() { 0 } else { slot.magic };
+                        s.wheel.put_slot(delayed, first, pos, num, slot_magic);
+                        s.pending += if is_delete { -1 } else { 1 };
+                        drop(s);
+                        self.add_metric(real_topic, record.property(properties::TIMER_ENQUEUE_MS), if is_delete { -1 } else { 1 });
+                        self.enqueued.fetch_add(1, Ordering::Relaxed);
+                        return true;
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "timer log append failed; will retry");
+                        return false;
+                    }
+                }
+            }
+        }
+        // Due already: released now, never entered (Java marks TIMER_ENQUEUE_MS = Long.MAX).
+        self.enqueued.fetch_add(1, Ordering::Relaxed);
+        if is_delete {
+            return true; // a delete marker is never put (Java: PUT_NO_RETRY)
+        }
+        self.release(record, i64::MAX, false)
+    }
+
+    fn add_metric(&self, real_topic: &str, enqueue_ms: Option<&str>, delta: i64) {
+        if real_topic.is_empty() || enqueue_ms.and_then(|e| e.parse::<i64>().ok()) == Some(i64::MAX) {
+            return;
+        }
+        self.metrics.add(real_topic, delta, now_ms());
+    }
+
+    fn move_write_time(&self) {
+        let mut s = self.state.lock();
+        self.move_write_time_locked(&mut s);
+    }
+
+    fn move_write_time_locked(&self, s: &mut State) {
+        let now = self.format(now_ms());
+        if s.curr_write_ms < now {
+            s.curr_write_ms = now;
+        }
+    }
+
+    /// Releases one slot: -1 when there is nothing to do (caught up, not the master, stopped),
+    /// 0 for an empty slot, 1 for a slot released.
+    fn dequeue_slot(&self) -> i32 {
+        if self.config.timer_stop_dequeue || !self.dequeue_on.load(Ordering::Acquire) {
+            if !self.dequeue_on.load(Ordering::Acquire) {
+                // A slave follows the checkpoint its master's reads come in by.
+                let read = self.checkpoint.lock().values.last_read_time_ms;
+                let mut s = self.state.lock();
+                if read > s.curr_read_ms {
+                    s.curr_read_ms = read;
+                    s.commit_read_ms = read;
+                }
+            }
+            return -1;
+        }
+        let epoch = self.role_epoch.load(Ordering::Acquire);
+        let (read_ms, slot, units) = {
+            let mut s = self.state.lock();
+            self.move_write_time_locked(&mut s);
+            if s.curr_read_ms >= s.curr_write_ms {
+                return -1;
+            }
+            let read_ms = s.curr_read_ms;
+            let slot = s.wheel.slot(read_ms);
+            if slot.is_empty() {
+                self.move_read_time(&mut s, 0);
+                return 0;
+            }
+            let units = self.slot_units(&s.log, &slot);
+            (read_ms, slot, units)
+        };
+        let mut deletes = HashSet::new();
+        for unit in units.iter().filter(|u| u.magic & MAGIC_DELETE != 0 && u.magic & MAGIC_ROLL == 0) {
+            if let Some(key) = self.message_at(unit).and_then(|b| {
+                let Ok(RecordAt::Record(r)) = decode_record(&b, false) else { return None };
+                r.property(properties::TIMER_DEL_UNIQKEY).map(str::to_owned)
+            }) {
+                deletes.insert(key);
+            }
+        }
+        for unit in units.iter().rev().filter(|u| !(u.magic & MAGIC_DELETE != 0 && u.magic & MAGIC_ROLL == 0)) {
+            if self.role_epoch.load(Ordering::Acquire) != epoch || !self.dequeue_on.load(Ordering::Acquire) {
+                return -1;
+            }
+            let Some(bytes) = self.message_at(unit) else {
+                warn!(offset_py = unit.offset_py, "timer message missing from the commit log; not released");
+                continue;
+            };
+            let Ok(RecordAt::Record(record)) = decode_record(&bytes, false) else { continue };
+            let deleted = record.property(properties::UNIQ_KEY).is_some_and(|uniq| {
+                let topic = record.property(properties::REAL_TOPIC).unwrap_or("");
+                deletes.contains(&delete_key(topic, uniq))
+            });
+            if deleted {
+                continue;
+            }
+            let rolled = unit.magic & MAGIC_ROLL != 0;
+            self.add_metric(record.property(properties::REAL_TOPIC).unwrap_or(""), record.property(properties::TIMER_ENQUEUE_MS), -1);
+            while !self.release(&record, unit.enqueue_ms, rolled) {
+                if self.role_epoch.load(Ordering::Acquire) != epoch {
+                    return -1;
+                }
+                std::thread::sleep(Duration::from_millis((500 * self.precision / 1000) as u64));
+            }
+        }
+        if self.role_epoch.load(Ordering::Acquire) != epoch {
+            return -1;
+        }
+        let mut s = self.state.lock();
+        if s.curr_read_ms == read_ms {
+            self.move_read_time(&mut s, slot.num as i64);
+        }
+        1
+    }
+
+    fn move_read_time(&self, s: &mut State, released: i64) {
+        s.curr_read_ms += self.precision;
+        s.commit_read_ms = s.curr_read_ms;
+        s.read_mark = self.store.max_phy_offset();
+        s.pending = (s.pending - released).max(0);
+    }
+
+    /// The units of a slot, last added first, by their back links (bounded by the log: a link
+    /// must point backwards).
+    fn slot_units(&self, log: &TimerLog, slot: &Slot) -> Vec<Unit> {
+        let mut units = Vec::new();
+        let mut pos = slot.last_pos;
+        while pos >= 0 {
+            let Some(unit) = log.unit_at(pos) else { break };
+            units.push(unit);
+            if unit.prev_pos >= pos {
+                warn!(pos, prev = unit.prev_pos, "timer log link points forward; slot cut there");
+                break;
+            }
+            pos = unit.prev_pos;
+        }
+        units
+    }
+
+    fn message_at(&self, unit: &Unit) -> Option<Vec<u8>> {
+        let bytes = self.store.read_phy(unit.offset_py, usize::try_from(unit.size_py).ok()?)?;
+        Some(bytes)
+    }
+
+    /// Puts one message out (Java `convert` + `doPut`): into its real topic and queue, or when
+    /// `rolled` back into the timer topic; false when it should be retried. Gives up after three
+    /// failures unless `timerEnableRetryUntilSuccess`, as Java.
+    fn release(&self, record: &DecodedRecord<'_>, enqueue_ms: i64, rolled: bool) -> bool {
+        let Some(msg) = self.convert(record, enqueue_ms, rolled) else { return true };
+        if let Some(key) = Released::of(&msg.topic, msg.queue_id, &msg.properties) {
+            if self.released.lock().remove(&key) {
+                info!(topic = %msg.topic, uniq = %key.uniq_key, "timer release already in the commit log; not made again");
+                return true;
+            }
+        }
+        let Some(sink) = self.sink.get() else { return false };
+        let mut failures = 0;
+        loop {
+            match sink.put(&msg, rolled) {
+                PutOutcome::Ok => {
+                    self.dequeued.fetch_add(1, Ordering::Relaxed);
+                    return true;
+                }
+                PutOutcome::Drop => {
+                    warn!(topic = %msg.topic, "timer message refused for good; dropped");
+                    return true;
+                }
+                PutOutcome::Retry => {
+                    failures += 1;
+                    if !self.config.timer_enable_retry_until_success && failures >= 3 {
+                        warn!(topic = %msg.topic, failures, "timer message not released after retries; dropped");
+                        return true;
+                    }
+                    if !self.dequeue_on.load(Ordering::Acquire) {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_millis((500 * self.precision / 1000) as u64));
+                }
+            }
+        }
+    }
+
+    /// The message to put for a release (Java `convert` and `convertMessage`).
+    fn convert(&self, record: &DecodedRecord<'_>, enqueue_ms: i64, rolled: bool) -> Option<MessageToStore> {
+        let mut props = properties::parse(record.properties);
+        if enqueue_ms != -1 {
+            props.insert(properties::TIMER_ENQUEUE_MS.to_owned(), enqueue_ms.to_string());
+        }
+        if rolled {
+            let times = props.get(properties::TIMER_ROLL_TIMES).and_then(|t| t.parse::<i64>().ok()).unwrap_or(0) + 1;
+            props.insert(properties::TIMER_ROLL_TIMES.to_owned(), times.to_string());
+        }
+        props.insert(properties::TIMER_DEQUEUE_MS.to_owned(), now_ms().to_string());
+        let mut msg = record.to_message();
+        if !rolled {
+            let topic = props.shift_remove(properties::REAL_TOPIC);
+            let queue = props.shift_remove(properties::REAL_QID).and_then(|q| q.parse::<i32>().ok());
+            match (topic, queue) {
+                (Some(topic), Some(queue)) if remoting::protocol::name::TopicName::new(&topic).is_ok() && (0..=u16::MAX as i32).contains(&queue) => {
+                    msg.topic = topic;
+                    msg.queue_id = queue;
+                }
+                _ => {
+                    warn!(offset = record.physical_offset, "timer message names no valid real topic and queue; not released");
+                    return None;
+                }
+            }
+        }
+        msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        Some(msg)
+    }
+
+    /// Java `prepareTimerCheckPoint` and the flush service's pass: the log, the wheel, then the
+    /// checkpoint (which never claims more than what is on disk before it), then the metrics.
+    pub fn flush(&self) {
+        let (values, mark) = {
+            let s = self.state.lock();
+            let mut cp = self.checkpoint.lock();
+            let mut v = cp.values;
+            v.last_timer_log_flush_pos = s.log.flushed_offset();
+            v.last_read_time_ms = s.commit_read_ms;
+            if self.dequeue_on.load(Ordering::Acquire) {
+                v.master_timer_queue_offset = s.commit_queue_offset;
+                if s.commit_read_ms != s.last_version_read_ms || s.commit_queue_offset != s.last_version_queue_offset {
+                    v.data_version.next(0, now_ms());
+                }
+            }
+            v.last_timer_queue_offset = s.commit_queue_offset.min(v.master_timer_queue_offset);
+            cp.values = v;
+            let mark = s.read_mark.min(s.queue_mark);
+            (v, (mark != i64::MAX).then_some(DeliveryMark { scan_from: mark }))
+        };
+        {
+            let s = self.state.lock();
+            if let Err(e) = s.log.flush() {
+                warn!(error = %e, "timer log flush failed");
+                return;
+            }
+            if let Err(e) = s.wheel.flush() {
+                warn!(error = %e, "timer wheel flush failed");
+                return;
+            }
+        }
+        {
+            let mut s = self.state.lock();
+            s.last_version_read_ms = values.last_read_time_ms;
+            s.last_version_queue_offset = s.commit_queue_offset;
+        }
+        let mut cp = self.checkpoint.lock();
+        cp.values = values;
+        if cp.mark.is_none() || mark.is_some() {
+            cp.mark = mark;
+        }
+        if let Err(e) = cp.flush() {
+            warn!(error = %e, "timer checkpoint flush failed");
+        }
+        drop(cp);
+        if let Err(e) = self.metrics.persist() {
+            warn!(error = %e, "timer metrics not written");
+        }
+    }
+
+    /// The checkpoint as GET_TIMER_CHECK_POINT answers it.
+    pub fn checkpoint_values(&self) -> CheckpointValues {
+        self.checkpoint.lock().values
+    }
+
+    /// A slave takes its master's checkpoint (5.x `SlaveSynchronize.syncTimerCheckPoint`): the
+    /// master's queue offset bounds what the slave takes into its wheel, its read time is where
+    /// the slave would continue as master.
+    pub fn sync_from_master(&self, master: CheckpointValues) {
+        let mut cp = self.checkpoint.lock();
+        cp.values.master_timer_queue_offset = master.master_timer_queue_offset;
+        cp.values.last_read_time_ms = master.last_read_time_ms;
+        cp.values.data_version = master.data_version;
+    }
+
+    pub fn progress(&self) -> TimerProgress {
+        let s = self.state.lock();
+        TimerProgress {
+            curr_read_ms: s.curr_read_ms,
+            commit_read_ms: s.commit_read_ms,
+            curr_write_ms: s.curr_write_ms,
+            queue_offset: s.curr_queue_offset,
+            commit_queue_offset: s.commit_queue_offset,
+            max_queue_offset: self.store.find_queue(TIMER_TOPIC, 0).map_or(0, |cq| cq.max_offset()),
+            pending: s.pending,
+            enqueued: self.enqueued.load(Ordering::Relaxed),
+            dequeued: self.dequeued.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Timers in the slot of `deliver_ms` (Java `getCongestNum`).
+    pub fn congest_num(&self, deliver_ms: i64) -> i64 {
+        self.state.lock().wheel.slot(deliver_ms).num as i64
+    }
+
+    /// Java `isReject`: flow control when a slot holds more than `timerCongestNumEachSlot`
+    /// (certain at twice that, random in between).
+    pub fn is_reject(&self, deliver_ms: i64) -> bool {
+        let limit = self.config.timer_congest_num_each_slot;
+        let congest = self.congest_num(deliver_ms);
+        if congest <= limit {
+            return false;
+        }
+        if congest >= limit.saturating_mul(2) {
+            return true;
+        }
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let roll = (nanos.wrapping_mul(2_654_435_761) % 1000) as f64;
+        roll > 1000.0 * (congest - limit) as f64 / (limit as f64 + 0.1)
+    }
+}

@@ -1,0 +1,49 @@
+//! 5.x timer messages on Java 5.3.3's timer store: the wheel ([`wheel`], `timerwheel`), the log
+//! of units ([`log`], `timerlog/`), the checkpoint ([`checkpoint`], `config/timercheck`), the
+//! per-topic counts ([`metrics`], `config/timermetrics`), and the timer that moves messages
+//! through them ([`TimerStore`]). The broker admits timer messages into [`TIMER_TOPIC`] (its put
+//! pipeline, as Java's `HookUtils`), registers [`TimerStore::arrivals`] as one more dispatcher of
+//! the store, and takes the released messages through its [`TimerSink`].
+
+pub mod checkpoint;
+mod engine;
+pub mod log;
+pub mod metrics;
+pub mod wheel;
+
+pub use engine::{checkpoint_path, log_dir, metrics_path, wheel_path, PutOutcome, TimerOpenError, TimerProgress, TimerSink, TimerStore};
+
+/// Java's `TimerMessageStore.TIMER_TOPIC`.
+pub use remoting::protocol::system_topic::WHEEL_TIMER as TIMER_TOPIC;
+
+/// A unit's magic bits (Java `MAGIC_DEFAULT`, `MAGIC_ROLL`, `MAGIC_DELETE`).
+pub const MAGIC_DEFAULT: i32 = 1;
+pub const MAGIC_ROLL: i32 = 1 << 1;
+pub const MAGIC_DELETE: i32 = 1 << 2;
+
+/// Days the wheel spans at a precision of one second (Java `TIMER_WHEEL_TTL_DAY`): it has
+/// `7 × 86400` slots whatever the precision.
+pub const TIMER_WHEEL_TTL_DAY: i64 = 7;
+/// Slots kept clear between the oldest readable slot and the newest writable one.
+pub const TIMER_BLANK_SLOTS: i64 = 60;
+
+/// Java's `String.hashCode` (over UTF-16 units), which the log keeps per unit for the real topic.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+}
+
+/// What a recall marker names (Java `buildDeleteKey`): `topic+uniqKey`.
+pub fn delete_key(topic: &str, uniq_key: &str) -> String {
+    format!("{topic}+{uniq_key}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn topic_hashes_are_javas() {
+        // "TopicTest".hashCode() and "".hashCode() in Java.
+        assert_eq!(super::java_string_hash(""), 0);
+        assert_eq!(super::java_string_hash("abc"), 96354);
+        assert_eq!(super::java_string_hash("TopicTest"), -1_902_610_879);
+    }
+}
