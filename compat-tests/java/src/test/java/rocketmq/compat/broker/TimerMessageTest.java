@@ -85,9 +85,16 @@ class TimerMessageTest {
      */
     static final long RECEIVE_LATE_LIMIT_MS = LATE_LIMIT_MS + 2000;
     /**
+     * How late the successor of a takeover may store a timer due 2 s after it registered: 1,000 timers fire at ~50 a
+     * second while the other takeover's broker may be starting on the same 2 cores. Java 5.3.3 measured here: up to
+     * 6.4 s (most within 1.1 s); this catches a successor that fires only after some late catch-up.
+     */
+    static final long TAKEOVER_LATE_LIMIT_MS = 15_000;
+    /**
      * How long after the send's answer the broker is killed. Java 5.3.3 writes its timer checkpoint every
-     * timerFlushIntervalMs (1 s); killed within that second, it enqueues the timer again when it starts and delivers
-     * it twice (seen here: two stored copies 11 ms apart), so the kill waits until the timer is past a checkpoint.
+     * timerFlushIntervalMs (1 s) and at start enqueues again from the checkpoint's queue offset, keeping the timer-log
+     * units written after it; killed a few ms after the send it once delivered the timer twice here (two stored copies
+     * 11 ms apart), so the kill waits until the timer is past a checkpoint.
      */
     static final long KILL_AFTER_SEND_MS = 3000;
     /** timerMaxDelaySec's default, 3 days. */
@@ -506,10 +513,10 @@ class TimerMessageTest {
         if (bySuccessor < keys.size() / 2) {
             problems.add("only " + bySuccessor + " of " + keys.size() + " timers were delivered by the successor");
         }
-        // The successor's own timing: a timer due 2 s after it registered is stored on time.
+        // The successor's own timing: a timer due 2 s after it registered is stored within TAKEOVER_LATE_LIMIT_MS.
         List<String> onTime = keys.stream()
             .filter(k -> out.sent.containsKey(k) && out.sent.get(k).dueLow() > t.successorUpAt + 2000).toList();
-        problems.addAll(out.storedLate(onTime));
+        problems.addAll(out.storedLate(onTime, TAKEOVER_LATE_LIMIT_MS));
         System.out.printf("[timer] %s: %s%n", t.name, out.lateness(onTime));
         assertNoProblems(t.name, problems, out);
     }
@@ -635,12 +642,12 @@ class TimerMessageTest {
             return problems;
         }
 
-        /** Keys stored in their topic more than LATE_LIMIT_MS after their time. */
-        List<String> storedLate(List<String> keys) {
+        /** Keys stored in their topic more than {@code limitMs} after their time. */
+        List<String> storedLate(List<String> keys, long limitMs) {
             List<String> late = new ArrayList<>();
             for (String key : keys) {
                 List<Got> g = got.get(key);
-                if (g != null && !g.isEmpty() && g.get(0).stored() > sent.get(key).dueHigh() + LATE_LIMIT_MS) {
+                if (g != null && !g.isEmpty() && g.get(0).stored() > sent.get(key).dueHigh() + limitMs) {
                     late.add(key + " stored " + (g.get(0).stored() - sent.get(key).dueHigh()) + " ms after its time");
                 }
             }
