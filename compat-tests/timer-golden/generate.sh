@@ -27,6 +27,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/timer-golden.XXXXXX")"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -68,20 +69,19 @@ wait_port() {
   done
   die "$3 does not listen on $1: $(tail -40 "$4")"
 }
-jvm() {
-  # the module flags Java RocketMQ needs on JDK 17; a private home, logs and tmp
-  java -Xms128m -Xmx512m -XX:+UseSerialGC \
-    --add-opens java.base/jdk.internal.ref=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
-    --add-opens java.base/java.util=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED \
-    --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
-    -Duser.home="$work/home" -Drocketmq.home.dir="$work/home" -Djava.io.tmpdir="$work/home/tmp" \
-    -Dlogback.configurationFile="$work/home/conf/logback.xml" -Drmq.logback.configurationFile="$work/home/conf/logback.xml" \
-    -Drocketmq.client.logRoot="$work/home/logs" -Dtls.server.mode=disabled "$@"
-}
+# the module flags Java RocketMQ needs on JDK 17; a private home, logs and tmp. Servers are started as
+# `java "${jvm[@]}" ... &` (not through a function), so $! is the JVM's own pid, which the stop and the trap signal.
+jvm=(-Xms128m -Xmx512m -XX:+UseSerialGC
+  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED
+  --add-opens java.base/java.util=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED
+  --add-exports java.base/sun.nio.ch=ALL-UNNAMED
+  -Duser.home="$work/home" -Drocketmq.home.dir="$work/home" -Djava.io.tmpdir="$work/home/tmp"
+  -Dlogback.configurationFile="$work/home/conf/logback.xml" -Drmq.logback.configurationFile="$work/home/conf/logback.xml"
+  -Drocketmq.client.logRoot="$work/home/logs" -Dtls.server.mode=disabled)
 
 ns_port="$(free_block)"
 printf 'listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s\n' "$ns_port" "$work/kvConfig.json" > "$work/namesrv.conf"
-jvm -cp "$namesrv_cp" org.apache.rocketmq.namesrv.NamesrvStartup -c "$work/namesrv.conf" > "$work/namesrv.log" 2>&1 &
+java "${jvm[@]}" -cp "$namesrv_cp" org.apache.rocketmq.namesrv.NamesrvStartup -c "$work/namesrv.conf" > "$work/namesrv.log" 2>&1 &
 pids+=($!); ns_pid=$!
 wait_port "$ns_port" "$ns_pid" "name server" "$work/namesrv.log"
 ns="127.0.0.1:$ns_port"
@@ -109,30 +109,34 @@ timerWheelEnable=true
 timerPrecisionMs=1000
 recallMessageEnable=true
 EOF
-jvm -cp "$broker_cp" org.apache.rocketmq.broker.BrokerStartup -c "$work/broker.conf" -n "$ns" > "$work/broker.log" 2>&1 &
+java "${jvm[@]}" -cp "$broker_cp" org.apache.rocketmq.broker.BrokerStartup -c "$work/broker.conf" -n "$ns" > "$work/broker.log" 2>&1 &
 pids+=($!); broker_pid=$!
 wait_port "$port" "$broker_pid" "broker" "$work/broker.log"
 addr="127.0.0.1:$port"
 
-mqadmin() { jvm -cp "$tools_cp" org.apache.rocketmq.tools.command.MQAdminStartup "$@" -n "$ns"; }
+mqadmin() { java "${jvm[@]}" -cp "$tools_cp" org.apache.rocketmq.tools.command.MQAdminStartup "$@" -n "$ns"; }
 mqadmin updateTopic -b "$addr" -t "$topic" -r 4 -w 4 > "$work/updateTopic.txt" 2>&1
 for _ in $(seq 1 60); do
   if mqadmin topicRoute -t "$topic" 2>/dev/null | grep -q "$broker_name"; then break; fi
   sleep 1
 done
 
-jvm -cp "$client_cp" "$here/TimerGolden.java" send "$ns" "$broker_name" "$topic" | tee "$work/sent.txt"
+java "${jvm[@]}" -cp "$client_cp" "$here/TimerGolden.java" send "$ns" "$broker_name" "$topic" | tee "$work/sent.txt"
 grep -q '^RECALLED ' "$work/sent.txt" || die "the golden sends did not complete"
 # the timer enqueues from its topic's queue within ~100 ms and writes its checkpoint every second
 sleep 4
-jvm -cp "$client_cp" "$here/TimerGolden.java" admin "$addr" > "$work/admin.txt"
+java "${jvm[@]}" -cp "$client_cp" "$here/TimerGolden.java" admin "$addr" > "$work/admin.txt"
 mqadmin brokerStatus -b "$addr" > "$work/brokerStatus.txt" 2>> "$work/mqadmin.err"
 mqadmin clusterList > "$work/clusterList.txt" 2>> "$work/mqadmin.err"
 
+# a clean stop: Java's shutdown hook flushes the wheel, the timer log, the checkpoint and the metrics
 kill -TERM "$broker_pid"
 for _ in $(seq 1 300); do kill -0 "$broker_pid" 2>/dev/null || break; sleep 0.2; done
-kill -0 "$broker_pid" 2>/dev/null && die "the broker did not stop within 60 s"
+kill -0 "$broker_pid" 2>/dev/null && die "the broker did not stop within 60 s of SIGTERM"
+code=0; wait "$broker_pid" || code=$?
+echo "generate.sh: the broker exited with $code after SIGTERM (143: the JVM ran its shutdown hooks)" >&2
 kill -TERM "$ns_pid" || true
+wait "$ns_pid" || true
 
 tmp="$out.tmp"
 rm -rf "$tmp"
