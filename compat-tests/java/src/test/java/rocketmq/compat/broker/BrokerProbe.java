@@ -124,6 +124,15 @@ public final class BrokerProbe implements AutoCloseable {
         }
     }
 
+    /**
+     * A request of {@code code} with no header and no body (GET_TIMER_CHECK_POINT, GET_TIMER_METRICS...), answered
+     * as the broker answered it: code, remark, ext fields and body.
+     */
+    public org.apache.rocketmq.remoting.protocol.RemotingCommand request(int code) throws Exception {
+        return api.getRemotingClient().invokeSync(brokerAddress,
+            org.apache.rocketmq.remoting.protocol.RemotingCommand.createRequestCommand(code, null), TIMEOUT_MILLIS);
+    }
+
     @Override
     public void close() {
         api.shutdown();

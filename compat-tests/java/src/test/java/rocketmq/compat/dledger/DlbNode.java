@@ -24,7 +24,7 @@ import rocketmq.compat.namesrv.NamesrvProbe;
  * n0-127.0.0.1:<free port>}), which elects itself. The conf carries the keys every implementation needs (ours and
  * Java 5.x read {@code bindAddress}; 4.9 ignores it and {@code timerWheelEnable}).
  */
-final class DlbNode implements AutoCloseable {
+public final class DlbNode implements AutoCloseable {
     /** The commit-log (and DLedger data) segment size: a roll every ~2,000 messages of these tests. */
     static final int SEGMENT = 1024 * 1024;
     static final String SELF_ID = "n0";
@@ -64,7 +64,7 @@ final class DlbNode implements AutoCloseable {
      * Writes {@code dir/broker.conf}; nothing starts. {@code dledgerGroup} null: a plain broker (no DLedger).
      * {@code extra} keys are added (or replace the defaults).
      */
-    static DlbNode create(Path dir, String namesrv, String cluster, String brokerName, String dledgerGroup,
+    public static DlbNode create(Path dir, String namesrv, String cluster, String brokerName, String dledgerGroup,
                           Map<String, String> extra) {
         int port = FreePorts.block(4) + 2;
         int dledgerPort = dledgerGroup == null ? -1 : FreePorts.one();
@@ -113,7 +113,7 @@ final class DlbNode implements AutoCloseable {
      * Starts the broker as {@code kind} ("ours" or a Java version) on this folder; returns once it accepts
      * connections (ours: once it also printed "boot success").
      */
-    void start(String kind) {
+    public void start(String kind) {
         if (running != null && isAlive()) {
             throw new IllegalStateException(label() + " is still running");
         }
@@ -140,7 +140,7 @@ final class DlbNode implements AutoCloseable {
     }
 
     /** SIGTERM and wait for it to exit by itself (ours must exit 0; a JVM ended by SIGTERM exits 143). */
-    void stop() {
+    public void stop() {
         long t = System.nanoTime();
         stopNow();
         System.out.printf("%s: stopped in %d ms%n", label(), (System.nanoTime() - t) / 1_000_000);
@@ -158,7 +158,7 @@ final class DlbNode implements AutoCloseable {
     }
 
     /** SIGKILL: a crash. */
-    void kill() {
+    public void kill() {
         if (isOurs(running)) {
             ours.kill();
         } else {
@@ -166,7 +166,7 @@ final class DlbNode implements AutoCloseable {
         }
     }
 
-    boolean isAlive() {
+    public boolean isAlive() {
         if (running == null) {
             return false;
         }
@@ -177,7 +177,7 @@ final class DlbNode implements AutoCloseable {
      * Waits until the name servers list this broker as the master (brokerId 0) of its broker name: in DLedger mode
      * a broker registers as master once its member leads and has dispatched its log.
      */
-    void awaitMaster(NamesrvProbe namesrvProbe, Supplier<String> diagnostics) {
+    public void awaitMaster(NamesrvProbe namesrvProbe, Supplier<String> diagnostics) {
         Await.until(label() + " at " + address() + " registered as the master of " + brokerName, REGISTER, () -> {
             if (!isAlive()) {
                 throw new AssertionError(label() + " exited\n" + describe(80));
@@ -190,15 +190,15 @@ final class DlbNode implements AutoCloseable {
     }
 
     /** The kind running now (or last): "ours" or a Java version. */
-    String kind() {
+    public String kind() {
         return running;
     }
 
-    String label() {
+    public String label() {
         return running == null ? "broker " + brokerName : label(running) + " " + brokerName;
     }
 
-    String address() {
+    public String address() {
         return "127.0.0.1:" + port;
     }
 
@@ -206,19 +206,19 @@ final class DlbNode implements AutoCloseable {
         return dledgerPort;
     }
 
-    String brokerName() {
+    public String brokerName() {
         return brokerName;
     }
 
-    Path dir() {
+    public Path dir() {
         return dir;
     }
 
-    Path confFile() {
+    public Path confFile() {
         return confFile;
     }
 
-    Path storeDir() {
+    public Path storeDir() {
         return dir.resolve("store");
     }
 
@@ -236,7 +236,7 @@ final class DlbNode implements AutoCloseable {
         return storeDir().resolve("dledger-" + SELF_ID);
     }
 
-    BrokerProbe probe() {
+    public BrokerProbe probe() {
         return probe;
     }
 
@@ -245,7 +245,7 @@ final class DlbNode implements AutoCloseable {
     }
 
     /** The output of every broker that ran on this folder, the running one last. */
-    String describe(int lines) {
+    public String describe(int lines) {
         StringBuilder sb = new StringBuilder();
         for (Map.Entry<String, JavaBroker> j : javas.entrySet()) {
             if (!j.getKey().equals(running)) {
