@@ -282,6 +282,15 @@ impl AdminProcessor {
         t.insert("EndTransactionQueueSize", p.end_transaction.queued().to_string());
         t.insert("EndTransactionThreadPoolQueueCapacity", b.config().end_transaction_pool_queue_capacity.to_string());
         t.insert("startAcceptSendRequestTimeStamp", b.config().start_accept_send_request_timestamp_ms.to_string());
+        // 5.x's timer keys (Java's zeros without a timer).
+        let timer = match b.timer.get() {
+            Some(timer) => timer.status().map(|(k, v)| (k, v)),
+            None => [("timerReadBehind", "0"), ("timerOffsetBehind", "0"), ("timerCongestNum", "0"), ("timerEnqueueTps", "0.0"), ("timerDequeueTps", "0.0")]
+                .map(|(k, v)| (k, v.to_owned())),
+        };
+        for (key, value) in timer {
+            t.insert(key, value);
+        }
         let unflushed = (store.commit_log().max_offset() - store.commit_log().flushed_offset()).max(0) as u64;
         t.insert("remainHowManyDataToFlush", human_bytes(unflushed));
         // Java: the pool's free buffers, Integer.MAX_VALUE without a pool; what waits to be committed only with one.

@@ -37,7 +37,7 @@ use super::checkpoint::{CheckpointValues, DeliveryMark, TimerCheckpoint};
 use super::log::{TimerLog, Unit, UNIT_SIZE};
 use super::metrics::TimerMetrics;
 use super::wheel::{Slot, TimerWheel};
-use super::{delete_key, java_string_hash, MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
+use super::{delete_key, java_string_hash, MAGIC_DELETE, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::dispatch::{DispatchRequest, Dispatcher};
 use crate::message::properties;
@@ -157,6 +157,17 @@ pub struct TimerStore {
     enqueued: AtomicU64,
     dequeued: AtomicU64,
     started_ms: AtomicU64,
+    /// Enqueue and release rates over the last flush interval (Java's `PerfCounter` TPS).
+    rates: Mutex<Rates>,
+}
+
+#[derive(Default)]
+struct Rates {
+    at_ms: i64,
+    enqueued: u64,
+    dequeued: u64,
+    enqueue_tps: f32,
+    dequeue_tps: f32,
 }
 
 /// Java's `TimerMessageStore.getTimerWheelPath` and `getTimerLogPath`, and the broker's
@@ -235,6 +246,7 @@ impl TimerStore {
             enqueued: AtomicU64::new(0),
             dequeued: AtomicU64::new(0),
             started_ms: AtomicU64::new(0),
+            rates: Mutex::new(Rates::default()),
         };
         timer.recover();
         Ok(Arc::new(timer))
@@ -515,20 +527,7 @@ impl TimerStore {
             let due_now = self.dequeue_on.load(Ordering::Acquire) && out_ms < s.curr_write_ms;
             if !due_now {
                 let write_ms = s.curr_write_ms;
-                let mut magic = MAGIC_DEFAULT;
-                let mut delayed = out_ms;
-                let window = self.roll_window_slots * self.precision;
-                if delayed - write_ms >= window {
-                    magic |= MAGIC_ROLL;
-                    delayed = if delayed - write_ms - window < self.roll_window_slots / 3 * self.precision {
-                        write_ms + self.roll_window_slots / 2 * self.precision
-                    } else {
-                        write_ms + window
-                    };
-                }
-                if is_delete {
-                    magic |= MAGIC_DELETE;
-                }
+                let (delayed, magic) = super::place(write_ms, out_ms, is_delete, self.roll_window_slots, self.precision);
                 let slot = s.wheel.slot(delayed);
                 let unit = Unit {
                     prev_pos: slot.last_pos,
@@ -760,6 +759,7 @@ impl TimerStore {
     /// Java `prepareTimerCheckPoint` and the flush service's pass: the log, the wheel, then the
     /// checkpoint (which never claims more than what is on disk before it), then the metrics.
     pub fn flush(&self) {
+        self.sample_rates();
         let (values, mark) = {
             let s = self.state.lock();
             let mut cp = self.checkpoint.lock();
@@ -805,6 +805,33 @@ impl TimerStore {
         if let Err(e) = self.metrics.persist() {
             warn!(error = %e, "timer metrics not written");
         }
+    }
+
+    fn sample_rates(&self) {
+        let now = now_ms();
+        let (enqueued, dequeued) = (self.enqueued.load(Ordering::Relaxed), self.dequeued.load(Ordering::Relaxed));
+        let mut r = self.rates.lock();
+        let elapsed = now - r.at_ms;
+        if r.at_ms > 0 && elapsed > 0 {
+            r.enqueue_tps = (enqueued - r.enqueued) as f32 * 1000.0 / elapsed as f32;
+            r.dequeue_tps = (dequeued - r.dequeued) as f32 * 1000.0 / elapsed as f32;
+        }
+        (r.at_ms, r.enqueued, r.dequeued) = (now, enqueued, dequeued);
+    }
+
+    /// `brokerStatus`'s timer keys as Java 5.3.3 reports them: `timerReadBehind` (seconds the
+    /// read time is behind the clock), `timerOffsetBehind` (timer-topic messages not yet taken),
+    /// `timerCongestNum` (pending timers), `timerEnqueueTps`, `timerDequeueTps`.
+    pub fn status(&self) -> [(&'static str, String); 5] {
+        let p = self.progress();
+        let r = self.rates.lock();
+        [
+            ("timerReadBehind", ((now_ms() - p.curr_read_ms) / 1000).to_string()),
+            ("timerOffsetBehind", (p.max_queue_offset - p.queue_offset).to_string()),
+            ("timerCongestNum", p.pending.to_string()),
+            ("timerEnqueueTps", format!("{:?}", r.enqueue_tps)),
+            ("timerDequeueTps", format!("{:?}", r.dequeue_tps)),
+        ]
     }
 
     /// The checkpoint as GET_TIMER_CHECK_POINT answers it.

@@ -32,6 +32,24 @@ pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
+/// Where a timer due at `out_ms` goes when the write time is `write_ms` (Java `doEnqueue`): its
+/// slot and magic. Beyond the roll window (`window_slots` slots) it goes to a slot inside it,
+/// marked rolled: half the window ahead when what is left after the window is under a third of
+/// it, else the window's end. A delete marker is marked so.
+pub fn place(write_ms: i64, out_ms: i64, is_delete: bool, window_slots: i64, precision_ms: i64) -> (i64, i32) {
+    let mut magic = MAGIC_DEFAULT;
+    let mut slot = out_ms;
+    let window = window_slots * precision_ms;
+    if out_ms - write_ms >= window {
+        magic |= MAGIC_ROLL;
+        slot = if out_ms - write_ms - window < window_slots / 3 * precision_ms { write_ms + window_slots / 2 * precision_ms } else { write_ms + window };
+    }
+    if is_delete {
+        magic |= MAGIC_DELETE;
+    }
+    (slot, magic)
+}
+
 /// What a recall marker names (Java `buildDeleteKey`): `topic+uniqKey`.
 pub fn delete_key(topic: &str, uniq_key: &str) -> String {
     format!("{topic}+{uniq_key}")
