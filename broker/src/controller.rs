@@ -467,7 +467,8 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         let me = broker.clone();
         tasks.push(tokio::spawn(async move {
             let start = tokio::time::Instant::now() + crate::slave_sync::FIRST_SYNC_AFTER;
-            let mut ticker = tokio::time::interval_at(start, crate::slave_sync::SYNC_EVERY);
+            let mut ticker = tokio::time::interval_at(start, crate::slave_sync::TIMER_SYNC_EVERY);
+            let mut last_all: Option<tokio::time::Instant> = None;
             loop {
                 ticker.tick().await;
                 if !me.is_slave() {
@@ -475,7 +476,11 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
                 }
                 let master = me.master_addr.read().clone();
                 if let Some(master) = master {
-                    crate::slave_sync::sync_all(&me, &master).await;
+                    if last_all.is_none_or(|at| at.elapsed() >= crate::slave_sync::SYNC_EVERY) {
+                        crate::slave_sync::sync_all(&me, &master).await;
+                        last_all = Some(tokio::time::Instant::now());
+                    }
+                    crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
                 }
             }
         }));

@@ -1,7 +1,9 @@
 //! A slave's copy of its master's metadata (Java `SlaveSynchronize`): every 10 s (the first
-//! after 3 s) it asks the master for its topics, consumer offsets, delay offsets and groups over
-//! remoting. Topics and groups are replaced when the master's data version differs; offsets are
-//! merged. The HA stream carries only the commit log.
+//! after 3 s) it asks the master for its topics, consumer offsets, delay offsets, groups and
+//! (5.x) timer counts over remoting; every 3 s for the timer's checkpoint, whose read time and
+//! queue offset say where this broker's timer continues if it becomes master. Topics, groups and
+//! timer counts are replaced when the master's data version differs; offsets are merged. The HA
+//! stream carries only the commit log.
 
 use std::time::Duration;
 
@@ -14,9 +16,13 @@ use crate::broker::Broker;
 use crate::consumer_offset::ConsumerOffsetFile;
 use crate::delay_offset::DelayOffsetFile;
 use crate::subscription_group::SubscriptionGroupFile;
+use store::timer::checkpoint::CheckpointValues;
+use store::timer::metrics::TimerMetricsWrapper;
 
 pub const FIRST_SYNC_AFTER: Duration = Duration::from_secs(3);
 pub const SYNC_EVERY: Duration = Duration::from_secs(10);
+/// How often the timer's checkpoint is copied (Java: every 3 s, "latency-sensitive").
+pub const TIMER_SYNC_EVERY: Duration = Duration::from_secs(3);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -53,6 +59,36 @@ master_copy! {
     GetAllConsumerOffset: GET_ALL_CONSUMER_OFFSET -> ConsumerOffsetFile;
     GetAllDelayOffset: GET_ALL_DELAY_OFFSET -> DelayOffsetFile;
     GetAllSubscriptionGroupConfig: GET_ALL_SUBSCRIPTIONGROUP_CONFIG -> SubscriptionGroupFile;
+    GetTimerMetrics: GET_TIMER_METRICS -> TimerMetricsWrapper;
+}
+
+/// GET_TIMER_CHECK_POINT: its body is the checkpoint's 56 bytes.
+struct GetTimerCheckPoint;
+
+impl RemotingRequest for GetTimerCheckPoint {
+    const CODE: RequestCode = RequestCode::GET_TIMER_CHECK_POINT;
+    type Response = CheckpointValues;
+
+    fn into_command(self) -> RemotingCommand {
+        RemotingCommand::request(Self::CODE)
+    }
+
+    fn parse_response(response: RemotingCommand) -> Result<CheckpointValues, CallError> {
+        let response = call::expect_success(response)?;
+        CheckpointValues::decode(response.body_bytes()).ok_or_else(|| CallError::BadResponse { reason: "a timer checkpoint body is 56 bytes".into() })
+    }
+}
+
+/// The timer's checkpoint from the master (not while this broker's timer releases itself).
+pub async fn sync_timer_checkpoint(b: &Broker, master: &str) {
+    let Some(timer) = b.timer.get() else { return };
+    if master == b.identity.broker_addr || timer.is_dequeueing() {
+        return;
+    }
+    match fetch(b, master, GetTimerCheckPoint).await {
+        Ok(values) => timer.sync_from_master(values),
+        Err(e) => warn!(error = %e, "cannot sync the timer checkpoint"),
+    }
 }
 
 async fn fetch<R: RemotingRequest>(b: &Broker, master: &str, request: R) -> Result<R::Response, SyncError> {
@@ -93,5 +129,17 @@ pub async fn sync_all(b: &Broker, master: &str) {
             }
         }
         Err(e) => warn!(error = %e, "cannot sync subscription groups"),
+    }
+    if let Some(timer) = b.timer.get() {
+        match fetch(b, master, GetTimerMetrics).await {
+            Ok(metrics) => {
+                if timer.metrics().replace_from_master(metrics) {
+                    if let Err(e) = timer.metrics().persist() {
+                        warn!(error = %e, "cannot write the timer metrics");
+                    }
+                }
+            }
+            Err(e) => warn!(error = %e, "cannot sync timer metrics"),
+        }
     }
 }

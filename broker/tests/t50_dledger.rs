@@ -314,3 +314,64 @@ async fn after_a_crash_the_index_is_rebuilt_from_the_dledger_data() {
     again.shutdown().await;
     namesrv.shutdown().await;
 }
+
+/// (body, store time) of every message of queue 0 of a topic, read from a node's store (a new
+/// master knows the topic's config only after its next copy from the old one).
+fn stored(b: &BrokerController, topic_name: &str) -> Vec<(String, i64)> {
+    let store = &b.broker.store;
+    let Some(cq) = store.find_queue(topic_name, 0) else { return Vec::new() };
+    (cq.min_offset()..cq.max_offset())
+        .filter_map(|i| cq.get(i))
+        .filter_map(|u| store.look_message_by_offset(u.phy_offset))
+        .filter_map(|bytes| match store::message::record::decode_record(&bytes, true) {
+            Ok(store::message::record::RecordAt::Record(m)) => Some((String::from_utf8_lossy(m.body).into_owned(), m.store_timestamp)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_new_leader_releases_the_timers_the_old_one_left_once_and_not_early() {
+    let mut g = Group::start(3).await;
+    let old = g.master().await;
+    let c = RemotingClient::new(ClientConfig::default());
+    let sent_at = remoting::clock::now_ms();
+    for (batch, delay_ms) in [("early", 2000), ("late", 12_000)] {
+        for i in 0..10 {
+            let props = format!("TIMER_DELAY_MS\u{1}{delay_ms}\u{2}UNIQ_KEY\u{1}{batch}{i}\u{2}");
+            let r = c.invoke(&g.addr(old), send("TimerFailover", 0, &format!("{batch}{i}"), &props), TIMEOUT).await.unwrap();
+            assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stored(g.node(old), "TimerFailover").len() < 10 {
+        let progress = g.node(old).broker.timer.get().map(|t| t.progress());
+        assert!(Instant::now() < deadline, "the old leader did not release the early timers: {progress:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The followers copy the leader's timer checkpoint every 3 s.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    g.nodes[old].take().unwrap().shutdown().await;
+    let new = g.master().await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let got = loop {
+        let got = stored(g.node(new), "TimerFailover");
+        if got.len() >= 20 || Instant::now() >= deadline {
+            break got;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = if got.len() >= 20 { stored(g.node(new), "TimerFailover") } else { got };
+    let mut bodies: Vec<&str> = got.iter().map(|(b, _)| b.as_str()).collect();
+    bodies.sort();
+    let mut want: Vec<String> = (0..10).flat_map(|i| [format!("early{i}"), format!("late{i}")]).collect();
+    want.sort();
+    let new_state = g.node(new).broker.timer.get().map(|t| t.progress());
+    assert_eq!(bodies, want, "every timer released once; the new master's timer: {new_state:?}");
+    for (body, at) in &got {
+        let due = sent_at + if body.starts_with("late") { 11_000 } else { 1000 };
+        assert!(*at >= due, "{body} released early: {at} < {due}");
+    }
+    g.stop().await;
+}

@@ -1,12 +1,8 @@
 //! `config/timercheck`: Java 5.3.3's `TimerCheckpoint`, one 4 KiB page, big-endian: the read
 //! time every slot before which was delivered (0), the flushed end of the timer log (8), the
 //! timer-topic queue offset taken into the wheel (16), the master's (24, what a slave may take),
-//! and a data version (state version 32, timestamp 40, counter 48).
-//!
-//! Ours adds, at byte [`EXT_AT`] where Java never looks, where in the commit log the deliveries
-//! not yet covered by the checkpoint may start, so a restart after a crash does not deliver them
-//! twice. It is stamped with copies of the read time and queue offset it goes with: a checkpoint
-//! Java wrote since (a takeover) no longer matches them, and then it is not used.
+//! and a data version (state version 32, timestamp 40, counter 48). The rest of the page is left
+//! as it is.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -14,9 +10,6 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 const PAGE: u64 = 4096;
-/// Where our extension starts.
-pub const EXT_AT: u64 = 1024;
-const EXT_MAGIC: i64 = 0x5253_544D_0001; // "RSTM", version 1
 
 /// Java's `DataVersion` as the checkpoint keeps it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,16 +71,9 @@ impl CheckpointValues {
     }
 }
 
-/// Our extension: deliveries for work after (read time, queue offset) start at or after `scan_from`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeliveryMark {
-    pub scan_from: i64,
-}
-
 pub struct TimerCheckpoint {
     file: File,
     pub values: CheckpointValues,
-    pub mark: Option<DeliveryMark>,
 }
 
 impl TimerCheckpoint {
@@ -100,26 +86,15 @@ impl TimerCheckpoint {
         if file.metadata()?.len() < PAGE {
             file.set_len(PAGE)?;
         }
-        let mut page = vec![0u8; PAGE as usize];
-        file.read_exact_at(&mut page, 0)?;
-        let values = CheckpointValues::decode(&page[..56]).unwrap_or_default();
-        let ext = |i: u64| i64::from_be_bytes(page[(EXT_AT + i * 8) as usize..(EXT_AT + i * 8 + 8) as usize].try_into().unwrap_or([0; 8]));
-        let mark =
-            (ext(0) == EXT_MAGIC && ext(1) == values.last_read_time_ms && ext(2) == values.last_timer_queue_offset).then(|| DeliveryMark { scan_from: ext(3) });
-        Ok(TimerCheckpoint { file, values, mark })
+        let mut head = [0u8; 56];
+        file.read_exact_at(&mut head, 0)?;
+        let values = CheckpointValues::decode(&head).unwrap_or_default();
+        Ok(TimerCheckpoint { file, values })
     }
 
-    /// Writes the values and the mark, then syncs.
+    /// Writes the values, then syncs.
     pub fn flush(&self) -> io::Result<()> {
         self.file.write_all_at(&self.values.encode(), 0)?;
-        let mut ext = [0u8; 32];
-        if let Some(mark) = self.mark {
-            let fields = [EXT_MAGIC, self.values.last_read_time_ms, self.values.last_timer_queue_offset, mark.scan_from];
-            for (i, v) in fields.iter().enumerate() {
-                ext[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
-            }
-        }
-        self.file.write_all_at(&ext, EXT_AT)?;
         self.file.sync_data()
     }
 }
@@ -129,7 +104,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_page_holds_javas_fields_and_our_mark_only_while_it_matches() {
+    fn the_page_holds_javas_fields() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config").join("timercheck");
         let mut cp = TimerCheckpoint::open(&path).unwrap();
@@ -142,17 +117,11 @@ mod tests {
             master_timer_queue_offset: 10,
             data_version: DataVersion { state_version: 0, timestamp: 5, counter: 3 },
         };
-        cp.mark = Some(DeliveryMark { scan_from: 4096 });
         cp.flush().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[0..8], &1_700_000_000_000i64.to_be_bytes());
         assert_eq!(&bytes[48..56], &3i64.to_be_bytes());
-        let again = TimerCheckpoint::open(&path).unwrap();
-        assert_eq!((again.values, again.mark), (cp.values, cp.mark));
-        // Java moves on (writes its 56 bytes only): our mark no longer matches.
-        let mut java = cp.values;
-        java.last_read_time_ms += 1000;
-        std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&java.encode(), 0).unwrap();
-        assert_eq!(TimerCheckpoint::open(&path).unwrap().mark, None);
+        assert_eq!(TimerCheckpoint::open(&path).unwrap().values, cp.values);
+        assert!(bytes[56..].iter().all(|b| *b == 0));
     }
 }

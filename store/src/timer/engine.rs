@@ -16,9 +16,11 @@
 //!   (one slot earlier when `t` is on a boundary, as admission rounds it), and that slot is read
 //!   only once the write time, the current time rounded down, has passed it.
 //! - **Once**: the checkpoint holds the read time and the queue offset up to which everything was
-//!   done, and (ours) where in the commit log the releases after them may start. After a crash,
-//!   the releases already in the commit log past that mark are found (through the consume queues,
-//!   by their `TIMER_DEQUEUE_MS`) and not made again. Java, lacking the mark, releases them again.
+//!   done. Whatever was released beyond them was stored no earlier than that read time (nothing is
+//!   released early, and a release the queue offset does not cover came after the checkpoint
+//!   that holds the read time). So after a crash, and when a slave becomes master with its
+//!   master's read time, the releases stored since that time are found through the tails of the
+//!   consume queues (by their `TIMER_DEQUEUE_MS`) and not made again. Java releases them again.
 //! - **Bounded**: pending timers live in the wheel and the log only; memory holds one slot's
 //!   units at a time while it is released.
 
@@ -33,7 +35,7 @@ use remoting::clock::now_ms;
 use remoting::service::{Service, Waker};
 use tracing::{info, warn};
 
-use super::checkpoint::{CheckpointValues, DeliveryMark, TimerCheckpoint};
+use super::checkpoint::{CheckpointValues, TimerCheckpoint};
 use super::log::{TimerLog, Unit, UNIT_SIZE};
 use super::metrics::TimerMetrics;
 use super::wheel::{Slot, TimerWheel};
@@ -112,10 +114,6 @@ struct State {
     curr_queue_offset: i64,
     /// Every timer-topic message before it is in the wheel or released (Java `commitQueueOffset`).
     commit_queue_offset: i64,
-    /// The commit-log end when `commit_read_ms` / `commit_queue_offset` last moved: releases for
-    /// what they do not cover lie after these.
-    read_mark: i64,
-    queue_mark: i64,
     /// Timers in slots from the read time on (Java's `getAllNum`, kept as a count).
     pending: i64,
     last_version_read_ms: i64,
@@ -146,8 +144,11 @@ pub struct TimerStore {
     checkpoint: Mutex<TimerCheckpoint>,
     metrics: TimerMetrics,
     arrivals: Arc<TimerArrivals>,
-    /// Releases found in the commit log after a crash, not to be made again.
+    /// Releases found in the commit log after a crash or a promotion, not to be made again.
     released: Mutex<HashSet<Released>>,
+    /// A read time from which releases are to be looked for before the next release (set by
+    /// recovery and by a promotion; taken by whichever loop runs first, the other waits).
+    rescan: Mutex<Option<i64>>,
     sink: OnceLock<Arc<dyn TimerSink>>,
     /// Whether this broker releases timers (a master; Java `shouldRunningDequeue`).
     dequeue_on: AtomicBool,
@@ -222,8 +223,6 @@ impl TimerStore {
             commit_read_ms: 0,
             curr_queue_offset: 0,
             commit_queue_offset: 0,
-            read_mark: 0,
-            queue_mark: 0,
             pending: 0,
             last_version_read_ms: 0,
             last_version_queue_offset: 0,
@@ -239,6 +238,7 @@ impl TimerStore {
             metrics,
             arrivals: Arc::new(TimerArrivals { waker: OnceLock::new() }),
             released: Mutex::new(HashSet::new()),
+            rescan: Mutex::new(None),
             sink: OnceLock::new(),
             dequeue_on: AtomicBool::new(false),
             role_epoch: AtomicU64::new(0),
@@ -269,6 +269,12 @@ impl TimerStore {
         ms / self.precision * self.precision
     }
 
+    /// The oldest read time the wheel can still hold (Java's bound in `recover`): a read time
+    /// from a fresh checkpoint, or a master's that had not written one yet, starts there.
+    fn oldest_read_ms(&self) -> i64 {
+        self.format(now_ms()) - self.slots_total * self.precision + TIMER_BLANK_SLOTS * self.precision
+    }
+
     /// Java's `recover`: the log's tail is walked from a segment before its last flushed end and
     /// every good unit re-linked into its slot; the log is cut after the last good unit; the
     /// queue offset continues after the message of the last unit (or from the checkpoint); the
@@ -288,8 +294,7 @@ impl TimerStore {
         if let Some(cq) = self.store.find_queue(TIMER_TOPIC, 0) {
             queue_offset = queue_offset.clamp(cq.min_offset(), cq.max_offset().max(cq.min_offset()));
         }
-        let oldest = self.format(now_ms()) - self.slots_total * self.precision + TIMER_BLANK_SLOTS * self.precision;
-        let read_ms = cp.last_read_time_ms.max(oldest);
+        let read_ms = cp.last_read_time_ms.max(self.oldest_read_ms());
         let min_first = s.wheel.check_phy_pos(read_ms, end);
         if min_first < end {
             warn!(min_first, end, "timer wheel points past the timer log; re-linking from there");
@@ -303,9 +308,7 @@ impl TimerStore {
         s.pending = s.wheel.all_num(read_ms);
         s.last_version_read_ms = read_ms;
         s.last_version_queue_offset = queue_offset;
-        let mark = self.checkpoint.lock().mark.map_or(i64::MAX, |m| m.scan_from);
-        s.read_mark = mark;
-        s.queue_mark = mark;
+        *self.rescan.lock() = Some(cp.last_read_time_ms);
         info!(read_ms, queue_offset, log_end = end, pending = s.pending, "timer recovered");
     }
 
@@ -399,40 +402,43 @@ impl TimerStore {
     }
 
     /// Whether releases may start: the dispatcher has caught up (so the consume queues show
-    /// every release made before a crash), the releases past the checkpoint's mark are known,
-    /// and `disappearTimeAfterStart` has passed.
+    /// every release made before a crash) and `disappearTimeAfterStart` has passed.
     fn ready(&self) -> bool {
         if !self.store.dispatched_all() {
             return false;
-        }
-        let mark = self.checkpoint.lock().mark.take();
-        if let Some(mark) = mark {
-            let found = self.releases_since(mark.scan_from);
-            info!(scan_from = mark.scan_from, found = found.len(), "timer releases made after the checkpoint found");
-            self.released.lock().extend(found);
         }
         let delay = self.config.disappear_time_after_start;
         delay <= 0 || now_ms() >= self.started_ms.load(Ordering::Acquire) as i64 + delay
     }
 
-    /// Releases at or after `scan_from` in the commit log, found through the tails of the consume
-    /// queues.
-    fn releases_since(&self, scan_from: i64) -> HashSet<Released> {
+    /// Before a release: when recovery or a promotion asked for it, finds the releases stored
+    /// since the read time it gave (less two slots and a second for clocks that step) so that they
+    /// are not made again.
+    fn catch_up_releases(&self) {
+        let mut rescan = self.rescan.lock();
+        if let Some(read_ms) = rescan.take() {
+            let since = read_ms - 2 * self.precision - 1000;
+            let found = self.releases_since(since);
+            info!(since, found = found.len(), "timer releases already stored found; they are not made again");
+            self.released.lock().extend(found);
+        }
+    }
+
+    /// Releases stored at or after `since_ms`, found through the tails of the consume queues.
+    fn releases_since(&self, since_ms: i64) -> HashSet<Released> {
         let mut found = HashSet::new();
         for cq in self.store.queues() {
             let mut at = cq.max_offset() - 1;
             while at >= cq.min_offset() {
                 let Some(unit) = cq.get(at) else { break };
-                if unit.phy_offset < scan_from {
+                let Some(bytes) = self.store.look_message_by_offset(unit.phy_offset) else { break };
+                let Ok(RecordAt::Record(r)) = decode_record(&bytes, false) else { break };
+                if r.store_timestamp < since_ms {
                     break;
                 }
-                if let Some(bytes) = self.store.look_message_by_offset(unit.phy_offset) {
-                    if let Ok(RecordAt::Record(r)) = decode_record(&bytes, false) {
-                        if r.property(properties::TIMER_DEQUEUE_MS).is_some() {
-                            if let Some(key) = Released::of(r.topic, r.queue_id, r.properties) {
-                                found.insert(key);
-                            }
-                        }
+                if r.property(properties::TIMER_DEQUEUE_MS).is_some() {
+                    if let Some(key) = Released::of(r.topic, r.queue_id, r.properties) {
+                        found.insert(key);
                     }
                 }
                 at -= 1;
@@ -444,19 +450,23 @@ impl TimerStore {
     /// Sets whether this broker releases timers (it became master, or stopped being one). As
     /// Java's `checkBrokerRole`, a new master continues from the checkpoint's read time.
     pub fn set_dequeue(&self, on: bool) {
-        if self.dequeue_on.swap(on, Ordering::AcqRel) == on {
-            return;
-        }
-        self.role_epoch.fetch_add(1, Ordering::AcqRel);
+        // The state and the rescan are set before the flag turns on, so a loop that sees the
+        // flag also sees the read time and finds the releases already made before its first.
         let cp = self.checkpoint.lock().values;
         let mut s = self.state.lock();
+        if self.dequeue_on.load(Ordering::Acquire) == on {
+            return;
+        }
         if on {
             s.curr_queue_offset = s.curr_queue_offset.min(cp.master_timer_queue_offset.max(cp.last_timer_queue_offset));
             s.commit_queue_offset = s.curr_queue_offset;
-            s.curr_read_ms = cp.last_read_time_ms.max(s.curr_read_ms.min(cp.last_read_time_ms));
+            s.curr_read_ms = cp.last_read_time_ms.max(self.oldest_read_ms());
             s.commit_read_ms = s.curr_read_ms;
             s.pending = s.wheel.all_num(s.curr_read_ms);
+            *self.rescan.lock() = Some(s.curr_read_ms);
         }
+        self.role_epoch.fetch_add(1, Ordering::AcqRel);
+        self.dequeue_on.store(on, Ordering::Release);
     }
 
     fn is_slave(&self) -> bool {
@@ -468,6 +478,10 @@ impl TimerStore {
         if self.config.timer_stop_enqueue {
             return false;
         }
+        self.catch_up_releases();
+        // Fixed for the batch: a batch begun before this broker became master releases nothing
+        // at once (the releases made before are not known to it yet).
+        let releasing = self.dequeue_on.load(Ordering::Acquire);
         let Some(cq) = self.store.find_queue(TIMER_TOPIC, 0) else {
             self.move_write_time();
             return false;
@@ -480,7 +494,7 @@ impl TimerStore {
             }
             (s.curr_queue_offset, self.checkpoint.lock().values.master_timer_queue_offset)
         };
-        let slave = self.is_slave() && !self.dequeue_on.load(Ordering::Acquire);
+        let slave = self.is_slave() && !releasing;
         let mut did = 0;
         while did < 256 {
             if slave && offset >= master_offset {
@@ -490,7 +504,7 @@ impl TimerStore {
             if let Some(bytes) = self.store.look_message_by_offset(unit.phy_offset) {
                 match decode_record(&bytes, false) {
                     Ok(RecordAt::Record(record)) => {
-                        if !self.enqueue_one(&record, unit.phy_offset, unit.size) {
+                        if !self.enqueue_one(&record, unit.phy_offset, unit.size, releasing) {
                             // The release failed for good reasons to retry: stay on this message.
                             break;
                         }
@@ -505,17 +519,14 @@ impl TimerStore {
             self.state.lock().curr_queue_offset = offset;
         }
         let mut s = self.state.lock();
-        if s.commit_queue_offset != offset {
-            s.commit_queue_offset = offset;
-            s.queue_mark = self.store.max_phy_offset();
-        }
+        s.commit_queue_offset = offset;
         self.move_write_time_locked(&mut s);
         did > 0
     }
 
     /// Takes one timer message: into the wheel, or released at once when already due.
     /// False when a due release could not be made (retry later).
-    fn enqueue_one(&self, record: &DecodedRecord<'_>, offset_py: i64, size_py: i32) -> bool {
+    fn enqueue_one(&self, record: &DecodedRecord<'_>, offset_py: i64, size_py: i32, releasing: bool) -> bool {
         let Some(out_ms) = record.property(properties::TIMER_OUT_MS).and_then(|t| t.trim().parse::<i64>().ok()) else {
             warn!(offset_py, "timer message without a valid TIMER_OUT_MS; skipped");
             return true;
@@ -524,7 +535,7 @@ impl TimerStore {
         let is_delete = record.property(properties::TIMER_DEL_UNIQKEY).is_some();
         {
             let mut s = self.state.lock();
-            let due_now = self.dequeue_on.load(Ordering::Acquire) && out_ms < s.curr_write_ms;
+            let due_now = releasing && out_ms < s.curr_write_ms;
             if !due_now {
                 let write_ms = s.curr_write_ms;
                 let (delayed, magic) = super::place(write_ms, out_ms, is_delete, self.roll_window_slots, self.precision);
@@ -600,6 +611,7 @@ impl TimerStore {
             return -1;
         }
         let epoch = self.role_epoch.load(Ordering::Acquire);
+        self.catch_up_releases();
         let (read_ms, slot, units) = {
             let mut s = self.state.lock();
             self.move_write_time_locked(&mut s);
@@ -662,7 +674,6 @@ impl TimerStore {
     fn move_read_time(&self, s: &mut State, released: i64) {
         s.curr_read_ms += self.precision;
         s.commit_read_ms = s.curr_read_ms;
-        s.read_mark = self.store.max_phy_offset();
         s.pending = (s.pending - released).max(0);
     }
 
@@ -760,7 +771,7 @@ impl TimerStore {
     /// checkpoint (which never claims more than what is on disk before it), then the metrics.
     pub fn flush(&self) {
         self.sample_rates();
-        let (values, mark) = {
+        let values = {
             let s = self.state.lock();
             let mut cp = self.checkpoint.lock();
             let mut v = cp.values;
@@ -774,8 +785,7 @@ impl TimerStore {
             }
             v.last_timer_queue_offset = s.commit_queue_offset.min(v.master_timer_queue_offset);
             cp.values = v;
-            let mark = s.read_mark.min(s.queue_mark);
-            (v, (mark != i64::MAX).then_some(DeliveryMark { scan_from: mark }))
+            v
         };
         {
             let s = self.state.lock();
@@ -795,9 +805,6 @@ impl TimerStore {
         }
         let mut cp = self.checkpoint.lock();
         cp.values = values;
-        if cp.mark.is_none() || mark.is_some() {
-            cp.mark = mark;
-        }
         if let Err(e) = cp.flush() {
             warn!(error = %e, "timer checkpoint flush failed");
         }
@@ -842,11 +849,24 @@ impl TimerStore {
     /// A slave takes its master's checkpoint (5.x `SlaveSynchronize.syncTimerCheckPoint`): the
     /// master's queue offset bounds what the slave takes into its wheel, its read time is where
     /// the slave would continue as master.
+    /// Ignored while this broker releases timers itself (Java syncs only when not dequeueing).
     pub fn sync_from_master(&self, master: CheckpointValues) {
+        if self.dequeue_on.load(Ordering::Acquire) {
+            return;
+        }
+        let mut s = self.state.lock();
         let mut cp = self.checkpoint.lock();
         cp.values.master_timer_queue_offset = master.master_timer_queue_offset;
         cp.values.last_read_time_ms = master.last_read_time_ms;
         cp.values.data_version = master.data_version;
+        s.curr_read_ms = master.last_read_time_ms.max(self.oldest_read_ms());
+        s.commit_read_ms = s.curr_read_ms;
+        s.pending = s.wheel.all_num(s.curr_read_ms);
+    }
+
+    /// Whether this broker releases timers.
+    pub fn is_dequeueing(&self) -> bool {
+        self.dequeue_on.load(Ordering::Acquire)
     }
 
     pub fn progress(&self) -> TimerProgress {

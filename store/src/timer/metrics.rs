@@ -76,6 +76,17 @@ impl TimerMetrics {
         fastjson::to_string(&*self.state.lock(), JsonStyle::Fastjson)
     }
 
+    /// A slave takes its master's counts when their version differs (5.x `syncTimerMetrics`);
+    /// true when it did (the caller persists them).
+    pub fn replace_from_master(&self, master: TimerMetricsWrapper) -> bool {
+        let mut s = self.state.lock();
+        if s.data_version == master.data_version {
+            return false;
+        }
+        *s = master;
+        true
+    }
+
     /// Drops the counts of topics that no longer exist (not system or LMQ topics), as Java's
     /// `cleanMetrics`.
     pub fn retain_topics(&self, exists: impl Fn(&str) -> bool) {
