@@ -49,7 +49,7 @@ impl ScheduleService {
                 continue;
             };
             if let Some(msg) = real_message(&bytes) {
-                let r = self.put.put(&msg, Origin::DelayedDelivery);
+                let r = self.put.put_no_wait(&msg, Origin::DelayedDelivery);
                 if !r.is_ok() {
                     warn!(level, offset, status = ?r.status, "delivering a delayed message failed; will retry");
                     break;
@@ -62,9 +62,9 @@ impl ScheduleService {
 }
 
 /// The message to deliver: back in its real topic and queue. Java stores it with the properties it
-/// had, `DELAY`, `REAL_TOPIC` and `REAL_QID` included (it clears `DELAY` only after serialising
-/// them), and consumers see them; we do the same, except that `WAIT=false` keeps delivery from
-/// waiting for a SYNC flush (Java passes that outside the properties).
+/// had, `DELAY`, `REAL_TOPIC`, `REAL_QID` and `WAIT` included (it clears `DELAY` and sets
+/// `waitStoreMsgOK=false` only after serialising them), and consumers see them; so do we, and the
+/// put does not wait for a SYNC flush either ([`PutPipeline::put_no_wait`]).
 ///
 /// `REAL_TOPIC` and `REAL_QID` are properties, so they must name a topic and queue the store can
 /// hold; a message that names none is not delivered (and is reported).
@@ -81,12 +81,8 @@ fn real_message(bytes: &[u8]) -> Option<MessageToStore> {
         );
         return None;
     };
-    let (topic, queue_id) = (topic.into_string(), i32::from(queue_id));
-    let mut props = properties::parse(r.properties);
-    props.insert(properties::WAIT.to_owned(), "false".to_owned());
     let mut msg = r.to_message();
-    msg.topic = topic;
-    msg.queue_id = queue_id;
-    msg.properties = properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    msg.topic = topic.into_string();
+    msg.queue_id = i32::from(queue_id);
     Some(msg)
 }
