@@ -311,15 +311,32 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
     let hold = long_polling(broker, &pull_service, &pool_of(Pool::Pull));
-    let consumer = Arc::new(ConsumerManageProcessor { broker: broker.clone() });
-    let lock = Arc::new(LockProcessor { broker: broker.clone() });
-    let query = Arc::new(QueryProcessor { broker: broker.clone() });
+    let consumer = Arc::new(ConsumerManageProcessor { consumers: broker.consumers.clone(), offsets: broker.offsets.clone(), store: broker.store.clone() });
+    let lock = Arc::new(LockProcessor { locks: broker.locks.clone() });
+    let query = Arc::new(QueryProcessor { store: broker.store.clone(), store_config: broker.live_store_config.clone() });
     let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
-    let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor { broker: broker.clone() });
+    let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor {
+        acl: broker.acl.clone(),
+        config: broker.live_config.clone(),
+        broker_addr: broker.identity.broker_addr.clone(),
+    });
     let admin = Arc::new(AdminProcessor { broker: broker.clone(), pools: queued });
-    let relay = Arc::new(RelayProcessor { broker: broker.clone() });
+    let relay = Arc::new(RelayProcessor {
+        config: broker.live_config.clone(),
+        store: broker.store.clone(),
+        topics: broker.topics.clone(),
+        groups: broker.groups.clone(),
+        offsets: broker.offsets.clone(),
+        consumers: broker.consumers.clone(),
+        runtime: broker.runtime.clone(),
+    });
     let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
-    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
+    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor {
+        config: broker.live_config.clone(),
+        store: broker.store.clone(),
+        membership: broker.membership.clone(),
+        cold: Default::default(),
+    });
     let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
     let reply = Arc::new(ReplyProcessor { broker: broker.clone() });
     let timer = Arc::new(crate::processor::timer::TimerProcessor {
@@ -506,7 +523,7 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         loop {
             let oneway = tokio::select! {
                 _ = ticker.tick() => false,
-                oneway = me.registration.next() => oneway,
+                oneway = me.membership.registration().next() => oneway,
             };
             me.register(oneway).await;
         }

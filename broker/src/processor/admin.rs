@@ -217,7 +217,7 @@ impl AdminProcessor {
         tracing::info!(peer = %channel.remote_addr(), "updateBrokerConfig called");
         let Some(body) = request.body.as_ref() else { return Ok(Some(ok(request))) };
         let text = std::str::from_utf8(body).map_err(|_| ProcessError::system("string2Properties error"))?;
-        let updated = crate::runtime_config::update(b, &remoting::properties::parse(text))?;
+        let updated = crate::runtime_config::update(&b.configs(), &b.store, &remoting::properties::parse(text))?;
         if updated.permission {
             b.topics.next_data_version();
             b.register_soon(false);
