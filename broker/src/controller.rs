@@ -59,7 +59,7 @@ pub enum StartError {
 }
 
 /// Forgets clients whose connection closed and tells their groups.
-struct OnClose(Arc<Broker>);
+struct OnClose(crate::handles::ClientContext);
 
 impl ConnectionListener for OnClose {
     fn on_close(&self, channel: &Channel) {
@@ -307,20 +307,20 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         parking: Default::default(),
     });
     let pull = Arc::new(PullProcessor { service: pull_service.clone() });
-    let client = Arc::new(ClientManageProcessor { broker: broker.clone() });
+    let client = Arc::new(ClientManageProcessor { ctx: broker.client_context() });
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
     let hold = long_polling(broker, &pull_service, &pool_of(Pool::Pull));
     let consumer = Arc::new(ConsumerManageProcessor { consumers: broker.consumers.clone(), offsets: broker.offsets.clone(), store: broker.store.clone() });
     let lock = Arc::new(LockProcessor { locks: broker.locks.clone() });
     let query = Arc::new(QueryProcessor { store: broker.store.clone(), store_config: broker.live_store_config.clone() });
-    let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
+    let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { ctx: broker.admin_context() });
     let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor {
         acl: broker.acl.clone(),
         config: broker.live_config.clone(),
         broker_addr: broker.identity.broker_addr.clone(),
     });
-    let admin = Arc::new(AdminProcessor { broker: broker.clone(), pools: queued });
+    let admin = Arc::new(AdminProcessor { ctx: broker.admin_context(), pools: queued });
     let relay = Arc::new(RelayProcessor {
         config: broker.live_config.clone(),
         store: broker.store.clone(),
@@ -330,7 +330,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         consumers: broker.consumers.clone(),
         runtime: broker.runtime.clone(),
     });
-    let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
+    let maintenance = Arc::new(MaintenanceProcessor { ctx: broker.admin_context() });
     let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor {
         config: broker.live_config.clone(),
         store: broker.store.clone(),
@@ -378,7 +378,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         };
         registry.register(route.code, processor, &pool_of(route.pool));
     }
-    registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
+    registry.set_connection_listener(Arc::new(OnClose(broker.client_context())));
     if let Some(observer) = broker.metrics.rpc_observer() {
         registry.set_rpc_observer(observer);
     }
@@ -536,13 +536,13 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
             me.stats.sample(remoting::clock::now_ms());
         }
     }));
-    let me = broker.clone();
+    let (me, clients) = (broker.clone(), broker.client_context());
     tasks.push(tokio::spawn(async move {
         let mut ticker = tokio::time::interval(Duration::from_secs(10));
         loop {
             ticker.tick().await;
             for group in me.consumers.scan_expired(Instant::now()) {
-                notify_consumer_ids_changed(&me, &group);
+                notify_consumer_ids_changed(&clients, &group);
             }
             me.producers.scan_expired(Instant::now());
             me.locks.forget_expired(Instant::now());
