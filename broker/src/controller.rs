@@ -293,7 +293,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let pool_of = |kind: Pool| pools[&kind].clone();
     let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
 
-    let send = Arc::new(SendProcessor { broker: broker.clone() });
+    let send = Arc::new(SendProcessor { ctx: broker.send_context() });
     let pull_service = Arc::new(crate::consumption::PullService {
         config: broker.live_config.clone(),
         store: broker.store.clone(),
@@ -338,7 +338,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         cold: Default::default(),
     });
     let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
-    let reply = Arc::new(ReplyProcessor { broker: broker.clone() });
+    let reply = Arc::new(ReplyProcessor { send: broker.send_context(), producers: broker.producers.clone(), runtime: broker.runtime.clone() });
     let timer = Arc::new(crate::processor::timer::TimerProcessor {
         config: broker.live_config.clone(),
         store: broker.store.clone(),

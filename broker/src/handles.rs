@@ -188,6 +188,11 @@ impl SendContext {
     pub fn config(&self) -> arc_swap::Guard<Arc<BrokerConfig>> {
         self.config.load()
     }
+
+    /// Whether the broker's permission lets it take writes now.
+    pub fn is_writeable(&self) -> bool {
+        remoting::protocol::perm::is_writeable(self.config().broker_permission)
+    }
 }
 
 #[cfg(test)]
