@@ -499,3 +499,7 @@ mod tests {
         assert_eq!(crate::config::without_unset_paths("dLegerGroup=\nhaMasterAddress=\ndLegerSelfId=n0\n"), "dLegerSelfId=n0\n");
     }
 }
+
+#[cfg(test)]
+#[path = "admin_tests.rs"]
+mod over_a_store;

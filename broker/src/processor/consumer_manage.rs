@@ -62,3 +62,7 @@ impl RequestProcessor for ConsumerManageProcessor {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "consumer_manage_tests.rs"]
+mod tests;

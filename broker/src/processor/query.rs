@@ -71,3 +71,7 @@ impl RequestProcessor for QueryProcessor {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "query_tests.rs"]
+mod tests;
