@@ -17,6 +17,7 @@ use crate::client::consumer_manager::ConsumerManager;
 use crate::client::producer_manager::ProducerManager;
 use crate::config::BrokerConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::handles::{AdminContext, ClientContext, Configs, LiveStoreConfig, Membership, SendContext};
 use crate::long_polling::PullRequestHoldService;
 use crate::namesrv_client::{self, BrokerIdentity};
 use crate::rebalance_lock::RebalanceLockManager;
@@ -32,11 +33,11 @@ pub struct Broker {
     /// The config now: read through [`Broker::config`] where a value is used, so what
     /// UPDATE_BROKER_CONFIG changes takes effect at once (see [`crate::runtime_config`]).
     pub(crate) live_config: LiveConfig,
-    pub(crate) live_store_config: ArcSwap<MessageStoreConfig>,
+    pub(crate) live_store_config: LiveStoreConfig,
     /// Where UPDATE_BROKER_CONFIG persists the config (`mqbroker -c FILE`; none when embedded).
     pub config_file: Option<std::path::PathBuf>,
     /// The config's data version, and the lock that makes updates one at a time.
-    pub config_version: crate::config::ConfigVersion,
+    pub config_version: Arc<crate::config::ConfigVersion>,
     pub store: Arc<MessageStore>,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
@@ -45,7 +46,7 @@ pub struct Broker {
     pub delay_offsets: Arc<crate::delay_offset::DelayOffsets>,
     pub consumers: Arc<ConsumerManager>,
     pub producers: Arc<ProducerManager>,
-    pub locks: RebalanceLockManager,
+    pub locks: Arc<RebalanceLockManager>,
     pub hold: std::sync::OnceLock<Arc<PullRequestHoldService>>,
     /// The 5.x timer (none with `timerWheelEnable=false`), set once at open.
     pub timer: std::sync::OnceLock<Arc<store::timer::TimerStore>>,
@@ -56,7 +57,7 @@ pub struct Broker {
     pub runtime: tokio::runtime::Handle,
     pub boot_timestamp: i64,
     /// Master/slave replication (see [`crate::replication`]).
-    pub ha: crate::replication::Ha,
+    pub ha: Arc<crate::replication::Ha>,
     /// A slave's master (`brokerIP1:listenPort`), learnt from the name server: where it copies
     /// the metadata from.
     pub master_addr: parking_lot::RwLock<Option<String>>,
@@ -70,45 +71,9 @@ pub struct Broker {
     pub put: Arc<crate::put::PutPipeline>,
     /// The access validator of `aclEnable=true`.
     pub acl: Option<Arc<crate::acl::Acl>>,
-    /// Asks the registration task for a registration with every name server (coalesced).
-    pub registration: RegistrationRequests,
-    /// The id registered with the name servers: `brokerId`, or in DLedger mode 0 while leading,
-    /// the id derived from `dLegerSelfId` while following, -1 before the group decided.
-    pub broker_id: std::sync::atomic::AtomicI64,
-}
-
-/// Registration requests from processors (a topic created, a retry topic made), coalesced: many
-/// requests while one registration runs become one more registration, never one each.
-#[derive(Default)]
-pub struct RegistrationRequests {
-    wanted: tokio::sync::Notify,
-    /// Whether every pending request was oneway (Java registers oneway after an auto-created topic).
-    all_oneway: std::sync::atomic::AtomicBool,
-    pending: std::sync::atomic::AtomicBool,
-}
-
-impl RegistrationRequests {
-    pub fn request(&self, oneway: bool) {
-        use std::sync::atomic::Ordering;
-        let first = !self.pending.swap(true, Ordering::AcqRel);
-        if first {
-            self.all_oneway.store(oneway, Ordering::Release);
-        } else if !oneway {
-            self.all_oneway.store(false, Ordering::Release);
-        }
-        self.wanted.notify_one();
-    }
-
-    /// Waits for a request; returns whether the registration may be oneway.
-    pub async fn next(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        loop {
-            if self.pending.swap(false, Ordering::AcqRel) {
-                return self.all_oneway.load(Ordering::Acquire);
-            }
-            self.wanted.notified().await;
-        }
-    }
+    /// Registration requests (coalesced), the id registered with the name servers and the role:
+    /// what processors know of the broker's standing (see [`Membership`]).
+    pub membership: Membership,
 }
 
 /// What the broker's shared state is made of besides what [`Broker::assemble`] makes itself.
@@ -150,9 +115,10 @@ impl Broker {
             stats,
             acl,
             live_config: Arc::new(ArcSwap::from_pointee(config)),
-            live_store_config: ArcSwap::from_pointee(store_config),
+            live_store_config: Arc::new(ArcSwap::from_pointee(store_config)),
             config_file,
             config_version: Default::default(),
+            membership: Membership::new(store.clone(), broker_id),
             store,
             consumers: Default::default(),
             producers: Default::default(),
@@ -164,10 +130,8 @@ impl Broker {
             namesrv: Arc::new(RemotingClient::new(remoting::client::ClientConfig::default())),
             runtime: tokio::runtime::Handle::current(),
             boot_timestamp: remoting::clock::now_ms(),
-            ha,
+            ha: Arc::new(ha),
             master_addr: Default::default(),
-            registration: Default::default(),
-            broker_id: std::sync::atomic::AtomicI64::new(broker_id),
         })
     }
 
@@ -192,15 +156,15 @@ impl Broker {
     /// Registers with every name server soon, from the registration task; `oneway` as Java does
     /// after an auto-created topic. Requests made while one registration runs share the next.
     pub fn register_soon(&self, oneway: bool) {
-        self.registration.request(oneway);
+        self.membership.register_soon(oneway);
     }
 
     pub fn broker_id(&self) -> i64 {
-        self.broker_id.load(std::sync::atomic::Ordering::Acquire)
+        self.membership.broker_id()
     }
 
     pub fn set_broker_id(&self, id: i64) {
-        self.broker_id.store(id, std::sync::atomic::Ordering::Release);
+        self.membership.set_broker_id(id);
     }
 
     /// Who this broker is now, as it registers.
@@ -231,7 +195,7 @@ impl Broker {
 
     /// Whether the broker acts as a slave now (its configured role; in DLedger mode, its member's).
     pub fn is_slave(&self) -> bool {
-        self.store.role() == store::config::BrokerRole::Slave
+        self.membership.is_slave()
     }
 
     /// A slave's registration answer names its master (Java: unless `haMasterAddress` is set,
@@ -312,6 +276,64 @@ impl Broker {
             groups: self.groups.clone(),
             offsets: self.offsets.clone(),
             delay_offsets: self.delay_offsets.clone(),
+        }
+    }
+
+    /// The config handles: what reads and updates the broker's and the store's config.
+    pub fn configs(&self) -> Configs {
+        Configs {
+            broker: self.live_config.clone(),
+            store: self.live_store_config.clone(),
+            version: self.config_version.clone(),
+            file: self.config_file.clone(),
+        }
+    }
+
+    /// What the admin family of processors reads and changes.
+    pub fn admin_context(&self) -> AdminContext {
+        AdminContext {
+            configs: self.configs(),
+            store: self.store.clone(),
+            topics: self.topics.clone(),
+            groups: self.groups.clone(),
+            offsets: self.offsets.clone(),
+            delay_offsets: self.delay_offsets.clone(),
+            consumers: self.consumers.clone(),
+            producers: self.producers.clone(),
+            stats: self.stats.clone(),
+            broker_stats: self.broker_stats.clone(),
+            metrics: self.metrics.clone(),
+            ha: self.ha.clone(),
+            timer: self.timer.get().cloned(),
+            membership: self.membership.clone(),
+            broker_addr: self.identity.broker_addr.clone(),
+            boot_timestamp: self.boot_timestamp,
+        }
+    }
+
+    /// What client management reads and changes.
+    pub fn client_context(&self) -> ClientContext {
+        ClientContext {
+            config: self.live_config.clone(),
+            topics: self.topics.clone(),
+            groups: self.groups.clone(),
+            consumers: self.consumers.clone(),
+            producers: self.producers.clone(),
+            membership: self.membership.clone(),
+        }
+    }
+
+    /// What sends and replies check and store through.
+    pub fn send_context(&self) -> SendContext {
+        SendContext {
+            config: self.live_config.clone(),
+            store: self.store.clone(),
+            topics: self.topics.clone(),
+            groups: self.groups.clone(),
+            put: self.put.clone(),
+            metrics: self.metrics.clone(),
+            store_host: self.store_host,
+            membership: self.membership.clone(),
         }
     }
 

@@ -59,7 +59,7 @@ pub enum StartError {
 }
 
 /// Forgets clients whose connection closed and tells their groups.
-struct OnClose(Arc<Broker>);
+struct OnClose(crate::handles::ClientContext);
 
 impl ConnectionListener for OnClose {
     fn on_close(&self, channel: &Channel) {
@@ -293,7 +293,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let pool_of = |kind: Pool| pools[&kind].clone();
     let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
 
-    let send = Arc::new(SendProcessor { broker: broker.clone() });
+    let send = Arc::new(SendProcessor { ctx: broker.send_context() });
     let pull_service = Arc::new(crate::consumption::PullService {
         config: broker.live_config.clone(),
         store: broker.store.clone(),
@@ -307,21 +307,38 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         parking: Default::default(),
     });
     let pull = Arc::new(PullProcessor { service: pull_service.clone() });
-    let client = Arc::new(ClientManageProcessor { broker: broker.clone() });
+    let client = Arc::new(ClientManageProcessor { ctx: broker.client_context() });
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
     let hold = long_polling(broker, &pull_service, &pool_of(Pool::Pull));
-    let consumer = Arc::new(ConsumerManageProcessor { broker: broker.clone() });
-    let lock = Arc::new(LockProcessor { broker: broker.clone() });
-    let query = Arc::new(QueryProcessor { broker: broker.clone() });
-    let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { broker: broker.clone() });
-    let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor { broker: broker.clone() });
-    let admin = Arc::new(AdminProcessor { broker: broker.clone(), pools: queued });
-    let relay = Arc::new(RelayProcessor { broker: broker.clone() });
-    let maintenance = Arc::new(MaintenanceProcessor { broker: broker.clone() });
-    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor { broker: broker.clone(), cold: Default::default() });
+    let consumer = Arc::new(ConsumerManageProcessor { consumers: broker.consumers.clone(), offsets: broker.offsets.clone(), store: broker.store.clone() });
+    let lock = Arc::new(LockProcessor { locks: broker.locks.clone() });
+    let query = Arc::new(QueryProcessor { store: broker.store.clone(), store_config: broker.live_store_config.clone() });
+    let stats = Arc::new(crate::processor::broker_stats::BrokerStatsProcessor { ctx: broker.admin_context() });
+    let acl_admin = Arc::new(crate::processor::acl_admin::AclAdminProcessor {
+        acl: broker.acl.clone(),
+        config: broker.live_config.clone(),
+        broker_addr: broker.identity.broker_addr.clone(),
+    });
+    let admin = Arc::new(AdminProcessor { ctx: broker.admin_context(), pools: queued });
+    let relay = Arc::new(RelayProcessor {
+        config: broker.live_config.clone(),
+        store: broker.store.clone(),
+        topics: broker.topics.clone(),
+        groups: broker.groups.clone(),
+        offsets: broker.offsets.clone(),
+        consumers: broker.consumers.clone(),
+        runtime: broker.runtime.clone(),
+    });
+    let maintenance = Arc::new(MaintenanceProcessor { ctx: broker.admin_context() });
+    let store_admin = Arc::new(crate::processor::store_admin::StoreAdminProcessor {
+        config: broker.live_config.clone(),
+        store: broker.store.clone(),
+        membership: broker.membership.clone(),
+        cold: Default::default(),
+    });
     let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
-    let reply = Arc::new(ReplyProcessor { broker: broker.clone() });
+    let reply = Arc::new(ReplyProcessor { send: broker.send_context(), producers: broker.producers.clone(), runtime: broker.runtime.clone() });
     let timer = Arc::new(crate::processor::timer::TimerProcessor {
         config: broker.live_config.clone(),
         store: broker.store.clone(),
@@ -361,7 +378,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         };
         registry.register(route.code, processor, &pool_of(route.pool));
     }
-    registry.set_connection_listener(Arc::new(OnClose(broker.clone())));
+    registry.set_connection_listener(Arc::new(OnClose(broker.client_context())));
     if let Some(observer) = broker.metrics.rpc_observer() {
         registry.set_rpc_observer(observer);
     }
@@ -511,7 +528,7 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
         loop {
             let oneway = tokio::select! {
                 _ = ticker.tick() => false,
-                oneway = me.registration.next() => oneway,
+                oneway = me.membership.registration().next() => oneway,
             };
             me.register(oneway).await;
         }
@@ -524,13 +541,13 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
             me.stats.sample(remoting::clock::now_ms());
         }
     }));
-    let me = broker.clone();
+    let (me, clients) = (broker.clone(), broker.client_context());
     tasks.push(tokio::spawn(async move {
         let mut ticker = tokio::time::interval(Duration::from_secs(10));
         loop {
             ticker.tick().await;
             for group in me.consumers.scan_expired(Instant::now()) {
-                notify_consumer_ids_changed(&me, &group);
+                notify_consumer_ids_changed(&clients, &group);
             }
             me.producers.scan_expired(Instant::now());
             me.locks.forget_expired(Instant::now());

@@ -27,6 +27,7 @@ pub mod controller;
 pub mod delay_offset;
 pub mod dledger;
 pub mod filter;
+pub mod handles;
 pub mod long_polling;
 pub mod metadata;
 pub mod metrics;

@@ -17,11 +17,12 @@ use remoting::protocol::perm;
 use remoting::server::ProcessError;
 use remoting::ResponseCode;
 use store::cleanup::CleanPolicy;
+use store::store::MessageStore;
 use tracing::{info, warn};
 
-use crate::broker::Broker;
+use crate::handles::Configs;
 
-/// The keys a running broker follows. Broker keys are read from [`Broker::config`] on every use;
+/// The keys a running broker follows. Broker keys are read from the live config on every use;
 /// the store's cleaning keys are handed to the store, which reads them on every pass.
 pub const MUTABLE_KEYS: &[&str] = &[
     // Routing and creation.
@@ -56,8 +57,9 @@ pub struct Updated {
     pub permission: bool,
 }
 
-/// Applies `properties` (the request body) to the live config and persists it.
-pub fn update(b: &Broker, properties: &IndexMap<String, String>) -> Result<Updated, ProcessError> {
+/// Applies `properties` (the request body) to the live config and persists it; the store takes
+/// its new cleaning policy.
+pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<String, String>) -> Result<Updated, ProcessError> {
     if let Some(key) = properties.keys().find(|k| !MUTABLE_KEYS.contains(&k.as_str())) {
         warn!(key, "refused runtime update of a config key that is not on the allow list");
         return Err(ProcessError::new(
@@ -65,7 +67,7 @@ pub fn update(b: &Broker, properties: &IndexMap<String, String>) -> Result<Updat
             format!("Can not update config in black list. {key} cannot be changed at runtime (the keys that can: {})", MUTABLE_KEYS.join(", ")),
         ));
     }
-    if b.store_config().enable_dleger_commit_log {
+    if configs.store.load().enable_dleger_commit_log {
         if let Some(key) = properties.keys().find(|k| CLEANING_KEYS.contains(&k.as_str())) {
             return Err(ProcessError::new(
                 ResponseCode::NO_PERMISSION,
@@ -73,20 +75,20 @@ pub fn update(b: &Broker, properties: &IndexMap<String, String>) -> Result<Updat
             ));
         }
     }
-    let _one_at_a_time = b.config_version.one_at_a_time();
-    let mut config = BrokerConfigs { broker: (**b.config()).clone(), store: (**b.store_config()).clone() };
+    let _one_at_a_time = configs.version.one_at_a_time();
+    let mut config = BrokerConfigs { broker: (**configs.broker.load()).clone(), store: (**configs.store.load()).clone() };
     for (key, value) in properties {
         let known = config.broker.set(key, value).map_err(bad_value)? | config.store.set(key, value).map_err(bad_value)?;
         debug_assert!(known, "{key} is on the allow list but is no key");
     }
     check(&config)?;
     let text = persisted_text(&config.broker, &config.store);
-    b.live_config.store(std::sync::Arc::new(config.broker));
-    b.live_store_config.store(std::sync::Arc::new(config.store));
-    b.store.set_clean_policy(CleanPolicy::of(&b.store_config()));
-    b.config_version.next();
+    configs.broker.store(std::sync::Arc::new(config.broker));
+    configs.store.store(std::sync::Arc::new(config.store));
+    store.set_clean_policy(CleanPolicy::of(&configs.store.load()));
+    configs.version.next();
     info!(?properties, "broker config updated");
-    if let Some(path) = &b.config_file {
+    if let Some(path) = &configs.file {
         write_config_file(path, text.as_bytes())
             .map_err(|e| ProcessError::system(format!("the config is updated but could not be persisted to {}: {e}", path.display())))?;
     }

@@ -12,18 +12,21 @@ use crate::acl::admin::{
     split, CreateAccessConfigHeader, DeleteAccessConfigHeader, UpdateGlobalWhiteAddrsHeader, DELETE_ACL_CONFIG_FAILED, UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
 };
-use crate::broker::Broker;
+use crate::config::LiveConfig;
 
 /// Answers the ACL admin codes; with ACL off, Java has no validator and answers nothing useful,
 /// so these are refused with a clear remark.
 pub struct AclAdminProcessor {
-    pub broker: Arc<Broker>,
+    /// The validator of `aclEnable=true`.
+    pub acl: Option<Arc<crate::acl::Acl>>,
+    pub config: LiveConfig,
+    /// `brokerIP1:listenPort`, as the broker registers.
+    pub broker_addr: String,
 }
 
 impl RequestProcessor for AclAdminProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
-        let Some(acl) = &b.acl else {
+        let Some(acl) = &self.acl else {
             return Err(ProcessError::system("ACL is not enabled on this broker (aclEnable=false)"));
         };
         let code = request.request_code();
@@ -56,13 +59,13 @@ impl RequestProcessor for AclAdminProcessor {
             }
         } else if code == RequestCode::GET_BROKER_CLUSTER_ACL_INFO {
             let (version, all) = acl.versions_json();
-            let c = b.config();
+            let c = self.config.load();
             Ok(Some(
                 ok(&request)
                     .with_ext("version", version)
                     .with_ext("allAclFileVersion", all)
                     .with_ext("brokerName", c.broker_name.clone())
-                    .with_ext("brokerAddr", b.identity.broker_addr.clone())
+                    .with_ext("brokerAddr", self.broker_addr.clone())
                     .with_ext("clusterName", c.broker_cluster_name.clone()),
             ))
         } else if code == RequestCode::GET_BROKER_CLUSTER_ACL_CONFIG {

@@ -15,8 +15,8 @@ use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
 use serde::Serialize;
 
 use super::ok;
-use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
+use crate::handles::AdminContext;
 use crate::stats::java_double;
 use crate::subscription_group::SubscriptionGroupConfig;
 use crate::topic_config::system_topic;
@@ -100,7 +100,7 @@ fn disk_capacity(path: &std::path::Path) -> Option<String> {
 }
 
 pub struct AdminProcessor {
-    pub broker: Arc<Broker>,
+    pub ctx: AdminContext,
     pub pools: QueuedPools,
 }
 
@@ -124,7 +124,7 @@ fn human_bytes(bytes: u64) -> String {
 
 impl RequestProcessor for AdminProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         match request.request_code() {
             RequestCode::GET_BROKER_RUNTIME_INFO => Ok(Some(ok(&request).with_body(self.runtime_info()))),
             RequestCode::UPDATE_AND_CREATE_TOPIC => {
@@ -139,13 +139,13 @@ impl RequestProcessor for AdminProcessor {
                 b.topics.delete(&h.topic).map_err(|e| ProcessError::system(e.to_string()))?;
                 b.store.delete_topic(&h.topic);
                 b.broker_stats.on_topic_deleted(&h.topic);
-                b.register_soon(false);
+                b.membership.register_soon(false);
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_ALL_TOPIC_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.topics.wrapper(), JsonStyle::Fastjson)))),
             // What a slave copies from its master (Java's SlaveSynchronize), compact JSON of the files.
             RequestCode::GET_ALL_CONSUMER_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.offsets.snapshot(), JsonStyle::Fastjson)))),
-            RequestCode::GET_ALL_DELAY_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&self.broker.delay_offsets.snapshot(), JsonStyle::Fastjson)))),
+            RequestCode::GET_ALL_DELAY_OFFSET => Ok(Some(ok(&request).with_body(fastjson::to_vec(&self.ctx.delay_offsets.snapshot(), JsonStyle::Fastjson)))),
             RequestCode::GET_TOPIC_CONFIG => {
                 let h: TopicHeader = request.decode_header()?;
                 match b.topics.select(&h.topic) {
@@ -199,7 +199,7 @@ impl RequestProcessor for AdminProcessor {
             // broker (no pop yet) has none.
             RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(&br#"{"messageRequestModeMap":{}}"#[..]))),
             RequestCode::GET_BROKER_CONFIG => {
-                let version = fastjson::to_string(&b.config_version.current(), JsonStyle::Fastjson);
+                let version = fastjson::to_string(&b.configs.version.current(), JsonStyle::Fastjson);
                 let text = crate::config::without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config(), &b.store_config())));
                 Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
             }
@@ -213,14 +213,14 @@ impl AdminProcessor {
     /// UPDATE_BROKER_CONFIG: the keys of [`crate::runtime_config::MUTABLE_KEYS`] take effect at
     /// once and are persisted; a new permission is registered with the name servers at once.
     fn update_config(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         tracing::info!(peer = %channel.remote_addr(), "updateBrokerConfig called");
         let Some(body) = request.body.as_ref() else { return Ok(Some(ok(request))) };
         let text = std::str::from_utf8(body).map_err(|_| ProcessError::system("string2Properties error"))?;
-        let updated = crate::runtime_config::update(b, &remoting::properties::parse(text))?;
+        let updated = crate::runtime_config::update(&b.configs, &b.store, &remoting::properties::parse(text))?;
         if updated.permission {
             b.topics.next_data_version();
-            b.register_soon(false);
+            b.membership.register_soon(false);
         }
         Ok(Some(ok(request)))
     }
@@ -228,7 +228,7 @@ impl AdminProcessor {
     /// The printed config with the id and role the broker has now (a DLedger broker's change with
     /// its group's leader, as Java sets them on its config objects).
     fn current_roles(&self, printed: &str) -> String {
-        let b = &self.broker;
+        let b = &self.ctx;
         let role = match b.store.role() {
             store::config::BrokerRole::AsyncMaster => "ASYNC_MASTER",
             store::config::BrokerRole::SyncMaster => "SYNC_MASTER",
@@ -237,7 +237,7 @@ impl AdminProcessor {
         printed
             .lines()
             .map(|line| match line.split_once('=') {
-                Some(("brokerId", _)) => format!("brokerId={}", b.broker_id()),
+                Some(("brokerId", _)) => format!("brokerId={}", b.membership.broker_id()),
                 Some(("brokerRole", _)) => format!("brokerRole={role}"),
                 _ => line.to_owned(),
             })
@@ -247,7 +247,7 @@ impl AdminProcessor {
 
     /// The table mqadmin's clusterList and brokerStatus read; every number parses.
     fn runtime_info(&self) -> Vec<u8> {
-        let b = &self.broker;
+        let b = &self.ctx;
         let store = &b.store;
         let disk = store::cleanup::disk_used_ratio(&b.store_config().commit_log_dir());
         // Java: -1 for both while the commit log has no file yet.
@@ -283,7 +283,7 @@ impl AdminProcessor {
         t.insert("EndTransactionThreadPoolQueueCapacity", b.config().end_transaction_pool_queue_capacity.to_string());
         t.insert("startAcceptSendRequestTimeStamp", b.config().start_accept_send_request_timestamp_ms.to_string());
         // 5.x's timer keys (Java's zeros without a timer).
-        let timer = match b.timer.get() {
+        let timer = match b.timer.as_ref() {
             Some(timer) => timer.status().map(|(k, v)| (k, v)),
             None => [("timerReadBehind", "0"), ("timerOffsetBehind", "0"), ("timerCongestNum", "0"), ("timerEnqueueTps", "0.0"), ("timerDequeueTps", "0.0")]
                 .map(|(k, v)| (k, v.to_owned())),
@@ -319,7 +319,7 @@ impl AdminProcessor {
         named.push((format!("commitLogDiskRatio_{}", commit_log_dir.display()), java_double(disk)));
         t.insert("consumeQueueDiskRatio", java_double(store::cleanup::disk_used_ratio(&b.store_config().consume_queue_dir())));
         // The schedule service's progress per level: "delivered offset,max offset" (Java's buildRunningStats).
-        for (level, offset) in self.broker.delay_offsets.snapshot().offset_table {
+        for (level, offset) in self.ctx.delay_offsets.snapshot().offset_table {
             let max = store.max_offset_in_queue(system_topic::SCHEDULE, level - 1);
             named.push((format!("scheduleMessageOffset_{level}"), format!("{offset},{max}")));
         }
@@ -337,7 +337,7 @@ impl AdminProcessor {
     /// 5.x's `HARuntimeInfo` (mqadmin haStatus): a master lists its slave connections, a slave
     /// its client side.
     fn ha_status(&self) -> Vec<u8> {
-        let b = &self.broker;
+        let b = &self.ctx;
         let max = b.store.commit_log().max_offset();
         let gap = b.store_config().ha_fallbehind_max();
         let (connections, client) = match (b.ha.replication(), b.ha.slave_client()) {
@@ -383,14 +383,14 @@ impl AdminProcessor {
             "haClientRuntimeInfo": client,
             "haConnectionInfo": connections,
             "inSyncSlaveNums": in_sync,
-            "master": !b.is_slave(),
-            "masterCommitLogMaxOffset": if b.is_slave() { 0 } else { max },
+            "master": !b.membership.is_slave(),
+            "masterCommitLogMaxOffset": if b.membership.is_slave() { 0 } else { max },
         });
         fastjson::to_vec(&body, JsonStyle::Fastjson)
     }
 
     fn create_topic(&self, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         // The name's characters and length are checked as the header is decoded (TopicName).
         let h: CreateTopicRequestHeader = request.decode_header()?;
         if h.topic == b.config().broker_cluster_name || h.topic == system_topic::AUTO_CREATE_TEMPLATE {
@@ -412,12 +412,12 @@ impl AdminProcessor {
         tc.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         tc.order = h.order;
         b.topics.update(&h.topic, tc).map_err(|e| ProcessError::system(e.to_string()))?;
-        b.register_soon(false);
+        b.membership.register_soon(false);
         Ok(Some(ok(request)))
     }
 
     fn topic_stats(&self, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         let h: TopicHeader = request.decode_header()?;
         let Some(tc) = b.topics.select(&h.topic) else {
             return Err(ProcessError::new(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic)));
@@ -434,7 +434,7 @@ impl AdminProcessor {
     }
 
     fn consumer_connections(&self, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         let h: ConsumerGroupHeader = request.decode_header()?;
         let Some(group) = b.consumers.group(&h.consumer_group).filter(|g| !g.channels.is_empty()) else {
             return Err(ProcessError::new(ResponseCode::CONSUMER_NOT_ONLINE, format!("the consumer group[{}] not online", h.consumer_group)));
@@ -450,7 +450,7 @@ impl AdminProcessor {
     }
 
     fn consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         let h: ConsumeStatsHeader = request.decode_header()?;
         let topics: Vec<String> = match h.topic {
             Some(topic) => vec![topic.into_string()],
@@ -499,3 +499,7 @@ mod tests {
         assert_eq!(crate::config::without_unset_paths("dLegerGroup=\nhaMasterAddress=\ndLegerSelfId=n0\n"), "dLegerSelfId=n0\n");
     }
 }
+
+#[cfg(test)]
+#[path = "admin_tests.rs"]
+mod over_a_store;

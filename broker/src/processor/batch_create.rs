@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::admin::check_queue_nums;
 use super::ok;
-use crate::broker::Broker;
+use crate::handles::AdminContext;
 use crate::subscription_group::SubscriptionGroupConfig;
 use crate::topic_config::system_topic;
 
@@ -40,7 +40,7 @@ fn invalid(remark: impl Into<String>) -> ProcessError {
 /// Checks one topic of a list as Java does (name, and no system topic: 5.x's
 /// `validateSystemTopicWhenUpdateTopic` is true by default), plus the bounds this broker keeps on
 /// every topic it creates.
-fn check_topic(b: &Broker, tc: &TopicConfig) -> Result<TopicName, ProcessError> {
+fn check_topic(b: &AdminContext, tc: &TopicConfig) -> Result<TopicName, ProcessError> {
     let name = TopicName::new(tc.topic_name.as_str()).map_err(|e| invalid(e.to_string()))?;
     if system_topic::is_system_topic(&tc.topic_name) || tc.topic_name == b.config().broker_cluster_name {
         return Err(invalid(format!("The topic[{}] is conflict with system topic.", tc.topic_name)));
@@ -53,7 +53,7 @@ fn check_topic(b: &Broker, tc: &TopicConfig) -> Result<TopicName, ProcessError> 
     Ok(name)
 }
 
-pub fn create_topic_list(b: &Broker, request: &RemotingCommand) -> ProcessResult {
+pub fn create_topic_list(b: &AdminContext, request: &RemotingCommand) -> ProcessResult {
     let list: TopicList = fastjson::from_slice(request.body_bytes()).map_err(|e| invalid(format!("bad CreateTopicListRequestBody: {e}")))?;
     let mut checked = Vec::with_capacity(list.topic_config_list.len());
     for tc in list.topic_config_list {
@@ -67,11 +67,11 @@ pub fn create_topic_list(b: &Broker, request: &RemotingCommand) -> ProcessResult
     for (name, tc) in checked {
         b.topics.update(&name, tc).map_err(|e| ProcessError::system(e.to_string()))?;
     }
-    b.register_soon(false);
+    b.membership.register_soon(false);
     Ok(Some(ok(request)))
 }
 
-pub fn create_group_list(b: &Broker, request: &RemotingCommand) -> ProcessResult {
+pub fn create_group_list(b: &AdminContext, request: &RemotingCommand) -> ProcessResult {
     let list: GroupList = fastjson::from_slice(request.body_bytes()).map_err(|e| invalid(format!("bad SubscriptionGroupList: {e}")))?;
     let mut checked = Vec::with_capacity(list.group_config_list.len());
     for config in list.group_config_list {

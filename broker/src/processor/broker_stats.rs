@@ -4,15 +4,13 @@
 //! brokerConsumeStats`) is the consume stats of every group on the broker. The consume stats of
 //! one group (GET_CONSUME_STATS) are built here too.
 
-use std::sync::Arc;
-
 use remoting::command_header;
 use remoting::fastjson::{self, JsonStyle};
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::ok;
-use crate::broker::Broker;
+use crate::handles::AdminContext;
 use crate::stats::java_double;
 use crate::stats_manager::Figures;
 
@@ -54,7 +52,7 @@ pub enum Queues {
 /// The offset table entries (`OffsetWrapper` by `MessageQueue`) of `group` on `topic` (None: no
 /// such topic here) and their total diff. `budget` is what is left of [`MAX_STATS_BODY_BYTES`]
 /// for the whole body.
-pub fn offset_entries(b: &Broker, group: &str, topic: &str, queues: Queues, budget: &mut usize) -> Result<Option<(Vec<String>, i64)>, ProcessError> {
+pub fn offset_entries(b: &AdminContext, group: &str, topic: &str, queues: Queues, budget: &mut usize) -> Result<Option<(Vec<String>, i64)>, ProcessError> {
     let Some(tc) = b.topics.select(topic) else { return Ok(None) };
     let count = match queues {
         Queues::Read => tc.read_queue_nums,
@@ -91,7 +89,7 @@ fn item_json(f: Figures) -> String {
 }
 
 pub struct BrokerStatsProcessor {
-    pub broker: Arc<Broker>,
+    pub ctx: AdminContext,
 }
 
 impl RequestProcessor for BrokerStatsProcessor {
@@ -107,7 +105,7 @@ impl RequestProcessor for BrokerStatsProcessor {
 impl BrokerStatsProcessor {
     fn view(&self, request: &RemotingCommand) -> ProcessResult {
         let h: ViewBrokerStatsDataHeader = request.decode_header()?;
-        let Some(item) = self.broker.broker_stats.item(&h.stats_name, &h.stats_key) else {
+        let Some(item) = self.ctx.broker_stats.item(&h.stats_name, &h.stats_key) else {
             return Err(ProcessError::system(format!("The stats <{}> <{}> not exist", h.stats_name, h.stats_key)));
         };
         let body = format!(r#"{{"statsDay":{},"statsHour":{},"statsMinute":{}}}"#, item_json(item.day()), item_json(item.hour()), item_json(item.minute()));
@@ -117,7 +115,7 @@ impl BrokerStatsProcessor {
     /// Every subscription group, each with the consume stats of the topics it has offsets of;
     /// a topic the group's online consumers do not subscribe to is left out, as Java does.
     fn all_consume_stats(&self, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         let h: ConsumeStatsInBrokerHeader = request.decode_header()?;
         let mut budget = MAX_STATS_BODY_BYTES;
         let mut total_diff = 0i64;
@@ -141,7 +139,7 @@ impl BrokerStatsProcessor {
             }
             groups.push(format!("{{{}:[{}]}}", json_str(&group), stats.join(",")));
         }
-        let body = format!(r#"{{"brokerAddr":{},"consumeStatsList":[{}],"totalDiff":{total_diff}}}"#, json_str(&b.identity.broker_addr), groups.join(","));
+        let body = format!(r#"{{"brokerAddr":{},"consumeStatsList":[{}],"totalDiff":{total_diff}}}"#, json_str(&b.broker_addr), groups.join(","));
         if body.len() > MAX_STATS_BODY_BYTES {
             return Err(ProcessError::new(ResponseCode::SYSTEM_ERROR, format!("the consume stats exceed {MAX_STATS_BODY_BYTES} bytes")));
         }

@@ -1,6 +1,5 @@
 //! HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (Java `ClientManageProcessor`).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use remoting::fastjson;
@@ -14,12 +13,12 @@ use serde::Deserialize;
 use tracing::{debug, info, warn};
 
 use super::ok;
-use crate::broker::Broker;
 use crate::client::consumer_manager::ConsumerRegistration;
 use crate::client::ClientChannelInfo;
+use crate::handles::ClientContext;
 
 pub struct ClientManageProcessor {
-    pub broker: Arc<Broker>,
+    pub ctx: ClientContext,
 }
 
 impl RequestProcessor for ClientManageProcessor {
@@ -35,7 +34,7 @@ impl RequestProcessor for ClientManageProcessor {
 
 impl ClientManageProcessor {
     fn heartbeat(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         let data: HeartbeatData =
             fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("heartbeat body is not valid HeartbeatData: {e}")))?;
         let client = ClientChannelInfo {
@@ -53,10 +52,10 @@ impl ClientManageProcessor {
                 warn!(group = consumer.group_name, client = data.client_id, "heartbeat for an illegal consumer group ignored");
                 continue;
             };
-            if let Some(group) = b.groups.find_or_create(&group_name, b.config().auto_create_subscription_group) {
+            if let Some(group) = b.groups.find_or_create(&group_name, b.config.load().auto_create_subscription_group) {
                 let obtained = b.topics.create_topic_in_send_message_back_method(&retry, group.retry_queue_nums, perm::READ | perm::WRITE, 0);
                 if obtained.was_created() {
-                    b.register_soon(false);
+                    b.membership.register_soon(false);
                 }
             }
             let changed = b.consumers.register(ConsumerRegistration {
@@ -79,7 +78,7 @@ impl ClientManageProcessor {
     }
 
     fn unregister(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         let h: UnregisterClientRequestHeader = request.decode_header()?;
         if let Some(group) = h.producer_group.as_deref() {
             b.producers.unregister(group, channel);
@@ -99,7 +98,8 @@ impl ClientManageProcessor {
             subscription_data: Option<remoting::protocol::heartbeat::SubscriptionData>,
         }
         let body: Body = fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad CHECK_CLIENT_CONFIG body: {e}")))?;
-        let checked = body.subscription_data.as_ref().map_or(Ok(()), |sub| crate::filter::check_subscription(self.broker.config().enable_property_filter, sub));
+        let checked =
+            body.subscription_data.as_ref().map_or(Ok(()), |sub| crate::filter::check_subscription(self.ctx.config.load().enable_property_filter, sub));
         match checked {
             Ok(()) => Ok(Some(ok(request))),
             Err((code, remark)) => Err(ProcessError::new(code, remark)),
@@ -108,8 +108,8 @@ impl ClientManageProcessor {
 }
 
 /// Tells every member of a group that membership changed (oneway), unless the group opted out.
-pub fn notify_consumer_ids_changed(b: &Broker, group: &str) {
-    if !b.config().notify_consumer_ids_changed_enable {
+pub fn notify_consumer_ids_changed(b: &ClientContext, group: &str) {
+    if !b.config.load().notify_consumer_ids_changed_enable {
         return;
     }
     if b.groups.select(group).is_some_and(|g| !g.notify_consumer_ids_changed_enable) {

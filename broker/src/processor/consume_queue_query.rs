@@ -10,7 +10,7 @@ use serde::Serialize;
 use store::consume_queue::CqUnit;
 
 use super::ok;
-use crate::broker::Broker;
+use crate::handles::AdminContext;
 
 command_header! {
     pub struct QueryConsumeQueueHeader {
@@ -70,7 +70,7 @@ pub fn listed(units: &[CqUnit], count: i32) -> Vec<ConsumeQueueData> {
     units.iter().take(count).map(ConsumeQueueData::of).collect()
 }
 
-pub fn query_consume_queue(b: &Broker, request: &RemotingCommand) -> ProcessResult {
+pub fn query_consume_queue(b: &AdminContext, request: &RemotingCommand) -> ProcessResult {
     let h: QueryConsumeQueueHeader = request.decode_header()?;
     let Some(cq) = b.store.find_queue(&h.topic, h.queue_id) else {
         return Err(ProcessError::system(format!("{}@{} is not exist!", h.queue_id, h.topic)));

@@ -9,16 +9,22 @@ use remoting::protocol::heartbeat::ConsumerIdList;
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
+use store::store::MessageStore;
+
 use super::ok;
-use crate::broker::Broker;
+use crate::client::consumer_manager::ConsumerManager;
+use crate::consumer_offset::ConsumerOffsetManager;
 
 pub struct ConsumerManageProcessor {
-    pub broker: Arc<Broker>,
+    pub consumers: Arc<ConsumerManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    /// For where a new group starts on a young queue.
+    pub store: Arc<MessageStore>,
 }
 
 impl RequestProcessor for ConsumerManageProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = self;
         match request.request_code() {
             RequestCode::GET_CONSUMER_LIST_BY_GROUP => {
                 let h: ConsumerGroupHeader = request.decode_header()?;
@@ -56,3 +62,7 @@ impl RequestProcessor for ConsumerManageProcessor {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "consumer_manage_tests.rs"]
+mod tests;

@@ -10,8 +10,7 @@ use remoting::{RemotingCommand, RequestCode};
 use serde::{Deserialize, Serialize};
 
 use super::ok;
-use crate::broker::Broker;
-use crate::rebalance_lock::MessageQueue;
+use crate::rebalance_lock::{MessageQueue, RebalanceLockManager};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,13 +30,13 @@ struct LockBatchResponseBody {
 }
 
 pub struct LockProcessor {
-    pub broker: Arc<Broker>,
+    pub locks: Arc<RebalanceLockManager>,
 }
 
 impl RequestProcessor for LockProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
         let body: LockBatchRequestBody = fastjson::from_slice(request.body_bytes()).map_err(|e| ProcessError::system(format!("bad lock body: {e}")))?;
-        let locks = &self.broker.locks;
+        let locks = &self.locks;
         match request.request_code() {
             RequestCode::LOCK_BATCH_MQ => {
                 let locked = locks.try_lock_batch(&body.consumer_group, &body.mq_set, &body.client_id, Instant::now());

@@ -6,7 +6,6 @@
 //! `AdminBrokerProcessor` answers them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use remoting::fastjson::{self, JsonStyle};
@@ -16,8 +15,8 @@ use remoting::{RemotingCommand, RequestCode};
 use serde::Serialize;
 
 use super::ok;
-use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
+use crate::handles::AdminContext;
 
 /// 5.x's `ProducerInfo`.
 #[derive(Serialize, Debug, PartialEq)]
@@ -72,12 +71,12 @@ pub fn topic_list_json(topics: &[String]) -> Vec<u8> {
 }
 
 pub struct MaintenanceProcessor {
-    pub broker: Arc<Broker>,
+    pub ctx: AdminContext,
 }
 
 impl RequestProcessor for MaintenanceProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = &self.ctx;
         match request.request_code() {
             RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => Ok(Some(ok(&request).with_body(topic_list_json(&system_topics(&b.config()))))),
             RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {

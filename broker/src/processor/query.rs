@@ -9,16 +9,20 @@ use remoting::protocol::broker::{
 use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
-use super::ok;
-use crate::broker::Broker;
+use store::store::MessageStore;
 
+use super::ok;
+use crate::handles::LiveStoreConfig;
+
+/// Reads the store only; the store's config for `defaultQueryMaxNum`.
 pub struct QueryProcessor {
-    pub broker: Arc<Broker>,
+    pub store: Arc<MessageStore>,
+    pub store_config: LiveStoreConfig,
 }
 
 impl RequestProcessor for QueryProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        let store = &self.broker.store;
+        let store = &self.store;
         match request.request_code() {
             RequestCode::GET_MAX_OFFSET => {
                 let h: TopicQueueHeader = request.decode_header()?;
@@ -41,7 +45,7 @@ impl RequestProcessor for QueryProcessor {
             RequestCode::QUERY_MESSAGE => {
                 let h: QueryMessageRequestHeader = request.decode_header()?;
                 let unique = request.ext("_UNIQUE_KEY_QUERY") == Some("true");
-                let max = if unique { self.broker.store_config().default_query_max_num } else { usize::try_from(h.max_num).unwrap_or(0) };
+                let max = if unique { self.store_config.load().default_query_max_num } else { usize::try_from(h.max_num).unwrap_or(0) };
                 let found = store.query_message(&h.topic, &h.key, max, h.begin_timestamp, h.end_timestamp);
                 if found.messages.is_empty() {
                     return Err(ProcessError::new(ResponseCode::QUERY_NOT_FOUND, "can not find message, maybe time range not correct"));
@@ -67,3 +71,7 @@ impl RequestProcessor for QueryProcessor {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "query_tests.rs"]
+mod tests;

@@ -19,9 +19,15 @@ use remoting::server::{Channel, ProcessError, ProcessResult, Reply, RequestProce
 use remoting::{command_header, RemotingCommand, RequestCode, ResponseCode};
 use serde::Deserialize;
 
+use store::store::MessageStore;
+
 use super::ok;
-use crate::broker::Broker;
+use crate::client::consumer_manager::ConsumerManager;
 use crate::client::ClientChannelInfo;
+use crate::config::LiveConfig;
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::subscription_group::SubscriptionGroupManager;
+use crate::topic_config::TopicConfigManager;
 
 /// Java's `Broker2Client.callClient` timeout.
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -198,7 +204,25 @@ fn describe(e: &ChannelError) -> String {
 }
 
 pub struct RelayProcessor {
-    pub broker: Arc<Broker>,
+    pub config: LiveConfig,
+    /// Offsets by time and the queues' bounds; messages consumed directly; the role.
+    pub store: Arc<MessageStore>,
+    pub topics: Arc<TopicConfigManager>,
+    pub groups: Arc<SubscriptionGroupManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub consumers: Arc<ConsumerManager>,
+    /// Where the calls to clients wait.
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl RelayProcessor {
+    fn config(&self) -> arc_swap::Guard<Arc<crate::config::BrokerConfig>> {
+        self.config.load()
+    }
+
+    fn is_slave(&self) -> bool {
+        self.store.role() == store::config::BrokerRole::Slave
+    }
 }
 
 impl RequestProcessor for RelayProcessor {
@@ -218,7 +242,7 @@ impl RelayProcessor {
     /// and commits its offsets), and answers the table. An offline group is answered
     /// CONSUMER_NOT_ONLINE, on which mqadmin commits the offsets itself (UPDATE_CONSUMER_OFFSET).
     fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = self;
         let h: ResetOffsetHeader = request.decode_header()?;
         if let Some(queue_id) = h.queue_id.filter(|q| *q >= 0) {
             return self.reset_one_queue(request, &h, queue_id);
@@ -266,7 +290,7 @@ impl RelayProcessor {
     /// pull of a live client start there; this broker tells the live clients with
     /// RESET_CONSUMER_CLIENT_OFFSET for that queue alone, so a client cannot commit over it.
     fn reset_one_queue(&self, request: &RemotingCommand, h: &ResetOffsetHeader, queue_id: i32) -> ProcessResult {
-        let b = &self.broker;
+        let b = self;
         if b.is_slave() {
             return Err(ProcessError::system("Can not reset offset in slave broker"));
         }
@@ -307,7 +331,7 @@ impl RelayProcessor {
     /// Java's `Broker2Client.getConsumeStatus`: asks the group's clients (or the one named) for
     /// their offsets; clients that fail or time out are left out of the table, as in Java.
     fn consumer_status(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = self;
         let h: ConsumerStatusHeader = request.decode_header()?;
         let clients: Vec<ClientChannelInfo> = b.consumers.group(&h.group).map(|g| g.channels.into_values().collect()).unwrap_or_default();
         if clients.is_empty() {
@@ -347,7 +371,7 @@ impl RelayProcessor {
     /// Java's `callConsumer`: the request's fields and body go to the named client under the
     /// same code, and its answer comes back as it is.
     fn call_consumer(&self, channel: &Channel, code: RequestCode, request: RemotingCommand) -> ProcessResult {
-        let b = &self.broker;
+        let b = self;
         let h: CallConsumerHeader = request.decode_header()?;
         let mut ext = request.ext_fields.clone().unwrap_or_default();
         let mut body = request.body.clone();

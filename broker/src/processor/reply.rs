@@ -21,7 +21,8 @@ use store::commit_log::{PutMessageResult, PutStatus};
 use store::message::{properties, MessageToStore};
 use tracing::{debug, warn};
 
-use crate::broker::Broker;
+use crate::client::producer_manager::ProducerManager;
+use crate::handles::SendContext;
 use crate::processor::send::{add_region_and_trace_switch, decorate, msg_check, skeleton};
 use crate::put::Origin;
 
@@ -54,7 +55,12 @@ command_header! {
 }
 
 pub struct ReplyProcessor {
-    pub broker: Arc<Broker>,
+    /// What a reply is checked and stored through, as a send.
+    pub send: SendContext,
+    /// Where the requester's connection is found.
+    pub producers: Arc<ProducerManager>,
+    /// Where the push waits for the requester.
+    pub runtime: tokio::runtime::Handle,
 }
 
 impl RequestProcessor for ReplyProcessor {
@@ -74,12 +80,12 @@ impl ReplyProcessor {
     /// Checks the reply as a send, then pushes and stores it from an async task; None, as that
     /// task answers.
     fn reply(&self, channel: &Channel, request: &RemotingCommand, mut h: SendMessageRequestHeader) -> Option<RemotingCommand> {
-        let b = &self.broker;
-        let err = |code, remark: String| Some(decorate(b, RemotingCommand::error_response(request, code, remark)));
+        let b = &self.send;
+        let err = |code, remark: String| Some(decorate(&b.config(), RemotingCommand::error_response(request, code, remark)));
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
         let message_type = crate::metrics::message_type(&props);
         // Java 5.x adds these before anything else, so both the push and the stored copy carry them.
-        add_region_and_trace_switch(b, &mut props);
+        add_region_and_trace_switch(&b.config(), &mut props);
         h.properties = Some(serialize(&props));
         if now_ms() < b.config().start_accept_send_request_timestamp_ms {
             let until = b.config().start_accept_send_request_timestamp_ms;
@@ -105,7 +111,7 @@ impl ReplyProcessor {
             properties: h.properties.clone().unwrap_or_default(),
         };
         let requester = props.get(REPLY_TO_CLIENT).cloned();
-        let target = requester.as_deref().and_then(|id| b.producers.find_channel(id));
+        let target = requester.as_deref().and_then(|id| self.producers.find_channel(id));
         match (requester.as_deref(), &target) {
             (Some(_), Some(_)) => {
                 props.insert(PUSH_REPLY_TIME.to_owned(), now_ms().to_string());
@@ -114,8 +120,8 @@ impl ReplyProcessor {
             (None, _) => warn!("reply: {REPLY_TO_CLIENT} is missing; nobody to push the reply to"),
         }
         let push = push_request(&h, channel.remote_addr(), b.store_host, serialize(&props), msg.body.clone());
-        let answer = Answer { broker: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, message_type };
-        b.runtime.spawn(async move {
+        let answer = Answer { send: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, message_type };
+        self.runtime.spawn(async move {
             let pushed = push_to(requester.as_deref(), target, push).await;
             answer.store_then_send(msg, pushed);
         });
@@ -172,7 +178,7 @@ async fn push_to(requester: Option<&str>, target: Option<crate::client::SharedCl
 
 /// What the answer to a reply needs once the push is done.
 struct Answer {
-    broker: Arc<Broker>,
+    send: SendContext,
     reply: Reply,
     request: RemotingCommand,
     queue_id: i32,
@@ -185,13 +191,13 @@ impl Answer {
     /// the put pipeline counts it). A SYNC_MASTER does not wait for its slaves here: Java counts a
     /// slave timeout or absence as a stored reply, so waiting could only delay the same answer.
     fn store_then_send(self, msg: MessageToStore, pushed: Pushed) {
-        if !self.broker.config().store_reply_message_enable {
+        if !self.send.config().store_reply_message_enable {
             let response = self.response(&pushed, None);
             return self.reply.send(response);
         }
-        let broker = self.broker.clone();
+        let put = self.send.put.clone();
         let origin = Origin::Reply { message_type: self.message_type };
-        broker.put.put_then(std::slice::from_ref(&msg), origin, move |result| {
+        put.put_then(std::slice::from_ref(&msg), origin, move |result| {
             let response = self.response(&pushed, Some(&result));
             self.reply.send(response);
         });
@@ -200,7 +206,6 @@ impl Answer {
     /// Java's `handlePushReplyResult` then `handlePutMessageResult`: the push sets the code; a
     /// stored copy sets the message id and offset (else "0" and 0, which clients can decode).
     fn response(&self, pushed: &Pushed, stored: Option<&PutMessageResult>) -> RemotingCommand {
-        let b = &self.broker;
         let stored = stored.and_then(|r| {
             if !matches!(r.status, PutStatus::PutOk | PutStatus::FlushDiskTimeout) {
                 debug!(status = ?r.status, remark = ?r.remark, "reply not stored");
@@ -227,7 +232,7 @@ impl Answer {
         if let Some(header) = header {
             response = response.with_header(&header);
         }
-        decorate(b, response)
+        decorate(&self.send.config(), response)
     }
 }
 
@@ -280,7 +285,12 @@ mod tests {
         use remoting::protocol::broker::SendMessageRequestHeaderV2;
         let dir = tempfile::tempdir().unwrap();
         let broker = crate::testing::broker(dir.path(), store::config::FlushDiskType::SyncFlush, store::config::BrokerRole::AsyncMaster);
-        let (client, _server) = crate::testing::loopback(Arc::new(ReplyProcessor { broker: broker.clone() })).await;
+        let (client, _server) = crate::testing::loopback(Arc::new(ReplyProcessor {
+            send: broker.send_context(),
+            producers: broker.producers.clone(),
+            runtime: broker.runtime.clone(),
+        }))
+        .await;
         let mut h = send_header("");
         h.topic = TopicName::new("DefaultCluster_REPLY_TOPIC").unwrap();
         let request = RemotingCommand::request_with_header(RequestCode::SEND_REPLY_MESSAGE_V2, &SendMessageRequestHeaderV2::from(h)).with_body(b"re".to_vec());

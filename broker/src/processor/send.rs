@@ -1,7 +1,5 @@
 //! SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE (Java `SendMessageProcessor`).
 
-use std::sync::Arc;
-
 use bytes::{Buf, Bytes};
 use remoting::header::HeaderError;
 use remoting::protocol::broker::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
@@ -14,14 +12,16 @@ use store::commit_log::{PutMessageResult, PutStatus};
 use store::message::record::{decode_record, RecordAt, SYSFLAG_TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE};
 use store::message::{offset_message_id, properties, MessageToStore};
 
-use crate::broker::{Broker, FAQ_SUFFIX};
+use crate::broker::FAQ_SUFFIX;
+use crate::config::BrokerConfig;
+use crate::handles::SendContext;
 use crate::put::Origin;
 use crate::replication::Outcome;
 use crate::topic_config::system_topic;
 use crate::transaction;
 
 pub struct SendProcessor {
-    pub broker: Arc<Broker>,
+    pub ctx: SendContext,
 }
 
 impl RequestProcessor for SendProcessor {
@@ -34,13 +34,13 @@ impl RequestProcessor for SendProcessor {
             _ => request.decode_header::<SendMessageRequestHeaderV2>()?.into(),
         };
         let batch = request.request_code() == RequestCode::SEND_BATCH_MESSAGE;
-        Ok(self.send(channel, &request, header, batch).map(|response| decorate(&self.broker, response)))
+        Ok(self.send(channel, &request, header, batch).map(|response| decorate(&self.ctx.config(), response)))
     }
 }
 
 /// What every send response carries besides its header.
-pub(crate) fn decorate(b: &Broker, response: RemotingCommand) -> RemotingCommand {
-    response.with_ext(MSG_REGION, b.config().region_id.clone()).with_ext(TRACE_ON, b.config().trace_on.to_string())
+pub(crate) fn decorate(config: &BrokerConfig, response: RemotingCommand) -> RemotingCommand {
+    response.with_ext(MSG_REGION, config.region_id.clone()).with_ext(TRACE_ON, config.trace_on.to_string())
 }
 
 /// What the answer to a send needs once the store has a result.
@@ -99,7 +99,7 @@ const SERVICE_NOT_AVAILABLE_REMARK: &str =
 impl SendProcessor {
     /// The answer to a send, or None when the flush service will send it.
     fn send(&self, channel: &Channel, request: &RemotingCommand, h: SendMessageRequestHeader, batch: bool) -> Option<RemotingCommand> {
-        let b = &self.broker;
+        let b = &self.ctx;
         let err = |code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
         let (_, queue_id) = match msg_check(b, channel, &h) {
             Ok(checked) => checked,
@@ -111,7 +111,7 @@ impl SendProcessor {
         }
         let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
         let message_type = crate::metrics::message_type(&props);
-        add_region_and_trace_switch(b, &mut props);
+        add_region_and_trace_switch(&b.config(), &mut props);
         props.insert("CLUSTER".to_owned(), b.config().broker_cluster_name.clone());
         let base = MessageToStore {
             topic: h.topic.to_string(),
@@ -148,21 +148,22 @@ impl SendProcessor {
         };
         // The pipeline stores a prepared message as its half, a delayed one in the schedule topic.
         let origin = Origin::Send { message_type, half_for: prepared.then(|| h.topic.to_string()), batch };
-        let broker = b.clone();
+        let config = b.config.clone();
         b.put.put_and_answer(msgs, origin, Reply::to(channel, request), move |result, replica, rewritten| {
+            let config = config.load();
             // 5.3.x: a timer message's answer carries the handle that recalls it (not a batch's).
             let recall = rewritten
                 .timer
                 .filter(|t| !batch && !t.real_topic.starts_with(system_topic::RETRY_GROUP_TOPIC_PREFIX))
-                .map(|t| crate::timer::recall_handle(&t.real_topic, &broker.config().broker_name, t.out_ms + 1, t.uniq_key.as_deref().unwrap_or("null")));
-            decorate(&broker, reply.response(result, replica, recall))
+                .map(|t| crate::timer::recall_handle(&t.real_topic, &config.broker_name, t.out_ms + 1, t.uniq_key.as_deref().unwrap_or("null")));
+            decorate(&config, reply.response(result, replica, recall))
         })
     }
 
     /// A send to `%RETRY%group` that used up its reconsume times goes to `%DLQ%group` instead
     /// (Java `handleRetryAndDLQ`).
     fn retry_or_dlq(&self, msg: &mut MessageToStore, h: &SendMessageRequestHeader, version: i32) -> Result<(), (ResponseCode, String)> {
-        let b = &self.broker;
+        let b = &self.ctx;
         let Some(group) = h.topic.strip_prefix(system_topic::RETRY_GROUP_TOPIC_PREFIX) else { return Ok(()) };
         let (Ok(group), Some(config)) = (GroupName::new(group), b.groups.select(group)) else {
             return Err((ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {group} {FAQ_SUFFIX}")));
@@ -185,7 +186,7 @@ impl SendProcessor {
     /// delay level, or to `%DLQ%group` after the maximum reconsume times (Java
     /// `asyncConsumerSendMsgBack`).
     fn send_back(&self, channel: &Channel, request: &RemotingCommand) -> Option<RemotingCommand> {
-        let b = &self.broker;
+        let b = &self.ctx;
         let err = |code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
         let h: ConsumerSendMsgBackRequestHeader = match request.decode_header() {
             Ok(h) => h,
@@ -265,7 +266,7 @@ impl SendProcessor {
 /// Java's `msgCheck`, shared by sends and replies: the broker takes writes, the topic may be sent
 /// to and exists (or is auto-created), and the queue id is in range. Gives the topic's config and
 /// the queue to write (a random one when the producer left it to the broker).
-pub(crate) fn msg_check(b: &Arc<Broker>, channel: &Channel, h: &SendMessageRequestHeader) -> Result<(TopicConfig, i32), (ResponseCode, String)> {
+pub(crate) fn msg_check(b: &SendContext, channel: &Channel, h: &SendMessageRequestHeader) -> Result<(TopicConfig, i32), (ResponseCode, String)> {
     if !b.is_writeable() {
         return Err((ResponseCode::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", b.config().broker_ip1)));
     }
@@ -289,7 +290,7 @@ pub(crate) fn msg_check(b: &Arc<Broker>, channel: &Channel, h: &SendMessageReque
 
 /// The topic's config, auto-creating it from its template (or as a retry topic) as Java does;
 /// a new topic is registered with the name servers at once.
-fn topic_config(b: &Broker, channel: &Channel, h: &SendMessageRequestHeader) -> Option<TopicConfig> {
+fn topic_config(b: &SendContext, channel: &Channel, h: &SendMessageRequestHeader) -> Option<TopicConfig> {
     if let Some(tc) = b.topics.select(&h.topic) {
         return Some(tc);
     }
@@ -302,7 +303,7 @@ fn topic_config(b: &Broker, channel: &Channel, h: &SendMessageRequestHeader) -> 
     }
     let obtained = obtained?;
     if obtained.was_created() {
-        b.register_soon(true);
+        b.membership.register_soon(true);
     }
     Some(obtained.into_config())
 }
@@ -310,9 +311,9 @@ fn topic_config(b: &Broker, channel: &Channel, h: &SendMessageRequestHeader) -> 
 /// What Java 5.x's `buildMsgContext` adds to every message a producer sends (and so what it stores
 /// and pushes): the broker's region and trace switch. The 5.x client's consume-trace hook skips
 /// messages without a region, so without these no consumer trace is ever written.
-pub(crate) fn add_region_and_trace_switch(b: &Broker, props: &mut indexmap::IndexMap<String, String>) {
-    props.insert(MSG_REGION.to_owned(), b.config().region_id.clone());
-    props.insert(TRACE_ON.to_owned(), b.config().trace_on.to_string());
+pub(crate) fn add_region_and_trace_switch(config: &BrokerConfig, props: &mut indexmap::IndexMap<String, String>) {
+    props.insert(MSG_REGION.to_owned(), config.region_id.clone());
+    props.insert(TRACE_ON.to_owned(), config.trace_on.to_string());
 }
 
 /// Java's `MessageConst.PROPERTY_MSG_REGION` and `PROPERTY_TRACE_SWITCH`.

@@ -5,7 +5,10 @@ use remoting::protocol::broker::SendMessageRequestHeaderV2;
 use remoting::protocol::name::TopicName;
 use store::config::{BrokerRole, FlushDiskType};
 
+use std::sync::Arc;
+
 use super::*;
+use crate::broker::Broker;
 use crate::stats_manager::names;
 use crate::testing::{self, call, loopback};
 
@@ -40,7 +43,7 @@ fn sent(response: &RemotingCommand) -> SendMessageResponseHeader {
 fn processor(flush: FlushDiskType, role: BrokerRole) -> (tempfile::TempDir, Arc<Broker>, Arc<SendProcessor>) {
     let dir = tempfile::tempdir().unwrap();
     let broker = testing::broker(dir.path(), flush, role);
-    (dir, broker.clone(), Arc::new(SendProcessor { broker }))
+    (dir, broker.clone(), Arc::new(SendProcessor { ctx: broker.send_context() }))
 }
 
 fn puts_counted(b: &Broker, topic: &str) -> Option<u64> {

@@ -18,8 +18,11 @@ use remoting::server::{Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::cold_data::ColdDataFlowCtr;
+use store::store::MessageStore;
+
 use super::ok;
-use crate::broker::Broker;
+use crate::config::LiveConfig;
+use crate::handles::Membership;
 
 /// The ext field of SET_COMMITLOG_READ_MODE (Java's `FIleReadaheadMode.READ_AHEAD_MODE`).
 const READ_AHEAD_MODE: &str = "READ_AHEAD_MODE";
@@ -32,7 +35,10 @@ const CHECK_NOT_OK: i32 = 1;
 const CHECK_IN_PROGRESS: i32 = 2;
 
 pub struct StoreAdminProcessor {
-    pub broker: Arc<Broker>,
+    pub config: LiveConfig,
+    pub store: Arc<MessageStore>,
+    /// Whether this broker is a slave (brokerId != 0).
+    pub membership: Membership,
     pub cold: ColdDataFlowCtr,
 }
 
@@ -49,7 +55,7 @@ impl RequestProcessor for StoreAdminProcessor {
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_COLD_DATA_FLOW_CTR_INFO => {
-                let c = self.broker.config();
+                let c = self.config.load();
                 let json = self.cold.info_json(c.cg_cold_read_threshold, c.global_cold_read_threshold, Instant::now());
                 Ok(Some(ok(&request).with_body(json.into_bytes())))
             }
@@ -110,7 +116,7 @@ impl StoreAdminProcessor {
         if mode != MADV_RANDOM && mode != MADV_NORMAL {
             return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, "set commitlog readahead mode param value error"));
         }
-        let refused = self.broker.store.set_commit_log_read_ahead(mode == MADV_RANDOM);
+        let refused = self.store.set_commit_log_read_ahead(mode == MADV_RANDOM);
         tracing::info!(%from, mode, refused, "setCommitLogReadaheadMode");
         Ok(Some(ok(request).with_remark(format!("set commitlog readahead mode success, mode: {mode}"))))
     }
@@ -118,7 +124,7 @@ impl StoreAdminProcessor {
     /// Java sets it on a slave only (brokerId != 0), and a missing or unparsable value changes
     /// nothing (5.3.3's header decoding logs and skips a field it cannot read).
     fn reset_master_flush_offset(&self, request: &RemotingCommand) -> ProcessResult {
-        if self.broker.broker_id() == 0 {
+        if self.membership.broker_id() == 0 {
             return Ok(Some(ok(request)));
         }
         let Some(value) = request.ext_fields.as_ref().and_then(|f| f.get("masterFlushOffset")) else {
@@ -127,7 +133,7 @@ impl StoreAdminProcessor {
         let Ok(offset) = value.parse::<i64>() else {
             return Ok(Some(ok(request).with_remark(format!("masterFlushOffset {value:?} is not a long; nothing changed"))));
         };
-        self.broker.store.checkpoint().set_master_flushed_offset(offset);
+        self.store.checkpoint().set_master_flushed_offset(offset);
         tracing::info!(offset, "resetMasterFlushOffset: masterFlushedOffset set");
         Ok(Some(ok(request)))
     }
