@@ -122,6 +122,7 @@ impl BrokerController {
                     offsets: &b.offsets,
                     consumers: &b.consumers,
                     producers: &b.producers,
+                    timer: b.timer.get().map(Arc::as_ref),
                 });
             }
         };
@@ -259,6 +260,9 @@ async fn open(
     let parts = BrokerParts { config, store_config, config_file, store, ha, identity, store_host, broker_id, acl };
     let broker = Arc::new(Broker::assemble(parts)?);
     if let Some(timer) = timer {
+        if let Some(events) = broker.metrics.timer_events() {
+            timer.set_events(events);
+        }
         broker.put.set_timer(timer.clone());
         let _ = broker.timer.set(timer);
     }

@@ -180,3 +180,68 @@ async fn a_delayed_message_counts_into_the_schedule_topic_then_out_of_it_into_it
     assert_eq!(sample(&text, "rocketmq_messages_out_total", &schedule_out), Some(1.0), "{text}");
     broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timer_message_counts_in_and_out_of_the_timer_under_javas_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let port_text = port.to_string();
+    let extra = [("metricsExporterType", "PROM"), ("metricsPromExporterHost", "127.0.0.1"), ("metricsPromExporterPort", port_text.as_str())];
+    let broker = start(dir.path(), &extra).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    // One due in 2 s, one in 100 s (still pending when the test ends).
+    for (body, delay, uniq) in [("soon", "2", "TM1"), ("later", "100", "TM2")] {
+        let props = format!("TIMER_DELAY_SEC\u{1}{delay}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}WAIT\u{1}true\u{2}");
+        let mut h = send_header("MetricsTimer", 0, &props);
+        h.born_timestamp = remoting::clock::now_ms();
+        let r = c.invoke(&addr, send_request(h, body), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    let storage = [("storage_type", "local"), ("storage_medium", "disk")];
+    let topic = [("storage_type", "local"), ("storage_medium", "disk"), ("topic", "MetricsTimer")];
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = scrape(port).await;
+        if sample(&text, "rocketmq_timer_dequeue_total", &topic) == Some(1.0) && sample(&text, "rocketmq_timer_dequeue_lag", &storage) == Some(1.0) {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "the timer message was never released:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // Counters and the set-latency histogram (seconds from birth to due time, Java's buckets).
+    assert_eq!(sample(&text, "rocketmq_timer_enqueue_total", &topic), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_count", &topic), Some(2.0), "{text}");
+    let bucket = |le: &'static str| [("topic", "MetricsTimer"), ("le", le)];
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("60")), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("600")), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("259200")), Some(2.0), "{text}");
+    // Gauges: the one still pending, by topic and in the snapshot's 5-minute bound; nothing behind.
+    assert_eq!(sample(&text, "rocketmq_timing_messages", &topic), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_timer_message_snapshot", &[("timer_bound_s", "5")]), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_timer_message_snapshot", &[("timer_bound_s", "300")]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_timer_message_snapshot", &[("timer_bound_s", "86400")]), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_timer_enqueue_lag", &storage), Some(0.0), "{text}");
+    let behind_s = sample(&text, "rocketmq_timer_dequeue_latency_milliseconds", &storage).unwrap_or(f64::NAN);
+    assert!((0.0..=2.0).contains(&behind_s), "dequeue latency (Java reports seconds) {behind_s}:\n{text}");
+    assert!(sample(&text, "rocketmq_timer_enqueue_latency_milliseconds", &storage).is_some(), "{text}");
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_timer_no_timer_family_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let port_text = port.to_string();
+    let extra = [
+        ("metricsExporterType", "PROM"),
+        ("metricsPromExporterHost", "127.0.0.1"),
+        ("metricsPromExporterPort", port_text.as_str()),
+        ("timerWheelEnable", "false"),
+    ];
+    let broker = start(dir.path(), &extra).await;
+    let text = scrape(port).await;
+    assert!(text.contains("rocketmq_storage_flush_behind_bytes"), "{text}");
+    assert!(!text.contains("rocketmq_timer") && !text.contains("rocketmq_timing"), "{text}");
+    broker.shutdown().await;
+}

@@ -29,6 +29,8 @@ pub struct Sources<'a> {
     pub offsets: &'a ConsumerOffsetManager,
     pub consumers: &'a ConsumerManager,
     pub producers: &'a ProducerManager,
+    /// The 5.x timer, when `timerWheelEnable`.
+    pub timer: Option<&'a store::timer::TimerStore>,
 }
 
 /// Java's processor names, in its order: a pool we do not have (pop's ack, a separate async-put
@@ -122,6 +124,7 @@ impl Gauges {
             self.half_messages.set(&[topic], *count);
         }
         self.storage(b);
+        f.timer.refresh(b.timer);
     }
 
     fn connections(&self, b: &Sources) {

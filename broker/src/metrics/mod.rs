@@ -7,6 +7,7 @@
 //! recording is a no-op, as Java's `Nop` instruments.
 
 pub mod gauges;
+mod timer;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -50,6 +51,8 @@ struct Families {
     topic_create: Histograms,
     group_create: Histograms,
     gauges: gauges::Gauges,
+    /// The 5.x timer's families.
+    timer: Arc<timer::TimerFamilies>,
     /// Half messages waiting for their end, by real topic (Java's `TransactionMetrics`).
     half: Mutex<HashMap<String, i64>>,
     /// What each group pulled, by group and topic: at most `limit` pairs in all.
@@ -180,6 +183,11 @@ impl BrokerMetrics {
         f.group_create.observe(&[status(ok)], elapsed.as_millis() as f64);
     }
 
+    /// What the 5.x timer reports its enqueues and releases to (none unless metrics are on).
+    pub fn timer_events(&self) -> Option<Arc<dyn store::timer::TimerEvents>> {
+        self.families.as_ref().map(|f| f.timer.clone() as Arc<dyn store::timer::TimerEvents>)
+    }
+
     /// Starts the endpoint (`metricsPromExporterHost`, else `brokerIP1`, and
     /// `metricsPromExporterPort`); at each scrape `sources` is asked for the broker's state and
     /// hands it to the gauges (it may decline, e.g. once the broker is gone); `pools` are the
@@ -258,6 +266,7 @@ impl Families {
                 limit,
             ),
             gauges: gauges::Gauges::new(r, limit),
+            timer: Arc::new(timer::TimerFamilies::new(r, limit)),
             half: Mutex::new(HashMap::new()),
             pulls: Mutex::new(Pulls::default()),
             limit,

@@ -39,7 +39,7 @@ use super::checkpoint::{CheckpointValues, TimerCheckpoint};
 use super::log::{TimerLog, Unit, UNIT_SIZE};
 use super::metrics::TimerMetrics;
 use super::wheel::{Slot, TimerWheel};
-use super::{delete_key, java_string_hash, MAGIC_DELETE, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
+use super::{delete_key, java_string_hash, TimerEvents, MAGIC_DELETE, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::dispatch::{DispatchRequest, Dispatcher};
 use crate::message::properties;
@@ -160,6 +160,8 @@ pub struct TimerStore {
     started_ms: AtomicU64,
     /// Enqueue and release rates over the last flush interval (Java's `PerfCounter` TPS).
     rates: Mutex<Rates>,
+    /// The observer of enqueues and releases (the broker's metrics), if any.
+    events: OnceLock<Arc<dyn TimerEvents>>,
 }
 
 #[derive(Default)]
@@ -247,9 +249,15 @@ impl TimerStore {
             dequeued: AtomicU64::new(0),
             started_ms: AtomicU64::new(0),
             rates: Mutex::new(Rates::default()),
+            events: OnceLock::new(),
         };
         timer.recover();
         Ok(Arc::new(timer))
+    }
+
+    /// Sets the observer of enqueues and releases (once; later calls are ignored).
+    pub fn set_events(&self, events: Arc<dyn TimerEvents>) {
+        let _ = self.events.set(events);
     }
 
     /// The dispatcher that wakes the enqueue loop.
@@ -532,6 +540,10 @@ impl TimerStore {
             return true;
         };
         let real_topic = record.property(properties::REAL_TOPIC).unwrap_or("");
+        if let Some(events) = self.events.get() {
+            events.on_fetched(real_topic, (out_ms - record.born_timestamp) / 1000, record.store_timestamp);
+            events.on_enqueue(real_topic);
+        }
         let is_delete = record.property(properties::TIMER_DEL_UNIQKEY).is_some();
         {
             let mut s = self.state.lock();
@@ -711,6 +723,9 @@ impl TimerStore {
             }
         }
         let Some(sink) = self.sink.get() else { return false };
+        if let Some(events) = self.events.get() {
+            events.on_dequeue(record.property(properties::REAL_TOPIC).unwrap_or(""));
+        }
         let mut failures = 0;
         loop {
             match sink.put(&msg, rolled) {

@@ -13,6 +13,21 @@ pub mod wheel;
 
 pub use engine::{checkpoint_path, log_dir, metrics_path, wheel_path, PutOutcome, TimerOpenError, TimerProgress, TimerSink, TimerStore};
 
+/// What the timer tells its observer (the broker's metrics), where Java 5.3.3 records its timer
+/// metrics (`DefaultStoreMetricsManager`); set once with [`TimerStore::set_events`]. Called on
+/// the timer's own threads: keep each call short.
+pub trait TimerEvents: Send + Sync {
+    /// A timer message read from the timer topic to be taken in (Java's enqueue get service):
+    /// its real topic (`""` when it names none), the seconds from its birth to its delivery time
+    /// (`(TIMER_OUT_MS - born) / 1000`, Java's `timerMessageSetLatency`) and its store time.
+    fn on_fetched(&self, real_topic: &str, set_latency_s: i64, store_ms: i64);
+    /// A timer message taken in: into the wheel or, already due, to release (Java `incTimerEnqueueCount`).
+    fn on_enqueue(&self, real_topic: &str);
+    /// A timer message about to be put out, to its real topic or rolled back into the timer
+    /// topic (Java `incTimerDequeueCount`).
+    fn on_dequeue(&self, real_topic: &str);
+}
+
 /// Java's `TimerMessageStore.TIMER_TOPIC`.
 pub use remoting::protocol::system_topic::WHEEL_TIMER as TIMER_TOPIC;
 

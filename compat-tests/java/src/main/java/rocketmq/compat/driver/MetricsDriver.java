@@ -43,6 +43,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  *       RECONSUME_LATER with delay level -1, so the broker moves it to %DLQ%GROUP at once; ends once every
  *       message was delivered.
  *   <li>{@code delayed:TOPIC:COUNT} COUNT sends with delay level 1 (1 s), which the broker delivers to TOPIC later.
+ *   <li>{@code timer:TOPIC:COUNT} COUNT 5.x timer messages ({@code setDelayTimeMs(2000)}), which the broker's timer
+ *       delivers to TOPIC two seconds later.
  *   <li>{@code reply:TOPIC:GROUP} one request-reply: a push consumer of GROUP answers each request it gets on TOPIC
  *       with a reply message (SEND_REPLY_MESSAGE, stored in the broker's {@code <cluster>_REPLY_TOPIC}); the
  *       producer's request waits for it.
@@ -89,6 +91,7 @@ public final class MetricsDriver {
             case "transactions" -> transactions(s[1], facts);
             case "deadLetter" -> deadLetter(s[1], s[2], Integer.parseInt(s[3]), facts);
             case "delayed" -> delayed(s[1], Integer.parseInt(s[2]), facts);
+            case "timer" -> timer(s[1], Integer.parseInt(s[2]), facts);
             case "reply" -> requestReply(s[1], s[2], facts);
             case "hold" -> hold(Path.of(s[1]), Integer.parseInt(s[2]), facts);
             default -> throw new Steps.Failure("unknown step " + s[0]);
@@ -194,6 +197,17 @@ public final class MetricsDriver {
             check(r.getSendStatus() == SendStatus.SEND_OK, "delayed send " + i + ": " + r);
         }
         facts.put("sent", count);
+    }
+
+    private void timer(String topic, int count, Map<String, Object> facts) throws Exception {
+        for (int i = 0; i < count; i++) {
+            Message msg = message(topic, runId + "-timer-" + i);
+            // A 5.x client call; this module compiles against 4.9.7's Message.
+            Message.class.getMethod("setDelayTimeMs", long.class).invoke(msg, 2000L);
+            SendResult r = producer().send(msg);
+            check(r.getSendStatus() == SendStatus.SEND_OK, "timer send " + i + ": " + r);
+        }
+        facts.put("timers", count);
     }
 
     private void requestReply(String topic, String group, Map<String, Object> facts) throws Exception {

@@ -38,7 +38,8 @@ import rocketmq.compat.runtime.Versions;
  * {@code metricsExporterType=PROM} on a free {@code metricsPromExporterPort}, each behind its own name server
  * (Java's 5.3.3, ours with the same three keys), and get the same workload from a 5.3.3 client
  * ({@code MetricsDriver}): 20 sends to a topic consumed by a push group, a committed and a rolled-back
- * transaction, 2 messages a group sends to its DLQ, and 2 delayed ones (level 1). While those clients are still
+ * transaction, 2 messages a group sends to its DLQ, 2 delayed ones (level 1) and 2 timer messages (2 s; both brokers
+ * run with {@code timerWheelEnable=true}, so the timer's families are compared too). While those clients are still
  * connected both {@code /metrics} are scraped until they show the workload; then every sample name Java exports
  * (but {@code rocketmq_pop_*}, which ours does not build, and the exporter's {@code target_info} and
  * {@code otel_scope_info}) must be exported by ours with the same label-key sets, the combinations of enumerated
@@ -61,6 +62,8 @@ class PrometheusMetricsTest {
     static final String DLQ_GROUP = "PromDlqGroup";
     static final String DELAY_TOPIC = "PromDelayTopic";
     static final String REPLY_TOPIC = "PromReplyTopic";
+    static final String TIMER_TOPIC = "PromTimerTopic";
+    static final int TIMERS = 2;
     static final String REPLY_GROUP = "PromReplyGroup";
     /** Java's schedule service reads its topic as this group (MixAll.SCHEDULE_CONSUMER_GROUP). */
     static final String SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
@@ -114,7 +117,7 @@ class PrometheusMetricsTest {
      * samples of other ones, such as its transaction check service reading RMQ_SYS_TRANS_OP_HALF_TOPIC as group
      * CID_RMQ_SYS_TRANS, say how Java works inside, so their label values are not asked of ours.
      */
-    static final Set<String> WORKLOAD_TOPICS = Set.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC, SCHEDULE_TOPIC,
+    static final Set<String> WORKLOAD_TOPICS = Set.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC, SCHEDULE_TOPIC, TIMER_TOPIC,
         "RMQ_SYS_TRANS_HALF_TOPIC", "%RETRY%" + GROUP, "%RETRY%" + DLQ_GROUP, "%DLQ%" + DLQ_GROUP);
     static final Set<String> WORKLOAD_GROUPS = Set.of(GROUP, DLQ_GROUP, SCHEDULE_GROUP);
     static final Predicate<Exposition.Sample> OF_THE_WORKLOAD = s ->
@@ -146,7 +149,11 @@ class PrometheusMetricsTest {
         Map.entry(HIST, Map.of("request_code", "consumer_send_msg_back")),
         Map.entry(HIST, Map.of("request_code", "end_transaction", "result", "oneway")),
         Map.entry(HIST, Map.of("request_code", "update_and_create_topic")),
-        Map.entry("rocketmq_topic_create_execution_time_milliseconds_count", Map.of("invocation_status", "success")));
+        Map.entry("rocketmq_topic_create_execution_time_milliseconds_count", Map.of("invocation_status", "success")),
+        Map.entry("rocketmq_timer_enqueue_total", Map.of("topic", TIMER_TOPIC)),
+        Map.entry("rocketmq_timer_dequeue_total", Map.of("topic", TIMER_TOPIC)),
+        Map.entry("rocketmq_delay_message_latency_seconds_count", Map.of("topic", TIMER_TOPIC)),
+        Map.entry("rocketmq_timing_messages", Map.of("topic", TIMER_TOPIC)));
 
     /** Values that depend on more than the workload (system topics, how a half message is stored): printed only. */
     static final List<Map.Entry<String, Map<String, String>>> INFO_VALUES = List.of(
@@ -221,6 +228,7 @@ class PrometheusMetricsTest {
         keys.put("metricsExporterType", "PROM");
         keys.put("metricsPromExporterHost", "127.0.0.1");
         keys.put("metricsPromExporterPort", Integer.toString(port));
+        keys.put("timerWheelEnable", "true");
         return keys;
     }
 
@@ -378,7 +386,7 @@ class PrometheusMetricsTest {
     private void startWorkload(Side side) throws Exception {
         try (NamesrvProbe probe = NamesrvProbe.connect(side.namesrvAddress);
              BrokerProbe broker = BrokerProbe.connect(side.brokerAddress, side.brokerName)) {
-            for (String topic : List.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC, REPLY_TOPIC)) {
+            for (String topic : List.of(TOPIC, TX_TOPIC, DLQ_TOPIC, DELAY_TOPIC, REPLY_TOPIC, TIMER_TOPIC)) {
                 broker.createTopic(topic, 4);
                 Await.until(side.who + ": route of " + topic, ROUTE_TIMEOUT, () -> probe.route(topic),
                     (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), () -> "");
@@ -389,7 +397,7 @@ class PrometheusMetricsTest {
         side.driver = side.keep(DriverRun.start("MetricsDriver", "rocketmq-client", Versions.JAVA_5, "ROCKETMQ", runDir,
             side.namesrvAddress, "produce:" + TOPIC + ":" + COUNT, "consume:" + TOPIC + ":" + GROUP + ":" + COUNT,
             "transactions:" + TX_TOPIC, "deadLetter:" + DLQ_TOPIC + ":" + DLQ_GROUP + ":" + DEAD_LETTERS,
-            "delayed:" + DELAY_TOPIC + ":" + DELAYED, "reply:" + REPLY_TOPIC + ":" + REPLY_GROUP,
+            "delayed:" + DELAY_TOPIC + ":" + DELAYED, "timer:" + TIMER_TOPIC + ":" + TIMERS, "reply:" + REPLY_TOPIC + ":" + REPLY_GROUP,
             "hold:" + side.stopFile + ":120"));
     }
 
@@ -504,6 +512,9 @@ class PrometheusMetricsTest {
             v -> v >= DELAYED, ">= " + DELAYED);
         expect(gaps, e, "rocketmq_messages_out_total", Map.of("topic", SCHEDULE_TOPIC, "consumer_group", SCHEDULE_GROUP),
             v -> v == DELAYED, "== " + DELAYED);
+        // Released by the timer two seconds after the send.
+        expect(gaps, e, "rocketmq_timer_dequeue_total", Map.of("topic", TIMER_TOPIC), v -> v == TIMERS, "== " + TIMERS);
+        expect(gaps, e, "rocketmq_timing_messages", Map.of("topic", TIMER_TOPIC), v -> v == 0, "== 0 (all released)");
         return gaps;
     }
 
