@@ -175,6 +175,45 @@ pub fn batch_ack_unique_id(ack: &BatchAckMsg) -> String {
     )
 }
 
+/// Java's `Character.isWhitespace`: Unicode spaces but not the no-break ones, and the ASCII
+/// controls 9-13 and 28-31.
+fn java_is_whitespace(c: char) -> bool {
+    match c {
+        '\u{9}'..='\u{d}' | '\u{1c}'..='\u{1f}' => true,
+        '\u{a0}' | '\u{2007}' | '\u{202f}' | '\u{85}' => false,
+        _ => c.is_whitespace(),
+    }
+}
+
+/// The revive service's key joining a check point with its acks (`PopReviveService`): topic, group,
+/// queue id, start offset, pop time and broker name run together, no separator.
+pub fn revive_merge_key_of_ck(ck: &PopCheckPoint) -> String {
+    format!(
+        "{}{}{}{}{}{}",
+        or_null(ck.topic.as_deref()),
+        or_null(ck.cid.as_deref()),
+        ck.queue_id,
+        ck.start_offset,
+        ck.pop_time,
+        or_null(ck.broker_name.as_deref())
+    )
+}
+
+/// The same key for an ack (or a batch ack's fields); an ack without a broker name (blank, as
+/// `StringUtils.isNotBlank` sees it) takes `own_broker_name`.
+pub fn revive_merge_key_of_ack(ack: &AckMsg, own_broker_name: &str) -> String {
+    let broker_name = ack.broker_name.as_deref().filter(|b| !b.chars().all(java_is_whitespace));
+    format!(
+        "{}{}{}{}{}{}",
+        or_null(ack.topic.as_deref()),
+        or_null(ack.consumer_group.as_deref()),
+        ack.queue_id,
+        ack.start_offset,
+        ack.pop_time,
+        broker_name.unwrap_or(own_broker_name)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +228,32 @@ mod tests {
         assert_eq!(parse_normal_topic_v2("%RETRY%g+T"), "T");
         assert_eq!(parse_group("%RETRY%g+T"), "g");
         assert_eq!(parse_group("%RETRY%g_T"), "g_T");
+    }
+
+    #[test]
+    fn an_ack_meets_its_check_point_under_the_merge_key() {
+        let ck = PopCheckPoint {
+            topic: Some("T".into()),
+            cid: Some("g".into()),
+            queue_id: 1,
+            start_offset: 10,
+            pop_time: 99,
+            broker_name: Some("b".into()),
+            ..PopCheckPoint::default()
+        };
+        assert_eq!(revive_merge_key_of_ck(&ck), "Tg11099b");
+        let ack = AckMsg {
+            topic: Some("T".into()),
+            consumer_group: Some("g".into()),
+            queue_id: 1,
+            start_offset: 10,
+            pop_time: 99,
+            broker_name: Some(" ".into()),
+            ..AckMsg::default()
+        };
+        assert_eq!(revive_merge_key_of_ack(&ack, "b"), revive_merge_key_of_ck(&ck));
+        let no_break = AckMsg { broker_name: Some("\u{a0}".into()), ..ack };
+        assert_eq!(revive_merge_key_of_ack(&no_break, "b"), "Tg11099\u{a0}");
     }
 
     #[test]
