@@ -14,7 +14,8 @@
 //! - [`replication`] (master/slave HA) and [`dledger`] (the commit log on a DLedger group, roles
 //!   following the group's leader);
 //! - [`filter`]: SQL92 property filters (Java's selector grammar and evaluation);
-//! - [`long_polling`] (parked pulls) and [`namesrv_client`] (registration with name servers).
+//! - [`long_polling`] (parked pulls) and [`namesrv_client`] (registration with name servers);
+//! - [`pop`]: 5.x pop consumption's data formats (check points, acks, receipt handles, names).
 
 pub mod acl;
 pub mod broker;
@@ -34,6 +35,7 @@ pub mod metrics;
 pub mod namesrv_client;
 pub mod parking;
 pub mod persister;
+pub mod pop;
 pub mod processor;
 pub mod put;
 pub mod rebalance_lock;

@@ -58,4 +58,28 @@ for v in "${versions[@]}"; do
   mv "$tmp"/* "$dest"/
   rmdir "$tmp"
 done
+# The 5.x pop data formats (PopGoldenVectors.java), from the real 5.3.3 broker and store classes, into
+# vectors/java-<5.x>/pop/ (4.9.x has no pop).
+v="$RMQ_JAVA_5"
+cpfile="$cpdir/rocketmq-broker-$v.cp"
+if [ ! -s "$cpfile" ]; then
+  echo "generate.sh: classpath for rocketmq-broker $v missing, running resolve-runtime.sh" >&2
+  "$compat/resolve-runtime.sh"
+fi
+[ -s "$cpfile" ] || die "classpath file $cpfile still missing"
+cp="$(cat "$cpfile")"
+classes="$out/classes-pop-$v"
+rm -rf "$classes"
+mkdir -p "$classes"
+javac -encoding UTF-8 -nowarn -d "$classes" -cp "$cp" "$here/PopGoldenVectors.java"
+tmp="$out/pop-$v.tmp"
+rm -rf "$tmp"
+java -Dlogback.configurationFile="$out/logback-quiet.xml" \
+     -Drmq.logback.configurationFile="$out/logback-quiet.xml" \
+     -Dfile.encoding=UTF-8 \
+     -cp "$cp:$classes" PopGoldenVectors "$tmp"
+[ -s "$tmp/strings.txt" ] || die "no strings.txt produced by PopGoldenVectors"
+rm -rf "$here/vectors/java-$v/pop"
+mv "$tmp" "$here/vectors/java-$v/pop"
+
 echo "generate.sh: vectors written to $here/vectors/java-{$(IFS=,; echo "${versions[*]}")}" >&2
