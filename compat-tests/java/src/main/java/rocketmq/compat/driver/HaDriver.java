@@ -35,7 +35,7 @@ import rocketmq.compat.driver.Steps.Failure;
  *   <li>{@code produce:TOPIC:PREFIX:COUNT:THREADS:PACE_MS:STOPFILE:STRICT} COUNT sync sends (keys PREFIX-i, bodies
  *       from the key) from THREADS threads, each pausing PACE_MS after a send; stops early once the file
  *       STOPFILE exists ({@code -}: never). Prints {@code OK key queueId queueOffset brokerName storeHost} for each
- *       SEND_OK, {@code NOTOK key status} for another status and {@code FAIL key exception} for a send that
+ *       SEND_OK, {@code NOTOK key status brokerName storeHost} for another status and {@code FAIL key exception} for a send that
  *       threw. STRICT {@code true}: the step fails unless all COUNT were SEND_OK. An optional 9th field is the
  *       send timeout in ms (default 5,000).
  *   <li>{@code consume:TOPIC:GROUP:PREFIX:COUNT:SECONDS} a push consumer until PREFIX-0 .. PREFIX-(COUNT-1) all
@@ -173,7 +173,8 @@ public final class HaDriver {
                                 System.out.printf("OK %s %d %d %s %s%n", key, r.getMessageQueue().getQueueId(),
                                     r.getQueueOffset(), r.getMessageQueue().getBrokerName(), storeHost(r));
                             } else {
-                                System.out.printf("NOTOK %s %s%n", key, status);
+                                // which group answered: the test holds ours strictly to SEND_OK
+                                System.out.printf("NOTOK %s %s %s %s%n", key, status, r.getMessageQueue().getBrokerName(), storeHost(r));
                             }
                         } catch (Exception e) {
                             threw = true;

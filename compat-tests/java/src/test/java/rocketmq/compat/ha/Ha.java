@@ -54,6 +54,11 @@ public final class Ha {
         return "produce:" + topic + ":" + prefix + ":" + count + ":" + threads + ":0:-:true";
     }
 
+    /** As {@link #produceAll}, but the step reports every status instead of failing on one that is not SEND_OK. */
+    public static String produceEach(String topic, String prefix, int count, int threads) {
+        return "produce:" + topic + ":" + prefix + ":" + count + ":" + threads + ":0:-:false";
+    }
+
     /** Fails unless the {@code produce} step reported OK, naming the sends that were not SEND_OK and why. */
     public static void assertProduced(DriverRun run) {
         assertProduced(run, () -> "");

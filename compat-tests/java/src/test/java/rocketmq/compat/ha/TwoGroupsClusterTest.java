@@ -114,17 +114,26 @@ class TwoGroupsClusterTest {
         try (DriverRun.Running c1 = Ha.start(Versions.JAVA_49, "ROCKETMQ", ourNamesrv.address(), drivers, "consumer-ours-ns", consume);
              DriverRun.Running c2 = Ha.start(Versions.JAVA_5, "JSON", javaNamesrv.address(), drivers, "consumer-java-ns", consume);
              DriverRun.Running p1 = Ha.start(Versions.JAVA_49, "JSON", ourNamesrv.address(), drivers, "producer-ours-ns",
-                 "warm:" + TOPIC + ":60", Ha.produceAll(TOPIC, "a", PER_PRODUCER, 4));
+                 "warm:" + TOPIC + ":60", Ha.produceEach(TOPIC, "a", PER_PRODUCER, 4));
              DriverRun.Running p2 = Ha.start(Versions.JAVA_5, "ROCKETMQ", javaNamesrv.address(), drivers, "producer-java-ns",
-                 "warm:" + TOPIC + ":60", Ha.produceAll(TOPIC, "b", PER_PRODUCER, 4))) {
+                 "warm:" + TOPIC + ":60", Ha.produceEach(TOPIC, "b", PER_PRODUCER, 4))) {
             java.util.function.Supplier<String> all = () -> diagnostics() + "\n" + p1.describe(10) + "\n" + p2.describe(10)
                 + "\n" + c1.describe(10) + "\n" + c2.describe(10);
             Set<String> sent = new HashSet<>();
+            int javaNotOk = 0;
             for (DriverRun.Running p : List.of(p1, p2)) {
                 DriverRun run = p.await(Duration.ofSeconds(180));
                 System.out.println("two groups: " + run.summary());
                 run.assertOk("warm");
                 Ha.assertProduced(run);
+                // Our group answers every send SEND_OK. The Java 4.9.7 SYNC_MASTER, loaded on two shared
+                // cores, now and then answers one FLUSH_SLAVE_TIMEOUT (its slave was late; the message is
+                // stored): that is Java's behaviour, not what this test is about, so a few are let through.
+                assertEquals(List.of(), run.lines("FAIL ").stream().map(w -> String.join(" ", w)).toList(), "sends that threw");
+                for (String[] w : run.lines("NOTOK ")) {
+                    assertTrue(w.length >= 3 && JAVA.equals(w[2]), "a send our group did not answer SEND_OK: " + String.join(" ", w));
+                    javaNotOk++;
+                }
                 Map<String, Integer> perGroup = new TreeMap<>();
                 run.lines("OK ").forEach(w -> perGroup.merge(w[3], 1, Integer::sum));
                 assertEquals(Set.of(OURS, JAVA), perGroup.keySet(), "the groups one producer sent to: " + perGroup);
@@ -132,7 +141,8 @@ class TwoGroupsClusterTest {
                     "a producer spreads its sends over the groups' queues: " + perGroup);
                 sent.addAll(Ha.sentOk(run.lines("OK ")));
             }
-            assertEquals(2 * PER_PRODUCER, sent.size(), "SEND_OK messages");
+            assertTrue(javaNotOk <= 2 * PER_PRODUCER / 100, "the Java group's sends that were not SEND_OK: " + javaNotOk);
+            assertEquals(2 * PER_PRODUCER - javaNotOk, sent.size(), "SEND_OK messages");
             Await.until("the consumer group getting all " + sent.size() + " messages", WAIT, () -> {
                 Set<String> got = new HashSet<>();
                 for (DriverRun.Running c : List.of(c1, c2)) {
