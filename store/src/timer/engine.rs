@@ -39,7 +39,7 @@ use super::checkpoint::{CheckpointValues, TimerCheckpoint};
 use super::log::{TimerLog, Unit, UNIT_SIZE};
 use super::metrics::TimerMetrics;
 use super::wheel::{Slot, TimerWheel};
-use super::{delete_key, java_string_hash, TimerEvents, MAGIC_DELETE, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
+use super::{delete_key, java_string_hash, TimerEvents, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::dispatch::{DispatchRequest, Dispatcher};
 use crate::message::properties;
@@ -298,7 +298,7 @@ impl TimerStore {
             log.recover(begin, true, |pos, unit| wheel.revise_slot(unit.delayed_ms(), None, Some(pos), true))
         };
         let queue_offset = self.queue_offset_after(&s.log, end).map_or(cp.last_timer_queue_offset, |o| o + 1);
-        let mut queue_offset = queue_offset.min(cp.master_timer_queue_offset.max(cp.last_timer_queue_offset));
+        let mut queue_offset = queue_offset.min(cp.master_timer_queue_offset);
         if let Some(cq) = self.store.find_queue(TIMER_TOPIC, 0) {
             queue_offset = queue_offset.clamp(cq.min_offset(), cq.max_offset().max(cq.min_offset()));
         }
@@ -425,7 +425,10 @@ impl TimerStore {
     fn catch_up_releases(&self) {
         let mut rescan = self.rescan.lock();
         if let Some(read_ms) = rescan.take() {
-            let since = read_ms - 2 * self.precision - 1000;
+            // Nor was anything released before the oldest timer message still queued (a store
+            // that never had one, or a fresh checkpoint, then needs no scan of every queue).
+            let Some(oldest_timer) = self.store.earliest_message_time(TIMER_TOPIC, 0) else { return };
+            let since = (read_ms - 2 * self.precision - 1000).max(oldest_timer);
             let found = self.releases_since(since);
             info!(since, found = found.len(), "timer releases already stored found; they are not made again");
             self.released.lock().extend(found);
@@ -466,7 +469,7 @@ impl TimerStore {
             return;
         }
         if on {
-            s.curr_queue_offset = s.curr_queue_offset.min(cp.master_timer_queue_offset.max(cp.last_timer_queue_offset));
+            s.curr_queue_offset = s.curr_queue_offset.min(cp.master_timer_queue_offset);
             s.commit_queue_offset = s.curr_queue_offset;
             s.curr_read_ms = cp.last_read_time_ms.max(self.oldest_read_ms());
             s.commit_read_ms = s.curr_read_ms;
@@ -610,16 +613,8 @@ impl TimerStore {
     /// Releases one slot: -1 when there is nothing to do (caught up, not the master, stopped),
     /// 0 for an empty slot, 1 for a slot released.
     fn dequeue_slot(&self) -> i32 {
+        // A slave's read time follows its master's through `sync_from_master`.
         if self.config.timer_stop_dequeue || !self.dequeue_on.load(Ordering::Acquire) {
-            if !self.dequeue_on.load(Ordering::Acquire) {
-                // A slave follows the checkpoint its master's reads come in by.
-                let read = self.checkpoint.lock().values.last_read_time_ms;
-                let mut s = self.state.lock();
-                if read > s.curr_read_ms {
-                    s.curr_read_ms = read;
-                    s.commit_read_ms = read;
-                }
-            }
             return -1;
         }
         let epoch = self.role_epoch.load(Ordering::Acquire);
@@ -640,7 +635,7 @@ impl TimerStore {
             (read_ms, slot, units)
         };
         let mut deletes = HashSet::new();
-        for unit in units.iter().filter(|u| u.magic & MAGIC_DELETE != 0 && u.magic & MAGIC_ROLL == 0) {
+        for unit in units.iter().filter(|u| u.is_delete_marker()) {
             if let Some(key) = self.message_at(unit).and_then(|b| {
                 let Ok(RecordAt::Record(r)) = decode_record(&b, false) else { return None };
                 r.property(properties::TIMER_DEL_UNIQKEY).map(str::to_owned)
@@ -648,7 +643,7 @@ impl TimerStore {
                 deletes.insert(key);
             }
         }
-        for unit in units.iter().rev().filter(|u| !(u.magic & MAGIC_DELETE != 0 && u.magic & MAGIC_ROLL == 0)) {
+        for unit in units.iter().rev().filter(|u| !u.is_delete_marker()) {
             if self.role_epoch.load(Ordering::Acquire) != epoch || !self.dequeue_on.load(Ordering::Acquire) {
                 return -1;
             }
@@ -707,8 +702,7 @@ impl TimerStore {
     }
 
     fn message_at(&self, unit: &Unit) -> Option<Vec<u8>> {
-        let bytes = self.store.read_phy(unit.offset_py, usize::try_from(unit.size_py).ok()?)?;
-        Some(bytes)
+        self.store.read_phy(unit.offset_py, usize::try_from(unit.size_py).ok()?)
     }
 
     /// Puts one message out (Java `convert` + `doPut`): into its real topic and queue, or when
@@ -786,24 +780,21 @@ impl TimerStore {
     /// checkpoint (which never claims more than what is on disk before it), then the metrics.
     pub fn flush(&self) {
         self.sample_rates();
-        let values = {
-            let s = self.state.lock();
+        {
+            let mut s = self.state.lock();
             let mut cp = self.checkpoint.lock();
-            let mut v = cp.values;
+            let v = &mut cp.values;
             v.last_timer_log_flush_pos = s.log.flushed_offset();
             v.last_read_time_ms = s.commit_read_ms;
             if self.dequeue_on.load(Ordering::Acquire) {
                 v.master_timer_queue_offset = s.commit_queue_offset;
                 if s.commit_read_ms != s.last_version_read_ms || s.commit_queue_offset != s.last_version_queue_offset {
                     v.data_version.next(0, now_ms());
+                    (s.last_version_read_ms, s.last_version_queue_offset) = (s.commit_read_ms, s.commit_queue_offset);
                 }
             }
             v.last_timer_queue_offset = s.commit_queue_offset.min(v.master_timer_queue_offset);
-            cp.values = v;
-            v
-        };
-        {
-            let s = self.state.lock();
+            // The files the checkpoint speaks of are made durable before it is written.
             if let Err(e) = s.log.flush() {
                 warn!(error = %e, "timer log flush failed");
                 return;
@@ -813,17 +804,9 @@ impl TimerStore {
                 return;
             }
         }
-        {
-            let mut s = self.state.lock();
-            s.last_version_read_ms = values.last_read_time_ms;
-            s.last_version_queue_offset = s.commit_queue_offset;
-        }
-        let mut cp = self.checkpoint.lock();
-        cp.values = values;
-        if let Err(e) = cp.flush() {
+        if let Err(e) = self.checkpoint.lock().flush() {
             warn!(error = %e, "timer checkpoint flush failed");
         }
-        drop(cp);
         if let Err(e) = self.metrics.persist() {
             warn!(error = %e, "timer metrics not written");
         }

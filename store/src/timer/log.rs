@@ -48,6 +48,11 @@ pub struct Unit {
 }
 
 impl Unit {
+    /// A delete marker (Java's `needDelete && !needRoll`): it cancels, and is never put out.
+    pub fn is_delete_marker(&self) -> bool {
+        self.magic & super::MAGIC_DELETE != 0 && self.magic & super::MAGIC_ROLL == 0
+    }
+
     /// The slot the unit was added to.
     pub fn delayed_ms(&self) -> i64 {
         self.enqueue_ms + self.delay_ms as i64
