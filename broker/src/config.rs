@@ -170,6 +170,35 @@ java_config! {
         /// in all; the cold-read flow control that acts on them is not built).
         pub cg_cold_read_threshold: i64 = "cgColdReadThreshold" => 3 * 1024 * 1024,
         pub global_cold_read_threshold: i64 = "globalColdReadThreshold" => 100 * 1024 * 1024,
+        // 5.x pop consumption (Java 5.3.3 `BrokerConfig`): the revive topic's queues and scan, the
+        // retry topics, long polling of pops. The buffer merge and the KV service are not built:
+        // their keys are kept and off, as Java's defaults.
+        pub revive_queue_num: i32 = "reviveQueueNum" => 8,
+        pub revive_interval_ms: u64 = "reviveInterval" => 1000,
+        pub revive_max_slow: u64 = "reviveMaxSlow" => 3,
+        pub revive_scan_time_ms: u64 = "reviveScanTime" => 10_000,
+        pub enable_skip_long_awaiting_ack: bool = "enableSkipLongAwaitingAck" => false,
+        pub revive_ack_wait_ms: i64 = "reviveAckWaitMs" => 3 * 60 * 1000,
+        pub enable_pop_log: bool = "enablePopLog" => false,
+        pub enable_pop_buffer_merge: bool = "enablePopBufferMerge" => false,
+        pub pop_ck_stay_buffer_time: i32 = "popCkStayBufferTime" => 10_000,
+        pub pop_ck_stay_buffer_time_out: i32 = "popCkStayBufferTimeOut" => 3_000,
+        pub pop_ck_max_buffer_size: i32 = "popCkMaxBufferSize" => 200_000,
+        pub pop_ck_offset_max_queue_size: i32 = "popCkOffsetMaxQueueSize" => 20_000,
+        pub enable_pop_batch_ack: bool = "enablePopBatchAck" => false,
+        pub pop_polling_size: usize = "popPollingSize" => 1024,
+        pub pop_polling_map_size: usize = "popPollingMapSize" => 100_000,
+        pub max_pop_polling_size: usize = "maxPopPollingSize" => 100_000,
+        pub init_pop_offset_by_check_msg_in_mem: bool = "initPopOffsetByCheckMsgInMem" => true,
+        pub retrieve_message_from_pop_retry_topic_v1: bool = "retrieveMessageFromPopRetryTopicV1" => true,
+        pub enable_retry_topic_v2: bool = "enableRetryTopicV2" => false,
+        /// Percent, 0..=100.
+        pub pop_from_retry_probability: i32 = "popFromRetryProbability" => 20,
+        pub pop_response_return_actual_retry_topic: bool = "popResponseReturnActualRetryTopic" => false,
+        pub skip_when_ck_re_put_reach_max_times: bool = "skipWhenCKRePutReachMaxTimes" => false,
+        pub pop_inflight_message_threshold: i64 = "popInflightMessageThreshold" => 10_000,
+        pub enable_pop_message_threshold: bool = "enablePopMessageThreshold" => false,
+        pub pop_consumer_kv_service_enable: bool = "popConsumerKVServiceEnable" => false,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has

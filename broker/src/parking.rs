@@ -155,6 +155,11 @@ impl<P: Parked> ParkingLot<P> {
         self.by_queue.lock().retain(|_, parked| !parked.is_empty());
     }
 
+    /// The budget this lot draws on (another kind of request shares it).
+    pub fn budget(&self) -> Arc<ParkingBudget> {
+        self.budget.clone()
+    }
+
     /// How many requests of this kind are parked.
     pub fn held_count(&self) -> usize {
         self.by_queue.lock().values().map(Vec::len).sum()

@@ -92,6 +92,7 @@ pub enum Handler {
     EndTransaction,
     Reply,
     Timer,
+    Pop,
 }
 
 /// One request code the broker serves.
@@ -135,6 +136,10 @@ pub const ROUTES: &[Route] = &[
     // Pulls (lite pulls are checked as pulls; 4.9.7 does not check them).
     route(R::PULL_MESSAGE, Handler::Pull, Pool::Pull, T(touches::pull)),
     route(R::LITE_PULL_MESSAGE, Handler::Pull, Pool::Pull, T(touches::pull)),
+    // 5.x pop: a subscription to the topic and the group, as a pull.
+    route(R::POP_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pull)),
+    route(R::ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pull)),
+    route(R::CHANGE_MESSAGE_INVISIBLETIME, Handler::Pop, Pool::Pull, T(touches::pull)),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),
     route(R::UNREGISTER_CLIENT, Handler::ClientManage, Pool::ClientManage, T(touches::group)),

@@ -88,6 +88,8 @@ pub fn system_topics(broker: &BrokerConfig) -> Vec<TopicConfig> {
     // under its role-change lock, stalling a step-down for 90 s.
     topics.push(topic(system_topic::TRANS_HALF, 1, rw));
     topics.push(topic(system_topic::TRANS_OP_HALF, 1, rw));
+    // 5.x: pop's revive topic, one queue per revive queue.
+    topics.push(topic(&crate::pop::names::revive_topic(&broker.broker_cluster_name), broker.revive_queue_num, rw));
     topics
 }
 

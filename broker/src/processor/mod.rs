@@ -11,6 +11,7 @@ pub mod consumer_manage;
 pub mod end_transaction;
 pub mod lock;
 pub mod maintenance;
+pub mod pop;
 pub mod pull;
 pub mod query;
 pub mod relay;
