@@ -317,7 +317,8 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let client = Arc::new(ClientManageProcessor { ctx: broker.client_context() });
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
-    let order = crate::pop::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
+    let order =
+        crate::pop::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
     let pop_service = Arc::new(PopService::new(
         broker.live_config.clone(),
         broker.store.clone(),

@@ -30,9 +30,12 @@ use store::message::record::{decode_record, encode_record, RecordAt, StampedFiel
 use store::message::{java_string_hash, properties, MessageToStore};
 use store::store::{GetMessageResult, GetMessageStatus, MessageStore};
 
+use super::extra_info::RetryMarker;
 use super::extra_info::{append_msg_offset_info, append_start_offset_info, ExtraInfo, ExtraInfoFields};
-use super::formats::{AckMsg, PopCheckPoint, ReviveMessage};
-use super::headers::{AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader};
+use super::formats::{AckMsg, BatchAckMsg, BatchAckRequestBody, PopCheckPoint, ReviveMessage};
+use super::headers::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
+};
 use super::names::{self, POP_ORDER_REVIVE_QUEUE, SPLIT};
 use super::order::OrderInfoManager;
 use crate::broker::FAQ_SUFFIX;
@@ -433,7 +436,10 @@ impl PopService {
             append_msg_offset_info(&mut got.msg_offset_info, topic, queue_id, &r.queue_offsets);
         } else if matches!(
             r.status,
-            GetMessageStatus::NoMatchedMessage | GetMessageStatus::OffsetFoundNull | GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedLogicQueue
+            GetMessageStatus::NoMatchedMessage
+                | GetMessageStatus::OffsetFoundNull
+                | GetMessageStatus::MessageWasRemoving
+                | GetMessageStatus::NoMatchedLogicQueue
         ) && r.next_begin_offset > -1
         {
             self.offsets.commit_offset("pop", &h.consumer_group, &topic_name, queue_id, r.next_begin_offset);
@@ -472,7 +478,10 @@ impl PopService {
         let t = topic.as_str();
         let offset = if init_mode == 1 || t.starts_with(names::RETRY_GROUP_TOPIC_PREFIX) {
             self.store.min_offset_in_queue(t, queue_id)
-        } else if self.config.load().init_pop_offset_by_check_msg_in_mem && self.store.min_offset_in_queue(t, queue_id) <= 0 && self.first_in_memory(t, queue_id) {
+        } else if self.config.load().init_pop_offset_by_check_msg_in_mem
+            && self.store.min_offset_in_queue(t, queue_id) <= 0
+            && self.first_in_memory(t, queue_id)
+        {
             0
         } else {
             (self.store.max_offset_in_queue(t, queue_id) - 1).max(0)
@@ -538,7 +547,11 @@ impl PopService {
         };
         let topic = h.topic.as_str();
         let Some(config) = self.topics.select(topic) else {
-            return RemotingCommand::error_response(request, ResponseCode::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"));
+            return RemotingCommand::error_response(
+                request,
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"),
+            );
         };
         if h.queue_id >= config.read_queue_nums || h.queue_id < 0 {
             return RemotingCommand::error_response(
@@ -561,7 +574,15 @@ impl PopService {
             );
         }
         let fields = ExtraInfoFields::split(&h.extra_info);
-        let parsed = (|| Ok::<_, super::PopFormatError>((fields.revive_qid()?, fields.ck_queue_offset()?, fields.pop_time()?, fields.invisible_time()?, fields.broker_name()?)))();
+        let parsed = (|| {
+            Ok::<_, super::PopFormatError>((
+                fields.revive_qid()?,
+                fields.ck_queue_offset()?,
+                fields.pop_time()?,
+                fields.invisible_time()?,
+                fields.broker_name()?,
+            ))
+        })();
         let (revive_qid, start_offset, pop_time, invisible_time, broker_name) = match parsed {
             Ok(p) => p,
             Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
@@ -585,6 +606,65 @@ impl PopService {
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time), Origin::PopAck);
         if !stored(&result) {
             tracing::error!(?result.status, "put ack msg error");
+        }
+        response
+    }
+
+    /// BATCH_ACK_MESSAGE: each check point's acks as one `bAck` record (orderly ones committed
+    /// one by one); offsets outside their queue are left out, as Java does.
+    pub fn batch_ack(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
+        let body = match request.body.as_ref().map(|b| BatchAckRequestBody::decode(b)) {
+            Some(Ok(body)) => body,
+            Some(Err(e)) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            None => BatchAckRequestBody::default(),
+        };
+        let acks = body.acks.unwrap_or_default();
+        if acks.is_empty() {
+            return RemotingCommand::response_to(request, ResponseCode::NO_MESSAGE);
+        }
+        let mut response = RemotingCommand::response_to(request, ResponseCode::SUCCESS);
+        for b in &acks {
+            let (Some(group), Some(topic)) = (b.consumer_group.as_deref(), b.topic.as_deref()) else { continue };
+            let topic = RetryMarker::parse_lenient(b.retry.as_deref().unwrap_or("")).real_topic(topic, group);
+            let (Ok(group_name), Ok(topic_name)) = (GroupName::new(group), TopicName::new(&topic)) else { continue };
+            let bits = match b.set_bits() {
+                Ok(bits) => bits,
+                Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            };
+            let (min, max) = (self.store.min_offset_in_queue(&topic, b.queue_id), self.store.max_offset_in_queue(&topic, b.queue_id));
+            let mut list = Vec::new();
+            for bit in bits {
+                let offset = b.start_offset + i64::from(bit);
+                if offset < min || offset > max {
+                    continue;
+                }
+                if b.revive_queue_id == POP_ORDER_REVIVE_QUEUE {
+                    if let Some((code, remark)) = self.ack_orderly(channel, &group_name, &topic_name, b.queue_id, offset, b.pop_time, b.invisible_time) {
+                        response = RemotingCommand::error_response(request, code, remark);
+                    }
+                } else {
+                    list.push(offset);
+                }
+            }
+            if b.revive_queue_id == POP_ORDER_REVIVE_QUEUE || list.is_empty() {
+                continue;
+            }
+            let batch = BatchAckMsg {
+                ack: AckMsg {
+                    ack_offset: -1,
+                    broker_name: body.broker_name.clone(),
+                    consumer_group: Some(group.to_owned()),
+                    pop_time: b.pop_time,
+                    queue_id: b.queue_id,
+                    start_offset: b.start_offset,
+                    topic: Some(topic.clone()),
+                },
+                ack_offset_list: list,
+            };
+            let result = self.put_revive(&ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), Origin::PopAck);
+            if !stored(&result) {
+                tracing::error!(?result.status, "put batch ack msg error");
+            }
         }
         response
     }
@@ -664,7 +744,11 @@ impl PopService {
         };
         let topic = h.topic.as_str();
         let Some(config) = self.topics.select(topic) else {
-            return RemotingCommand::error_response(request, ResponseCode::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"));
+            return RemotingCommand::error_response(
+                request,
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"),
+            );
         };
         if h.queue_id >= config.read_queue_nums || h.queue_id < 0 {
             return RemotingCommand::error_response(
