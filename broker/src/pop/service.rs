@@ -195,8 +195,9 @@ impl PopService {
         names::revive_topic(&self.config.load().broker_cluster_name)
     }
 
-    /// POP_MESSAGE. `first_time`: the pop may be parked; a woken pop runs again without.
-    pub fn pop(&self, channel: &Channel, mut request: RemotingCommand, first_time: bool) -> Option<RemotingCommand> {
+    /// POP_MESSAGE. `may_park`: a pop that finds nothing may wait until its poll time (`None`:
+    /// parked, answered by its wake).
+    pub fn pop(&self, channel: &Channel, mut request: RemotingCommand, may_park: bool) -> Option<RemotingCommand> {
         let config = self.config.load();
         // Java fills in a missing or zero born time before decoding.
         if let Some(ext) = request.ext_fields.as_mut() {
@@ -294,7 +295,7 @@ impl PopService {
 
         let code = if !got.messages.is_empty() {
             ResponseCode::SUCCESS
-        } else if first_time && h.poll_time > 0 {
+        } else if may_park && h.poll_time > 0 {
             match self.park(channel, request, &h, &config) {
                 Ok(()) => return None,
                 Err((r, code)) => {
