@@ -471,8 +471,16 @@ impl PopService {
         Some(record.bytes)
     }
 
-    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`).
+    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`); with
+    /// `init`, a server-side reset is taken (Java's `resetPopOffset`: the queue's order block goes).
     fn pop_offset(&self, topic: &TopicName, group: &GroupName, queue_id: i32, init_mode: i32, init: bool) -> i64 {
+        if init {
+            if let Some(reset) = self.offsets.take_reset_offset(group.as_str(), topic.as_str(), queue_id) {
+                self.order.clear_block(topic.as_str(), group.as_str(), queue_id);
+                self.offsets.commit_offset("ResetPopOffset", group, topic, queue_id, reset);
+                return reset;
+            }
+        }
         if let Some(offset) = self.offsets.query_offset(group.as_str(), topic.as_str(), queue_id).filter(|o| *o >= 0) {
             return offset;
         }
