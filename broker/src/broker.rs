@@ -202,11 +202,20 @@ impl Broker {
     /// the HA address comes from here too). A slave follows a master only while the master's log
     /// is at least as long as its own.
     async fn learn_master(&self, result: namesrv_client::RegisterResult) {
-        if let Some(master) = result.master_addr.clone().filter(|a| !a.is_empty()) {
-            let changed = self.master_addr.read().as_deref() != Some(master.as_str());
-            if changed {
-                info!(master, "master address");
-                *self.master_addr.write() = Some(master);
+        match result.master_addr.clone().filter(|a| !a.is_empty()) {
+            Some(master) => {
+                let changed = self.master_addr.read().as_deref() != Some(master.as_str());
+                if changed {
+                    info!(master, "master address");
+                    *self.master_addr.write() = Some(master);
+                }
+            }
+            // As Java's slave: the name server lists no master (its registration expired), so
+            // the metadata copy stops until one is listed again.
+            None => {
+                if let Some(gone) = self.master_addr.write().take() {
+                    info!(master = gone, "the name server lists no master any more; metadata sync paused until it does");
+                }
             }
         }
         if self.store.is_dledger() {

@@ -556,6 +556,9 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
             let start = tokio::time::Instant::now() + crate::slave_sync::FIRST_SYNC_AFTER;
             let mut ticker = tokio::time::interval_at(start, crate::slave_sync::TIMER_SYNC_EVERY);
             let mut last_all: Option<tokio::time::Instant> = None;
+            // An unreachable master is asked again after a doubling wait (up to a minute), and
+            // said once, not every round.
+            let mut every = crate::slave_sync::SYNC_EVERY;
             loop {
                 ticker.tick().await;
                 if !me.is_slave() {
@@ -563,11 +566,19 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
                 }
                 let master = me.master_addr.read().clone();
                 if let Some(master) = master {
-                    if last_all.is_none_or(|at| at.elapsed() >= crate::slave_sync::SYNC_EVERY) {
-                        crate::slave_sync::sync_all(&me, &master).await;
+                    if last_all.is_none_or(|at| at.elapsed() >= every) {
+                        let reachable = crate::slave_sync::sync_all(&me, &master).await;
                         last_all = Some(tokio::time::Instant::now());
+                        match (reachable, every == crate::slave_sync::SYNC_EVERY) {
+                            (false, true) => warn!(master, "the master is unreachable; metadata sync backs off until it answers"),
+                            (true, false) => info!(master, "the master answers again; metadata sync resumed"),
+                            _ => {}
+                        }
+                        every = if reachable { crate::slave_sync::SYNC_EVERY } else { (every * 2).min(Duration::from_secs(60)) };
                     }
-                    crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
+                    if every == crate::slave_sync::SYNC_EVERY {
+                        crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
+                    }
                 }
             }
         }));

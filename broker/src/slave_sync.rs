@@ -101,12 +101,17 @@ async fn fetch<R: RemotingRequest>(b: &Broker, master: &str, request: R) -> Resu
     })
 }
 
-/// One round of the four copies; each is tried even when another fails, as Java does.
-pub async fn sync_all(b: &Broker, master: &str) {
+/// One round of the four copies; each is tried even when another fails, as Java does. False when
+/// the master could not be reached at all (the caller backs off and says so once).
+pub async fn sync_all(b: &Broker, master: &str) -> bool {
     if master == b.identity.broker_addr {
-        return;
+        return true;
     }
     match fetch(b, master, GetAllTopicConfig).await {
+        Err(SyncError::Call { source, .. }) => {
+            tracing::debug!(master, error = %source, "master unreachable");
+            return false;
+        }
         Ok(topics) => {
             if b.topics.replace_from_master(topics) {
                 info!(master, "slave topic config updated from the master");
@@ -142,4 +147,5 @@ pub async fn sync_all(b: &Broker, master: &str) {
             Err(e) => warn!(error = %e, "cannot sync timer metrics"),
         }
     }
+    true
 }
