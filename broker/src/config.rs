@@ -154,6 +154,9 @@ java_config! {
         pub transaction_check_max: i32 = "transactionCheckMax" => 15,
         pub transaction_check_interval_ms: u64 = "transactionCheckInterval" => 60_000,
         pub acl_enable: bool = "aclEnable" => false,
+        /// 5.3's `AuthConfig` key: `{"accessKey":"...","secretKey":"..."}` this broker signs its
+        /// requests to its master with (a slave's metadata sync), as `AclClientRPCHook` signs.
+        pub inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         pub store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
         pub enable_detail_stat: bool = "enableDetailStat" => true,
         pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
