@@ -374,9 +374,13 @@ pub type LiveConfig = std::sync::Arc<arc_swap::ArcSwap<BrokerConfig>>;
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
 /// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
 /// `MessageStoreConfig`).
+/// Keys that hold a secret: never printed (GET_BROKER_CONFIG, `-p`; Java keeps them in its
+/// `AuthConfig`, which it does not print), only written back to the config file when set.
+pub const SECRET_KEYS: [&str; 1] = ["innerClientAuthenticationCredentials"];
+
 pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
     let mut out = String::new();
-    for (key, value) in broker.entries().into_iter().chain(store.entries()) {
+    for (key, value) in broker.entries().into_iter().chain(store.entries()).filter(|(key, _)| !SECRET_KEYS.contains(key)) {
         out.push_str(key);
         out.push('=');
         out.push_str(&value);

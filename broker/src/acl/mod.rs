@@ -372,4 +372,18 @@ mod tests {
         assert_eq!(ext[ACCESS_KEY], "rocketmq2");
         assert!(signature_matches(&request, "12345678", &ext[SIGNATURE]));
     }
+
+    #[test]
+    fn inner_client_credentials_are_never_printed_but_written_back() {
+        let credentials = r#"{"accessKey":"rocketmq2","secretKey":"12345678"}"#;
+        let props = [("innerClientAuthenticationCredentials".to_owned(), credentials.to_owned())].into_iter().collect();
+        let (broker, store, unknown) = crate::config::apply_properties(&props).unwrap();
+        assert!(unknown.is_empty());
+        assert_eq!(broker.inner_client_authentication_credentials, credentials);
+        assert!(!crate::config::print_all(&broker, &store).contains("12345678"));
+        let written = crate::runtime_config::persisted_text(&broker, &store);
+        assert!(written.lines().any(|l| l == format!("innerClientAuthenticationCredentials={credentials}")), "{written}");
+        let (unset, store) = crate::config::apply_properties(&Default::default()).map(|(b, s, _)| (b, s)).unwrap();
+        assert!(!crate::runtime_config::persisted_text(&unset, &store).contains("innerClientAuthenticationCredentials"));
+    }
 }
