@@ -142,11 +142,11 @@ pub const ROUTES: &[Route] = &[
     route(R::PULL_MESSAGE, Handler::Pull, Pool::Pull, T(touches::pull)),
     route(R::LITE_PULL_MESSAGE, Handler::Pull, Pool::Pull, T(touches::pull)),
     // 5.x pop: a subscription to the topic and the group, as a pull.
-    route(R::POP_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pull)),
-    route(R::ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pull)),
-    // Its groups and topics are in the body, which ACL 1.0 does not read.
-    route(R::BATCH_ACK_MESSAGE, Handler::Pop, Pool::Pull, S),
-    route(R::CHANGE_MESSAGE_INVISIBLETIME, Handler::Pop, Pool::Pull, T(touches::pull)),
+    route(R::POP_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pop)),
+    route(R::ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::ack)),
+    // Its groups and topics are in the body (5.3 does not check them; ours does, as ACK_MESSAGE).
+    route(R::BATCH_ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::batch_ack)),
+    route(R::CHANGE_MESSAGE_INVISIBLETIME, Handler::Pop, Pool::Pull, T(touches::change_invisible_time)),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),
     route(R::UNREGISTER_CLIENT, Handler::ClientManage, Pool::ClientManage, T(touches::unregister)),
@@ -319,6 +319,38 @@ mod touches {
     pub(super) fn pull(request: &RemotingCommand) -> Result<Resources, String> {
         let h: PullMessageRequestHeader = header(request)?;
         Ok(vec![topic(h.topic.as_str(), perm::SUB), group(h.consumer_group.as_str())])
+    }
+
+    /// 5.x's pop codes: the group and the topic, SUB (as pulls).
+    pub(super) fn pop(request: &RemotingCommand) -> Result<Resources, String> {
+        let h: crate::pop::headers::PopMessageRequestHeader = header(request)?;
+        Ok(vec![group(h.consumer_group.as_str()), topic(h.topic.as_str(), perm::SUB)])
+    }
+
+    pub(super) fn ack(request: &RemotingCommand) -> Result<Resources, String> {
+        let h: crate::pop::headers::AckMessageRequestHeader = header(request)?;
+        Ok(vec![group(h.consumer_group.as_str()), topic(h.topic.as_str(), perm::SUB)])
+    }
+
+    pub(super) fn change_invisible_time(request: &RemotingCommand) -> Result<Resources, String> {
+        let h: crate::pop::headers::ChangeInvisibleTimeRequestHeader = header(request)?;
+        Ok(vec![group(h.consumer_group.as_str()), topic(h.topic.as_str(), perm::SUB)])
+    }
+
+    /// BATCH_ACK_MESSAGE: each ack's group and topic, as ACK_MESSAGE's (no body: nothing).
+    pub(super) fn batch_ack(request: &RemotingCommand) -> Result<Resources, String> {
+        let Some(bytes) = request.body.as_ref() else { return Ok(Vec::new()) };
+        let body = crate::pop::formats::BatchAckRequestBody::decode(bytes).map_err(|e| format!("parse authorization context error: {e}"))?;
+        let mut resources = Vec::new();
+        for ack in body.acks.iter().flatten() {
+            let named = [ack.consumer_group.as_deref().map(group), ack.topic.as_deref().map(|t| topic(t, perm::SUB))];
+            for needed in named.into_iter().flatten() {
+                if !resources.contains(&needed) {
+                    resources.push(needed);
+                }
+            }
+        }
+        Ok(resources)
     }
 
     pub(super) fn consumer_group(request: &RemotingCommand) -> Result<Resources, String> {
@@ -516,6 +548,14 @@ mod tests {
         assert_eq!(touched(&request(R::CONSUMER_SEND_MSG_BACK, &back)), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
         assert_eq!(stored(&request(R::CONSUMER_SEND_MSG_BACK, &back)), Some((100, perm::SUB)));
         assert!(touched(&request(R::HEART_BEAT, &[]).with_body(b"not json".to_vec())).is_err());
+        let pop = [("consumerGroup", "cg"), ("topic", "T"), ("queueId", "-1"), ("maxMsgNums", "1"), ("invisibleTime", "60000"), ("pollTime", "0")];
+        let pop: Vec<_> = pop.iter().copied().chain([("bornTime", "1"), ("initMode", "0")]).collect();
+        assert_eq!(touched(&request(R::POP_MESSAGE, &pop)), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
+        let batch = br#"{"acks":[{"c":"cg","t":"T","r":"0","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="},{"c":"victimGroup","t":"Secret","so":0,"q":0}]}"#;
+        assert_eq!(
+            touched(&request(R::BATCH_ACK_MESSAGE, &[]).with_body(batch.to_vec())),
+            res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB), ("%RETRY%victimGroup", perm::SUB), ("Secret", perm::SUB)])
+        );
     }
 
     #[test]

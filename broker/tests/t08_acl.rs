@@ -211,6 +211,26 @@ async fn codes_that_name_a_topic_or_group_are_refused_without_its_permission() {
     assert_eq!(b.ask(unregister("consumerGroup", "myGroup"), ATTACKER).await.code, 0);
     assert_eq!(b.ask(unregister("producerGroup", "myGroup"), ATTACKER).await.code, 0);
 
+    // 5.x pop: the group and the topic, and each ack of a batch.
+    let pop = |group_name: &str, topic_name: &str| {
+        let fields = [("consumerGroup", group_name), ("topic", topic_name), ("queueId", "-1"), ("maxMsgNums", "1"), ("invisibleTime", "60000")];
+        raw(RequestCode::POP_MESSAGE, &[&fields[..], &[("pollTime", "0"), ("bornTime", "1"), ("initMode", "0")]].concat())
+    };
+    refused(&b.ask(pop("myGroup", "Secret"), ATTACKER).await, "No default permission for topic:Secret");
+    refused(&b.ask(pop("victimGroup", "Mine"), ATTACKER).await, "No default permission for group:victimGroup");
+    passed(&b.ask(pop("myGroup", "Mine"), ATTACKER).await);
+    let ack = |code: RequestCode, topic_name: &str| {
+        let fields = [("consumerGroup", "myGroup"), ("topic", topic_name), ("queueId", "0"), ("extraInfo", "0 0 0 0 0 b 0 0"), ("offset", "0")];
+        raw(code, &[&fields[..], &[("invisibleTime", "1000")]].concat())
+    };
+    refused(&b.ask(ack(RequestCode::ACK_MESSAGE, "Secret"), ATTACKER).await, "No default permission for topic:Secret");
+    refused(&b.ask(ack(RequestCode::CHANGE_MESSAGE_INVISIBLETIME, "Secret"), ATTACKER).await, "No default permission for topic:Secret");
+    let batch = br#"{"acks":[{"c":"victimGroup","t":"Mine","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="}]}"#;
+    refused(
+        &b.ask(RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(batch.to_vec()), ATTACKER).await,
+        "No default permission for group:victimGroup",
+    );
+
     // QUERY_CONSUMER_OFFSET: the group and the topic.
     let offset =
         |group_name: &str, topic_name: &str| raw(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", group_name), ("topic", topic_name), ("queueId", "0")]);
@@ -299,7 +319,7 @@ async fn admin_codes_need_an_admins_signature_even_from_a_white_address() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_code_is_checked_before_it_is_answered_not_supported() {
     let b = acl_broker().await;
-    for code in [RequestCode(99_999), RequestCode(200050)] {
+    for code in [RequestCode::PEEK_MESSAGE, RequestCode(99_999)] {
         let unsigned = b.client.invoke(&b.addr, RemotingCommand::request(code), TIMEOUT).await.unwrap();
         refused(&unsigned, "No accessKey is configured");
         refused(&b.ask(RemotingCommand::request(code), ("Attacker", "wrong-secret")).await, "Check signature failed for accessKey=Attacker");
