@@ -246,8 +246,12 @@ impl Broker {
         // The local end is read before the master is asked: while replication runs, bytes the
         // master sent after it answered would otherwise look like bytes it never had.
         let local_end = self.store.commit_log().max_offset();
-        let asked = self.namesrv.call(master, remoting::protocol::body::GetBrokerRuntimeInfo, Duration::from_secs(3)).await;
-        let Ok(info) = asked else { return true };
+        use remoting::call::RemotingRequest as _;
+        let ask = crate::slave_sync::signed_for_master(self, remoting::protocol::body::GetBrokerRuntimeInfo.into_command());
+        let asked = self.namesrv.invoke(master, ask, Duration::from_secs(3)).await;
+        let Ok(info) = asked.map_err(remoting::call::CallError::from).and_then(remoting::protocol::body::GetBrokerRuntimeInfo::parse_response) else {
+            return true;
+        };
         let Some(master_end) = info.table.get("commitLogMaxOffset").and_then(|v| v.parse::<i64>().ok()) else { return true };
         if local_end > master_end {
             tracing::error!(master, master_end, local_end, "this slave holds {} bytes its master does not: the logs have diverged; not replicating (truncate this slave's commit log to the master's end, or restore the master)", local_end - master_end);

@@ -154,6 +154,9 @@ java_config! {
         pub transaction_check_max: i32 = "transactionCheckMax" => 15,
         pub transaction_check_interval_ms: u64 = "transactionCheckInterval" => 60_000,
         pub acl_enable: bool = "aclEnable" => false,
+        /// 5.3's `AuthConfig` key: `{"accessKey":"...","secretKey":"..."}` this broker signs its
+        /// requests to its master with (a slave's metadata sync), as `AclClientRPCHook` signs.
+        pub inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         pub store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
         pub enable_detail_stat: bool = "enableDetailStat" => true,
         pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
@@ -371,9 +374,13 @@ pub type LiveConfig = std::sync::Arc<arc_swap::ArcSwap<BrokerConfig>>;
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
 /// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
 /// `MessageStoreConfig`).
+/// Keys that hold a secret: never printed (GET_BROKER_CONFIG, `-p`; Java keeps them in its
+/// `AuthConfig`, which it does not print), only written back to the config file when set.
+pub const SECRET_KEYS: [&str; 1] = ["innerClientAuthenticationCredentials"];
+
 pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
     let mut out = String::new();
-    for (key, value) in broker.entries().into_iter().chain(store.entries()) {
+    for (key, value) in broker.entries().into_iter().chain(store.entries()).filter(|(key, _)| !SECRET_KEYS.contains(key)) {
         out.push_str(key);
         out.push('=');
         out.push_str(&value);

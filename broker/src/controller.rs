@@ -35,7 +35,7 @@ use crate::processor::relay::RelayProcessor;
 use crate::processor::reply::ReplyProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
-use crate::routes::{Handler, Pool, ROUTES};
+use crate::routes::{Access, Handler, Pool, ROUTES};
 use crate::schedule::ScheduleService;
 use crate::transaction::TransactionChecker;
 
@@ -395,10 +395,16 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         let processor = handler(route.handler);
         // With aclEnable every request is checked before its processor, as Java's RPC hook does.
         let processor: Arc<dyn RequestProcessor> = match &broker.acl {
-            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access }),
+            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access, store: broker.store.clone() }),
             None => processor,
         };
         registry.register(route.code, processor, &pool_of(route.pool));
+    }
+    if let Some(acl) = &broker.acl {
+        // Java's default processor (the admin one) runs behind the validator too: a code no route
+        // serves is answered REQUEST_CODE_NOT_SUPPORTED once its signature is right.
+        let unknown = crate::acl::Checked { inner: Arc::new(crate::acl::NotServed), acl: acl.clone(), access: Access::Signed, store: broker.store.clone() };
+        registry.set_default(Arc::new(unknown), &pool_of(Pool::Admin));
     }
     registry.set_connection_listener(Arc::new(OnClose(broker.client_context())));
     if let Some(observer) = broker.metrics.rpc_observer() {
