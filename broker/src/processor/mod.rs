@@ -13,6 +13,7 @@ pub mod lock;
 pub mod maintenance;
 pub mod pull;
 pub mod query;
+pub mod query_assignment;
 pub mod relay;
 pub mod reply;
 pub mod send;
