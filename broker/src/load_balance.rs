@@ -59,6 +59,17 @@ impl MessageRequestModes {
         self.table.read().encode_compact()
     }
 
+    /// A slave's copy of its master's table (Java's `syncMessageRequestMode`): topics the master
+    /// does not have are dropped, the master's replace ours, and the file is written.
+    pub fn replace_from_master(&self, master: MessageRequestModeFile) -> Result<(), ConfigFileError> {
+        {
+            let mut table = self.table.write();
+            table.message_request_mode_map.retain(|topic, _| master.message_request_mode_map.contains_key(topic));
+            table.message_request_mode_map.extend(master.message_request_mode_map);
+        }
+        self.file.persist_now(|| self.table.read().encode_pretty())
+    }
+
     pub fn snapshot(&self) -> MessageRequestModeFile {
         self.table.read().clone()
     }

@@ -27,7 +27,7 @@ const ALL: &[Attribute] = &[
     Attribute {
         name: MESSAGE_TYPE,
         changeable: true,
-        kind: Kind::Enum(&["UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"], "[UNSPECIFIED, MIXED, TRANSACTION, FIFO, DELAY, NORMAL]"),
+        kind: Kind::Enum(&["UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"], "[UNSPECIFIED, TRANSACTION, FIFO, MIXED, DELAY, NORMAL]"),
     },
     Attribute { name: "reserve.time", changeable: true, kind: Kind::LongRange(-1, i64::MAX) },
 ];
@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(alter(true, &none, &map(&[("+colour", "red")])), Err("unsupported key: colour".into()));
         assert_eq!(
             alter(true, &none, &map(&[("+message.type", "FAST")])),
-            Err("value is not in set: [UNSPECIFIED, MIXED, TRANSACTION, FIFO, DELAY, NORMAL]".into())
+            Err("value is not in set: [UNSPECIFIED, TRANSACTION, FIFO, MIXED, DELAY, NORMAL]".into())
         );
         assert_eq!(alter(false, &fifo, &map(&[("+queue.type", "BatchCQ")])), Err("attempt to update an unchangeable attribute. key: queue.type".into()));
         assert_eq!(alter(false, &fifo, &map(&[("+message.type", "DELAY")])), Ok(map(&[("message.type", "DELAY"), ("queue.type", "SimpleCQ")])));

@@ -82,7 +82,7 @@ async fn attributes_modes_and_assignments_as_java_5_answers_them() {
     let refused = [
         ("+colour=red", "unsupported key: colour"),
         ("-message.type", "only add attribute is supported while creating topic. key: message.type"),
-        ("+message.type=FAST", "value is not in set: [UNSPECIFIED, MIXED, TRANSACTION, FIFO, DELAY, NORMAL]"),
+        ("+message.type=FAST", "value is not in set: [UNSPECIFIED, TRANSACTION, FIFO, MIXED, DELAY, NORMAL]"),
     ];
     for (attributes, remark) in refused {
         let r = admin.invoke(&addr, create_topic("PopT", attributes), TIMEOUT).await.unwrap();
