@@ -90,7 +90,6 @@ pub(crate) fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), Pr
 pub(crate) use super::broker_stats::mq_key;
 use super::broker_stats::{consume_stats_json, offset_entries, Queues, MAX_STATS_BODY_BYTES};
 
-/// How long the broker has run, as Java's `StoreStatsService` writes it.
 /// Java's answer to a topic created or updated: SUCCESS with the remark `createResponseCommand`
 /// starts with, which neither 4.9.7 nor 5.3.3 clears.
 fn created(request: &RemotingCommand) -> RemotingCommand {
@@ -99,6 +98,7 @@ fn created(request: &RemotingCommand) -> RemotingCommand {
     response
 }
 
+/// How long the broker has run, as Java's `StoreStatsService` writes it.
 fn java_runtime(millis: i64) -> String {
     let seconds = millis.max(0) / 1000;
     format!("[ {} days, {} hours, {} minutes, {} seconds ]", seconds / 86_400, seconds % 86_400 / 3_600, seconds % 3_600 / 60, seconds % 60)

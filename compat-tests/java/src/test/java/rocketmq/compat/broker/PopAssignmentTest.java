@@ -30,6 +30,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.client.DriverRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
 import rocketmq.compat.mqadmin.MqAdmin;
@@ -143,6 +144,37 @@ class PopAssignmentTest {
         // The attribute reached the topic file as Java writes it.
         String topics = Files.readString(ours.storeDir().resolve("config/topics.json"));
         assertTrue(topics.contains("\"message.type\":\"FIFO\""), topics);
+    }
+
+    /**
+     * A 5.3.3 push consumer with {@code clientRebalance=false} (ROCKETMQ headers with ours, JSON with Java's), after
+     * {@code setConsumeMode -m POP -q 8} for its group: it holds the queue -1 of the topic's broker for pop on both (it
+     * cannot receive from ours until POP_MESSAGE exists). The topic lives on one broker each, so the client's
+     * QUERY_ASSIGNMENT goes to that broker.
+     */
+    @Test
+    void aPushConsumerWithoutClientRebalanceGetsItsAssignment() throws Exception {
+        String create = "17|defaultTopic=TBW102|readQueueNums=4|writeQueueNums=4|perm=6|topicFilterType=SINGLE_TAG|order=false|topic=";
+        String mode = "401|body={\"consumerGroup\":\"PopC\",\"mode\":\"POP\",\"popShareQueueNum\":8,\"topic\":\"%s\"}";
+        String created = "code 0 remark not set any response code body null";
+        assertEquals(created, answer(ours.address(), create + "PopTopicOurs"));
+        assertEquals(created, answer(java.address(), create + "PopTopicJava"));
+        assertEquals("code 0 remark null body null", answer(ours.address(), String.format(mode, "PopTopicOurs")));
+        assertEquals("code 0 remark null body null", answer(java.address(), String.format(mode, "PopTopicJava")));
+        for (String topic : List.of("PopTopicOurs", "PopTopicJava")) {
+            Await.until(topic + " routed", Duration.ofSeconds(30), () -> probe.route(topic),
+                route -> route != null && !route.getQueueDatas().isEmpty(), () -> "");
+        }
+        CompletableFuture<DriverRun> onOurs = CompletableFuture.supplyAsync(() -> DriverRun.run("PopAssignmentDriver", "rocketmq-client",
+            Versions.JAVA_5, "ROCKETMQ", dir.resolve("driver-ours"), namesrv.address(), "PopTopicOurs", "PopC"));
+        DriverRun onJava = DriverRun.run("PopAssignmentDriver", "rocketmq-client", Versions.JAVA_5, "JSON", dir.resolve("driver-java"),
+            namesrv.address(), "PopTopicJava", "PopC");
+        DriverRun onOur = onOurs.join();
+        onJava.assertOk("assignment");
+        onOur.assertOk("assignment");
+        assertEquals("[pop-java:-1]", onJava.result("assignment").get("pop"));
+        assertEquals("[pop-rust:-1]", onOur.result("assignment").get("pop"));
+        assertEquals("[]", onOur.result("assignment").get("pull"));
     }
 
     private void heartbeat(MQClientAPIImpl api, String addr, String clientId) throws Exception {
