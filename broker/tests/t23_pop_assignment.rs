@@ -155,6 +155,16 @@ async fn attributes_modes_and_assignments_as_java_5_answers_them() {
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     let r = admin.invoke(&addr, raw(RequestCode::GET_TOPIC_CONFIG, &[("topic", "PopT")]), TIMEOUT).await.unwrap();
     assert!(body(&r).starts_with(r#"{"attributes":{},"#), "{}", body(&r));
+    // The batch create applies the same rules to each topic's attribute changes.
+    let list = r#"{"topicConfigList":[{"topicName":"BatchT","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+message.type":"DELAY"}}]}"#;
+    let r =
+        admin.invoke(&addr, RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC_LIST).with_body(list.as_bytes().to_vec()), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let r = admin.invoke(&addr, raw(RequestCode::GET_TOPIC_CONFIG, &[("topic", "BatchT")]), TIMEOUT).await.unwrap();
+    assert!(body(&r).starts_with(r#"{"attributes":{"message.type":"DELAY"},"#), "{}", body(&r));
+    let list = list.replace("BatchT", "BatchU").replace("+message.type", "+colour");
+    let r = admin.invoke(&addr, RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC_LIST).with_body(list.into_bytes()), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::SYSTEM_ERROR, Some("unsupported key: colour")));
     broker.shutdown().await;
     namesrv.shutdown().await;
 }
