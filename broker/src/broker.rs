@@ -71,6 +71,10 @@ pub struct Broker {
     pub put: Arc<crate::put::PutPipeline>,
     /// The access validator of `aclEnable=true`.
     pub acl: Option<Arc<crate::acl::Acl>>,
+    /// 5.x: how each topic and group is consumed, PULL or POP (`config/messageRequestMode.json`).
+    pub request_modes: Arc<crate::load_balance::MessageRequestModes>,
+    /// 5.x: topics' queues over the cluster, from the name servers (QUERY_ASSIGNMENT).
+    pub topic_routes: Arc<crate::load_balance::TopicRoutes>,
     /// Registration requests (coalesced), the id registered with the name servers and the role:
     /// what processors know of the broker's standing (see [`Membership`]).
     pub membership: Membership,
@@ -104,7 +108,13 @@ impl Broker {
         let observer = crate::put::PutObserver { stats: stats.clone(), broker_stats: broker_stats.clone(), metrics: metrics.clone() };
         let replicas = ha.replication().map(|r| r as Arc<dyn crate::put::ReplicaWaiter>);
         let meta = crate::metadata::Metadata::open(&config, &root)?;
+        let request_modes = Arc::new(crate::load_balance::MessageRequestModes::open(&root)?);
+        let live_config: LiveConfig = Arc::new(ArcSwap::from_pointee(config));
+        let namesrv = Arc::new(RemotingClient::new(remoting::client::ClientConfig::default()));
+        let topic_routes = Arc::new(crate::load_balance::TopicRoutes::new(namesrv.clone(), live_config.clone()));
         Ok(Broker {
+            request_modes,
+            topic_routes,
             topics: meta.topics,
             groups: meta.groups,
             offsets: meta.offsets,
@@ -114,7 +124,7 @@ impl Broker {
             metrics,
             stats,
             acl,
-            live_config: Arc::new(ArcSwap::from_pointee(config)),
+            live_config,
             live_store_config: Arc::new(ArcSwap::from_pointee(store_config)),
             config_file,
             config_version: Default::default(),
@@ -127,7 +137,7 @@ impl Broker {
             timer: std::sync::OnceLock::new(),
             identity,
             store_host,
-            namesrv: Arc::new(RemotingClient::new(remoting::client::ClientConfig::default())),
+            namesrv,
             runtime: tokio::runtime::Handle::current(),
             boot_timestamp: remoting::clock::now_ms(),
             ha: Arc::new(ha),
@@ -321,6 +331,7 @@ impl Broker {
             membership: self.membership.clone(),
             broker_addr: self.identity.broker_addr.clone(),
             boot_timestamp: self.boot_timestamp,
+            request_modes: self.request_modes.clone(),
         }
     }
 

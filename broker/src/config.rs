@@ -205,6 +205,14 @@ java_config! {
         pub pop_inflight_message_threshold: i64 = "popInflightMessageThreshold" => 10_000,
         pub enable_pop_message_threshold: bool = "enablePopMessageThreshold" => false,
         pub pop_consumer_kv_service_enable: bool = "popConsumerKVServiceEnable" => false,
+        // 5.x server-side load balancing (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE) and topic attributes.
+        pub load_balance_processor_thread_pool_nums: usize = "loadBalanceProcessorThreadPoolNums" => 32,
+        pub load_balance_thread_pool_queue_capacity: usize = "loadBalanceThreadPoolQueueCapacity" => 100_000,
+        pub load_balance_poll_name_server_interval_ms: u64 = "loadBalancePollNameServerInterval" => 30_000,
+        pub server_load_balancer_enable: bool = "serverLoadBalancerEnable" => true,
+        pub default_message_request_mode: crate::pop::config_files::MessageRequestMode = "defaultMessageRequestMode" => Default::default(),
+        pub default_pop_share_queue_num: i32 = "defaultPopShareQueueNum" => -1,
+        pub enable_mixed_message_type: bool = "enableMixedMessageType" => false,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has

@@ -298,7 +298,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         pools.insert(kind, pool(kind.thread_name(), threads, capacity)?);
     }
     let pool_of = |kind: Pool| pools[&kind].clone();
-    let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
+    let watermarks = Pool::ALL.iter().filter_map(|kind| Some((kind.metric_label()?, pool_of(*kind)))).collect();
 
     let send = Arc::new(SendProcessor { ctx: broker.send_context() });
     let pull_service = Arc::new(crate::consumption::PullService {
@@ -368,6 +368,15 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         timer: broker.timer.get().cloned(),
         store_host: broker.store_host,
     });
+    let query_assignment = Arc::new(crate::processor::query_assignment::QueryAssignmentProcessor {
+        config: broker.live_config.clone(),
+        topics: broker.topics.clone(),
+        groups: broker.groups.clone(),
+        consumers: broker.consumers.clone(),
+        modes: broker.request_modes.clone(),
+        routes: broker.topic_routes.clone(),
+        runtime: broker.runtime.clone(),
+    });
     // Exhaustive: a new handler in the route table does not compile until it is built here.
     let handler = |h: Handler| -> Arc<dyn RequestProcessor> {
         match h {
@@ -387,6 +396,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
             Handler::Reply => reply.clone(),
             Handler::Timer => timer.clone(),
             Handler::Pop => pop.clone(),
+            Handler::QueryAssignment => query_assignment.clone(),
         }
     };
 

@@ -22,11 +22,22 @@ pub enum Pool {
     Admin,
     EndTransaction,
     Reply,
+    LoadBalance,
 }
 
 impl Pool {
-    pub const ALL: [Pool; 9] =
-        [Pool::Send, Pool::Pull, Pool::Query, Pool::Heartbeat, Pool::ClientManage, Pool::ConsumerManage, Pool::Admin, Pool::EndTransaction, Pool::Reply];
+    pub const ALL: [Pool; 10] = [
+        Pool::Send,
+        Pool::Pull,
+        Pool::Query,
+        Pool::Heartbeat,
+        Pool::ClientManage,
+        Pool::ConsumerManage,
+        Pool::Admin,
+        Pool::EndTransaction,
+        Pool::Reply,
+        Pool::LoadBalance,
+    ];
 
     /// The thread name Java gives the executor's threads.
     pub fn thread_name(self) -> &'static str {
@@ -40,12 +51,14 @@ impl Pool {
             Pool::Admin => "AdminBrokerThread",
             Pool::EndTransaction => "EndTransactionThread",
             Pool::Reply => "ProcessReplyMessageThread",
+            Pool::LoadBalance => "LoadBalanceProcessorThread",
         }
     }
 
-    /// The `processor` label of Java's `rocketmq_processor_watermark`.
-    pub fn metric_label(self) -> &'static str {
-        match self {
+    /// The `processor` label of Java's `rocketmq_processor_watermark` (Java reports no
+    /// watermark of its load-balance executor).
+    pub fn metric_label(self) -> Option<&'static str> {
+        Some(match self {
             Pool::Send => "send",
             Pool::Pull => "pull",
             Pool::Query => "query_message",
@@ -55,7 +68,8 @@ impl Pool {
             Pool::Admin => "admin",
             Pool::EndTransaction => "transaction",
             Pool::Reply => "reply",
-        }
+            Pool::LoadBalance => return None,
+        })
     }
 
     /// Threads and queue capacity from the config's keys (Java's admin queue is fixed at 10,000).
@@ -70,6 +84,7 @@ impl Pool {
             Pool::Admin => (c.admin_broker_thread_pool_nums, 10_000),
             Pool::EndTransaction => (c.end_transaction_thread_pool_nums, c.end_transaction_pool_queue_capacity),
             Pool::Reply => (c.process_reply_message_thread_pool_nums, c.reply_thread_pool_queue_capacity),
+            Pool::LoadBalance => (c.load_balance_processor_thread_pool_nums, c.load_balance_thread_pool_queue_capacity),
         }
     }
 }
@@ -93,6 +108,7 @@ pub enum Handler {
     Reply,
     Timer,
     Pop,
+    QueryAssignment,
 }
 
 /// One request code the broker serves.
@@ -179,6 +195,7 @@ pub const ROUTES: &[Route] = &[
     route(R::DELETE_TOPIC_IN_BROKER, Handler::Admin, Pool::Admin, A),
     route(R::GET_ALL_TOPIC_CONFIG, Handler::Admin, Pool::Admin, S),
     route(R::GET_TOPIC_CONFIG, Handler::Admin, Pool::Admin, S),
+    route(R::GET_SUBSCRIPTIONGROUP_CONFIG, Handler::Admin, Pool::Admin, S),
     route(R::GET_TOPIC_STATS_INFO, Handler::Admin, Pool::Admin, S),
     route(R::GET_CONSUMER_CONNECTION_LIST, Handler::Admin, Pool::Admin, S),
     route(R::GET_PRODUCER_CONNECTION_LIST, Handler::Admin, Pool::Admin, S),
@@ -193,6 +210,9 @@ pub const ROUTES: &[Route] = &[
     route(R::GET_ALL_DELAY_OFFSET, Handler::Admin, Pool::Admin, S),
     route(R::GET_BROKER_HA_STATUS, Handler::Admin, Pool::Admin, S),
     route(R::GET_ALL_MESSAGE_REQUEST_MODE, Handler::Admin, Pool::Admin, S),
+    // 5.x server-side load balancing (SET_MESSAGE_REQUEST_MODE changes a persisted table: admin).
+    route(R::QUERY_ASSIGNMENT, Handler::QueryAssignment, Pool::LoadBalance, S),
+    route(R::SET_MESSAGE_REQUEST_MODE, Handler::QueryAssignment, Pool::LoadBalance, A),
     // Relays to consumers.
     route(R::INVOKE_BROKER_TO_RESET_OFFSET, Handler::Relay, Pool::Admin, A),
     route(R::INVOKE_BROKER_TO_GET_CONSUMER_STATUS, Handler::Relay, Pool::Admin, S),
@@ -493,6 +513,7 @@ mod tests {
             R::CLEAN_UNUSED_TOPIC,
             R::DELETE_EXPIRED_COMMITLOG,
             R::SET_COMMITLOG_READ_MODE,
+            R::SET_MESSAGE_REQUEST_MODE,
         ] {
             assert!(admin.contains(&code), "{code:?} is not admin-only");
         }

@@ -1,6 +1,6 @@
 //! A slave's copy of its master's metadata (Java `SlaveSynchronize`): every 10 s (the first
 //! after 3 s) it asks the master for its topics, consumer offsets, delay offsets, groups and
-//! (5.x) timer counts over remoting; every 3 s for the timer's checkpoint, whose read time and
+//! (5.x) message request modes and timer counts over remoting; every 3 s for the timer's checkpoint, whose read time and
 //! queue offset say where this broker's timer continues if it becomes master. Topics, groups and
 //! timer counts are replaced when the master's data version differs; offsets are merged. The HA
 //! stream carries only the commit log.
@@ -59,6 +59,7 @@ master_copy! {
     GetAllConsumerOffset: GET_ALL_CONSUMER_OFFSET -> ConsumerOffsetFile;
     GetAllDelayOffset: GET_ALL_DELAY_OFFSET -> DelayOffsetFile;
     GetAllSubscriptionGroupConfig: GET_ALL_SUBSCRIPTIONGROUP_CONFIG -> SubscriptionGroupFile;
+    GetAllMessageRequestMode: GET_ALL_MESSAGE_REQUEST_MODE -> crate::pop::config_files::MessageRequestModeFile;
     GetTimerMetrics: GET_TIMER_METRICS -> TimerMetricsWrapper;
 }
 
@@ -145,6 +146,16 @@ pub async fn sync_all(b: &Broker, master: &str) -> bool {
             }
         }
         Err(e) => warn!(error = %e, "cannot sync subscription groups"),
+    }
+    match fetch(b, master, GetAllMessageRequestMode).await {
+        Ok(modes) => {
+            if let Err(e) = b.request_modes.replace_from_master(modes) {
+                warn!(error = %e, "cannot persist the message request modes copied from the master");
+            }
+        }
+        // A 4.9 master has no pop and no such code.
+        Err(SyncError::Refused { answer: ResponseCode::REQUEST_CODE_NOT_SUPPORTED, .. }) => {}
+        Err(e) => warn!(error = %e, "cannot sync message request modes"),
     }
     if let Some(timer) = b.timer.get() {
         match fetch(b, master, GetTimerMetrics).await {
