@@ -317,7 +317,8 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let client = Arc::new(ClientManageProcessor { ctx: broker.client_context() });
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
-    let order = crate::pop::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
+    let order =
+        crate::pop::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
     let pop_service = Arc::new(PopService::new(
         broker.live_config.clone(),
         broker.store.clone(),
@@ -447,7 +448,8 @@ fn long_polling(
     hold
 }
 
-/// A woken pop runs again on the pull pool without the right to be parked again.
+/// A woken pop runs again on the pull pool; one that still finds nothing is parked again until its
+/// poll time (Java's re-run of the request), and answered POLLING_TIMEOUT after it.
 fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPop) + Send + Sync + 'static {
     let (service, pool) = (Arc::downgrade(pop), pool.clone());
     move |parked: ParkedPop| {
@@ -456,7 +458,7 @@ fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPo
         let answer = || Reply::to(&channel, &request).since(parked_at).after_long_polling();
         let (reply, busy) = (answer(), answer());
         let job = move || {
-            if let Some(response) = service.pop(&channel, request, false) {
+            if let Some(response) = service.pop(&channel, request, true) {
                 reply.send(response);
             }
         };

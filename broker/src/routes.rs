@@ -139,6 +139,8 @@ pub const ROUTES: &[Route] = &[
     // 5.x pop: a subscription to the topic and the group, as a pull.
     route(R::POP_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pull)),
     route(R::ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::pull)),
+    // Its groups and topics are in the body, which ACL 1.0 does not read.
+    route(R::BATCH_ACK_MESSAGE, Handler::Pop, Pool::Pull, S),
     route(R::CHANGE_MESSAGE_INVISIBLETIME, Handler::Pop, Pool::Pull, T(touches::pull)),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),

@@ -320,6 +320,7 @@ mod tests {
             // 5.x's, made at start by ours too.
             ("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6),
             ("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, 6),
+            ("rmq_sys_REVIVE_LOG_DefaultCluster", 8, 6),
         ];
         for (name, queues, perm) in expect {
             let tc = m.select(name).unwrap_or_else(|| panic!("{name} missing"));

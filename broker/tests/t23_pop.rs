@@ -62,14 +62,26 @@ fn popped(r: &RemotingCommand, topic_name: &str) -> Vec<Popped> {
                 ExtraInfo::new(start, h.pop_time, h.invisible_time, h.revive_qid, m.topic, "broker-a", m.queue_id, Some(m.queue_offset)).to_string()
             }
         };
-        out.push(Popped { body: String::from_utf8_lossy(m.body).into_owned(), handle, queue_id: m.queue_id, offset: m.queue_offset, reconsume: m.reconsume_times });
+        out.push(Popped {
+            body: String::from_utf8_lossy(m.body).into_owned(),
+            handle,
+            queue_id: m.queue_id,
+            offset: m.queue_offset,
+            reconsume: m.reconsume_times,
+        });
         rest = &rest[m.store_size as usize..];
     }
     out
 }
 
 fn ack_request(topic_name: &str, p: &Popped) -> RemotingCommand {
-    let h = AckMessageRequestHeader { consumer_group: group("pg-c"), topic: topic(topic_name), queue_id: p.queue_id, extra_info: p.handle.clone(), offset: p.offset };
+    let h = AckMessageRequestHeader {
+        consumer_group: group("pg-c"),
+        topic: topic(topic_name),
+        queue_id: p.queue_id,
+        extra_info: p.handle.clone(),
+        offset: p.offset,
+    };
     RemotingCommand::request_with_header(RequestCode::ACK_MESSAGE, &h)
 }
 
@@ -152,7 +164,9 @@ async fn a_pop_that_finds_nothing_waits_for_the_next_message() {
     let started = Instant::now();
     let waiting = {
         let addr = addr.clone();
-        tokio::spawn(async move { RemotingClient::new(ClientConfig::default()).invoke(&addr, pop_request("Wait", -1, 30_000, 8_000, false), TIMEOUT).await.unwrap() })
+        tokio::spawn(async move {
+            RemotingClient::new(ClientConfig::default()).invoke(&addr, pop_request("Wait", -1, 30_000, 8_000, false), TIMEOUT).await.unwrap()
+        })
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let r = c.invoke(&addr, send("Wait", 1, "second", ""), TIMEOUT).await.unwrap();
@@ -207,5 +221,38 @@ async fn an_orderly_pop_holds_a_queue_until_its_messages_are_acked() {
     pull_found(&c, &addr, "Ord", 0, 2).await;
     let r = c.invoke(&addr, pop_request("Ord", 0, 2_000, 0, true), TIMEOUT).await.unwrap();
     assert_eq!(popped(&r, "Ord").iter().map(|p| p.body.as_str()).collect::<Vec<_>>(), ["o3"], "acked: the queue moves on");
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_ack_keeps_the_messages_of_its_bits_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("brokerName", "broker-a")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    for body in ["b0", "b1", "b2"] {
+        let r = c.invoke(&addr, send("Batch", 0, body, ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, 0);
+    }
+    pull_found(&c, &addr, "Batch", 0, 2).await;
+    let r = c.invoke(&addr, pop_request("Batch", 0, 3_000, 0, false), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let h: PopMessageResponseHeader = r.decode_header().unwrap();
+    let got = popped(&r, "Batch");
+    assert_eq!(got.len(), 3);
+    let start = got[0].offset;
+    // Bits 0 and 1 (BitSet.toByteArray() = [3], Base64 "Aw=="): b0 and b1 acked, b2 not.
+    let body = format!(
+        r#"{{"acks":[{{"b":"Aw==","c":"pg-c","it":3000,"pt":{},"q":0,"r":"0","rq":{},"so":{start},"t":"Batch"}}],"brokerName":"broker-a"}}"#,
+        h.pop_time, h.revive_qid
+    );
+    let request = RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(body.into_bytes());
+    let r = c.invoke(&addr, request, TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let empty = RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(br#"{"acks":[]}"#.to_vec());
+    assert_eq!(c.invoke(&addr, empty, TIMEOUT).await.unwrap().response_code(), ResponseCode::NO_MESSAGE);
+    let back = pop_until(&c, &addr, "Batch", 1, 60_000, Duration::from_secs(30)).await;
+    assert_eq!(back.iter().map(|p| p.body.as_str()).collect::<Vec<_>>(), ["b2"]);
+    assert!(pop_until(&c, &addr, "Batch", 1, 60_000, Duration::from_secs(6)).await.is_empty(), "the acked ones stay gone");
     broker.shutdown().await;
 }

@@ -48,8 +48,7 @@ impl OrderInfo {
             self.offset_consumed_count = Some(previous_counts);
             return;
         }
-        let before: std::collections::HashSet<i64> =
-            (0..previous.offset_list.as_ref().map_or(0, Vec::len)).filter_map(|i| previous.queue_offset(i)).collect();
+        let before: std::collections::HashSet<i64> = (0..previous.offset_list.as_ref().map_or(0, Vec::len)).filter_map(|i| previous.queue_offset(i)).collect();
         let mut counts = BTreeMap::new();
         for i in 0..self.offset_list.as_ref().map_or(0, Vec::len) {
             if let Some(offset) = self.queue_offset(i).filter(|o| before.contains(o)) {

@@ -92,7 +92,10 @@ impl ReviveService {
             if r.messages.is_empty() {
                 if matches!(
                     r.status,
-                    GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetFoundNull | GetMessageStatus::MessageWasRemoving
+                    GetMessageStatus::OffsetTooSmall
+                        | GetMessageStatus::OffsetOverflowBadly
+                        | GetMessageStatus::OffsetFoundNull
+                        | GetMessageStatus::MessageWasRemoving
                 ) && r.next_begin_offset > offset
                 {
                     // Records gone from the queue's head: continue after them (Java commits the

@@ -30,8 +30,9 @@ use store::message::record::{decode_record, encode_record, RecordAt, StampedFiel
 use store::message::{java_string_hash, properties, MessageToStore};
 use store::store::{GetMessageResult, GetMessageStatus, MessageStore};
 
+use super::extra_info::RetryMarker;
 use super::extra_info::{append_msg_offset_info, append_start_offset_info, ExtraInfo, ExtraInfoFields};
-use super::formats::{AckMsg, PopCheckPoint, ReviveMessage};
+use super::formats::{AckMsg, BatchAckMsg, BatchAckRequestBody, PopCheckPoint, ReviveMessage};
 use super::headers::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
@@ -197,8 +198,9 @@ impl PopService {
         names::revive_topic(&self.config.load().broker_cluster_name)
     }
 
-    /// POP_MESSAGE. `first_time`: the pop may be parked; a woken pop runs again without.
-    pub fn pop(&self, channel: &Channel, mut request: RemotingCommand, first_time: bool) -> Option<RemotingCommand> {
+    /// POP_MESSAGE. `may_park`: a pop that finds nothing may wait until its poll time (`None`:
+    /// parked, answered by its wake).
+    pub fn pop(&self, channel: &Channel, mut request: RemotingCommand, may_park: bool) -> Option<RemotingCommand> {
         let config = self.config.load();
         // Java fills in a missing or zero born time before decoding.
         if let Some(ext) = request.ext_fields.as_mut() {
@@ -300,7 +302,7 @@ impl PopService {
 
         let code = if !got.messages.is_empty() {
             ResponseCode::SUCCESS
-        } else if first_time && h.poll_time > 0 {
+        } else if may_park && h.poll_time > 0 {
             match self.park(channel, request, &h, &config) {
                 Ok(()) => return None,
                 Err((r, code)) => {
@@ -476,8 +478,16 @@ impl PopService {
         Some(record.bytes)
     }
 
-    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`).
+    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`); with
+    /// `init`, a server-side reset is taken (Java's `resetPopOffset`: the queue's order block goes).
     fn pop_offset(&self, topic: &TopicName, group: &GroupName, queue_id: i32, init_mode: i32, init: bool) -> i64 {
+        if init {
+            if let Some(reset) = self.offsets.take_reset_offset(group.as_str(), topic.as_str(), queue_id) {
+                self.order.clear_block(topic.as_str(), group.as_str(), queue_id);
+                self.offsets.commit_offset("ResetPopOffset", group, topic, queue_id, reset);
+                return reset;
+            }
+        }
         if let Some(offset) = self.offsets.query_offset(group.as_str(), topic.as_str(), queue_id).filter(|o| *o >= 0) {
             return offset;
         }
@@ -612,6 +622,65 @@ impl PopService {
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time), Origin::PopAck);
         if !stored(&result) {
             tracing::error!(?result.status, "put ack msg error");
+        }
+        response
+    }
+
+    /// BATCH_ACK_MESSAGE: each check point's acks as one `bAck` record (orderly ones committed
+    /// one by one); offsets outside their queue are left out, as Java does.
+    pub fn batch_ack(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
+        let body = match request.body.as_ref().map(|b| BatchAckRequestBody::decode(b)) {
+            Some(Ok(body)) => body,
+            Some(Err(e)) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            None => BatchAckRequestBody::default(),
+        };
+        let acks = body.acks.unwrap_or_default();
+        if acks.is_empty() {
+            return RemotingCommand::response_to(request, ResponseCode::NO_MESSAGE);
+        }
+        let mut response = RemotingCommand::response_to(request, ResponseCode::SUCCESS);
+        for b in &acks {
+            let (Some(group), Some(topic)) = (b.consumer_group.as_deref(), b.topic.as_deref()) else { continue };
+            let topic = RetryMarker::parse_lenient(b.retry.as_deref().unwrap_or("")).real_topic(topic, group);
+            let (Ok(group_name), Ok(topic_name)) = (GroupName::new(group), TopicName::new(&topic)) else { continue };
+            let bits = match b.set_bits() {
+                Ok(bits) => bits,
+                Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            };
+            let (min, max) = (self.store.min_offset_in_queue(&topic, b.queue_id), self.store.max_offset_in_queue(&topic, b.queue_id));
+            let mut list = Vec::new();
+            for bit in bits {
+                let offset = b.start_offset + i64::from(bit);
+                if offset < min || offset > max {
+                    continue;
+                }
+                if b.revive_queue_id == POP_ORDER_REVIVE_QUEUE {
+                    if let Some((code, remark)) = self.ack_orderly(channel, &group_name, &topic_name, b.queue_id, offset, b.pop_time, b.invisible_time) {
+                        response = RemotingCommand::error_response(request, code, remark);
+                    }
+                } else {
+                    list.push(offset);
+                }
+            }
+            if b.revive_queue_id == POP_ORDER_REVIVE_QUEUE || list.is_empty() {
+                continue;
+            }
+            let batch = BatchAckMsg {
+                ack: AckMsg {
+                    ack_offset: -1,
+                    broker_name: body.broker_name.clone(),
+                    consumer_group: Some(group.to_owned()),
+                    pop_time: b.pop_time,
+                    queue_id: b.queue_id,
+                    start_offset: b.start_offset,
+                    topic: Some(topic.clone()),
+                },
+                ack_offset_list: list,
+            };
+            let result = self.put_revive(&ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), Origin::PopAck);
+            if !stored(&result) {
+                tracing::error!(?result.status, "put batch ack msg error");
+            }
         }
         response
     }

@@ -257,7 +257,7 @@ impl AdminProcessor {
         let mut t: BTreeMap<&str, String> = BTreeMap::new();
         // Keys made of a path or a level.
         let mut named: Vec<(String, String)> = Vec::new();
-        t.insert("brokerVersionDesc", "V4_9_8".into());
+        t.insert("brokerVersionDesc", remoting::version::version_desc(remoting::command::CURRENT_VERSION));
         t.insert("brokerVersion", remoting::command::CURRENT_VERSION.to_string());
         for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
             t.insert(key, "0".into());
