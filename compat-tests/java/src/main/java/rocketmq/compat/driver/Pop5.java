@@ -203,6 +203,15 @@ final class Pop5 {
         return ackOut(await(f));
     }
 
+    /** {@code batchAckMessageAsync(addr, timeout, callback, topic, group, handles)}: BATCH_ACK_MESSAGE. */
+    static AckOut batchAck(MQClientAPIImpl api, String addr, String topic, String group, List<String> handles)
+        throws Exception {
+        CompletableFuture<Object> f = new CompletableFuture<>();
+        call(api, "batchAckMessageAsync", addr, TIMEOUT_MS, callback("org.apache.rocketmq.client.consumer.AckCallback", f),
+            topic, group, handles);
+        return ackOut(await(f));
+    }
+
     /** What the official consumer's changePopInvisibleTimeAsync sends. */
     static Object changeHeader(MessageExt m, String group, long invisibleMs) throws Exception {
         String handle = handle(m);
