@@ -157,10 +157,16 @@ final class Pop5 {
         return h;
     }
 
-    @SuppressWarnings("unchecked")
     static PopOut pop(MQClientAPIImpl api, String brokerName, String addr, String group, String topic, int queueId,
                       int max, long invisibleMs, long pollMs) throws Exception {
+        return pop(api, brokerName, addr, group, topic, queueId, max, invisibleMs, pollMs, false);
+    }
+
+    @SuppressWarnings("unchecked")
+    static PopOut pop(MQClientAPIImpl api, String brokerName, String addr, String group, String topic, int queueId,
+                      int max, long invisibleMs, long pollMs, boolean order) throws Exception {
         Object h = popHeader(group, topic, brokerName, queueId, max, invisibleMs, pollMs);
+        call(h, "setOrder", Boolean.valueOf(order));
         CompletableFuture<Object> f = new CompletableFuture<>();
         long start = System.currentTimeMillis();
         call(api, "popMessageAsync", brokerName, addr, h, TIMEOUT_MS + pollMs,

@@ -52,6 +52,9 @@ import org.apache.rocketmq.remoting.protocol.RemotingCommand;
  *       reconsumeTimes 1 under TOPIC, its receipt handle (from the retry topic) usable to ack; no acked one back.
  *   <li>{@code codes:TOPIC:EMPTY_TOPIC:GROUP}: raw POP_MESSAGE / ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME requests
  *       that are refused or find nothing, each printed as {@code CMP code.<case> <code> <remark>}.
+ *   <li>{@code orderly:TOPIC:GROUP}: orderly pops ({@code order=true}) of queue 0, 2 at a time: the queue gives
+ *       nothing more while a popped message is unacked, the next two once both are acked, the same two again (with
+ *       reconsumeTimes 1) once their invisible time passed unacked.
  *   <li>{@code inflight:TOPIC:GROUP:PREFIX:COUNT:INVISIBLE_MS}: COUNT messages sent and popped; every even one acked.
  *   <li>{@code collect:WATCH_S:once|atLeastOnce}: after the broker came back (a kill, a takeover), pops and acks until
  *       every unacked message of {@code inflight} came back (and 5 s more) or WATCH_S passed: each unacked back (once,
@@ -107,6 +110,7 @@ public final class PopDriver {
         switch (s[0]) {
             case "api" -> api(s[1], s[2], Integer.parseInt(s[3]), Long.parseLong(s[4]), Long.parseLong(s[5]), facts);
             case "codes" -> codes(s[1], s[2], s[3], facts);
+            case "orderly" -> orderly(s[1], s[2], facts);
             case "inflight" -> inflight(s[1], s[2], s[3], Integer.parseInt(s[4]), Long.parseLong(s[5]), facts);
             case "collect" -> collect(Integer.parseInt(s[1]), s[2].equals("once"), facts);
             case "push" -> push(s[1], s[2], Integer.parseInt(s[3]), facts);
@@ -547,6 +551,59 @@ public final class PopDriver {
     /** A remark with the broker's own names (topics, client port) replaced, to compare brokers. */
     static String normalize(String s, String topic, String emptyTopic) {
         return s.replace(emptyTopic, "EMPTY_TOPIC").replace(topic, "TOPIC").replaceAll("127\\.0\\.0\\.1:\\d+", "127.0.0.1:PORT");
+    }
+
+    private String orderlyPop(String topic, String group, long invisibleMs, List<MessageExt> into) throws Exception {
+        Pop5.PopOut o = Pop5.pop(api(), brokerName, brokerAddr, group, topic, 0, 2, invisibleMs, 0, true);
+        into.clear();
+        into.addAll(o.msgs());
+        List<String> seen = new ArrayList<>();
+        for (MessageExt m : o.msgs()) {
+            Pop5.Handle h = Pop5.parse(Pop5.handle(m));
+            seen.add(m.getKeys() + "@" + m.getQueueOffset() + "/rt" + m.getReconsumeTimes() + "/rq" + h.reviveQid() + "/r"
+                + h.retry());
+        }
+        String out = o.status() + " " + seen;
+        print("ORDERLY %s", out);
+        return out;
+    }
+
+    private void orderly(String topic, String group, Map<String, Object> facts) throws Exception {
+        for (String key : keys("ord", 6)) {
+            Message msg = new Message(topic, TAGS, key, body(key));
+            msg.putUserProperty("keyAgain", key);
+            check(producer().send(msg, new MessageQueue(topic, brokerName, 0)).getSendStatus() == SendStatus.SEND_OK,
+                key + " not stored");
+        }
+        List<MessageExt> got = new ArrayList<>();
+        cmp("orderly.1.first", orderlyPop(topic, group, 20_000, got));
+        List<MessageExt> first = new ArrayList<>(got);
+        cmp("orderly.2.whileInFlight", orderlyPop(topic, group, 20_000, got));
+        check(first.size() == 2, "the first orderly pop gave " + first.size() + " messages");
+        cmp("orderly.3.ackFirst", Pop5.ack(api(), brokerAddr, first.get(0), group).status());
+        cmp("orderly.4.oneStillInFlight", orderlyPop(topic, group, 20_000, got));
+        cmp("orderly.5.ackSecond", Pop5.ack(api(), brokerAddr, first.get(1), group).status());
+        cmp("orderly.6.next", orderlyPop(topic, group, 3000, got));
+        long poppedAt = System.currentTimeMillis();
+        cmp("orderly.7.nextInFlight", orderlyPop(topic, group, 3000, got));
+        while (System.currentTimeMillis() < poppedAt + 3500) {
+            Thread.sleep(100);
+        }
+        String again = "";
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (System.currentTimeMillis() < deadline) {
+            again = orderlyPop(topic, group, 20_000, got);
+            if (!got.isEmpty()) {
+                break;
+            }
+            Thread.sleep(200);
+        }
+        cmp("orderly.8.againAfterInvisible", again);
+        for (MessageExt m : new ArrayList<>(got)) {
+            cmp("orderly.9.ackAgain." + m.getKeys(), Pop5.ack(api(), brokerAddr, m, group).status());
+        }
+        cmp("orderly.10.last", orderlyPop(topic, group, 20_000, got));
+        facts.put("popped", "ok");
     }
 
     /** The messages of the inflight step. */

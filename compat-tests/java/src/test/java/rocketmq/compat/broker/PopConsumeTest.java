@@ -181,6 +181,20 @@ class PopConsumeTest {
     }
 
     @Test
+    @DisplayName("Java 5.3.3: orderly pops of a queue: blocked while a message is in flight, again after its "
+        + "invisible time")
+    void javaOrderly() {
+        assertStep(javaMain.api, javaMain.name, "orderly");
+    }
+
+    @Test
+    @DisplayName("ours: orderly pops of a queue as on Java 5.3.3")
+    void oursOrderly() {
+        assertStep(ourMain.api, ourMain.name, "orderly");
+        assertSameFacts("api", "orderly.");
+    }
+
+    @Test
     @DisplayName("Java 5.3.3: push consumer in POP mode (setMessageRequestMode, QUERY_ASSIGNMENT)")
     void javaPushPopMode() {
         assertStep(javaMain.push, javaMain.name, "push");
@@ -424,10 +438,12 @@ class PopConsumeTest {
             String codesTopic = "PopCodes_" + id;
             String emptyTopic = "PopEmpty_" + id;
             String pushTopic = "PopPush_" + id;
-            createTopics(node, apiTopic, codesTopic, emptyTopic, pushTopic);
+            String orderTopic = "PopOrder_" + id;
+            createTopics(node, apiTopic, codesTopic, emptyTopic, pushTopic, orderTopic);
             DriverRun.Running apiRun = driver(node, id + "-api",
                 "api:" + apiTopic + ":PopApiGroup_" + id + ":" + API_COUNT + ":" + API_INVISIBLE_MS + ":" + API_CHANGE_MS,
-                "codes:" + codesTopic + ":" + emptyTopic + ":PopCodesGroup_" + id);
+                "codes:" + codesTopic + ":" + emptyTopic + ":PopCodesGroup_" + id,
+                "orderly:" + orderTopic + ":PopOrderGroup_" + id);
             DriverRun.Running pushRun = driver(node, id + "-push", "push:" + pushTopic + ":PopPushGroup_" + id + ":"
                 + PUSH_COUNT);
             api.complete(apiRun.await(DRIVER_TIMEOUT));
