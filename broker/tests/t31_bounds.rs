@@ -1,0 +1,96 @@
+//! Bounds on what one client can make the broker spend, through the socket: SQL92 subscriptions
+//! (compiled once, IN lists by hash, refused past their size bounds), parked pulls by bytes, and
+//! reply pushes a requester never answers.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use remoting::client::{ClientConfig, RemotingClient};
+use remoting::protocol::broker::PullMessageRequestHeader;
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+
+/// A PULL_MESSAGE that carries a SQL92 subscription, suspended for `suspend_ms` when > 0.
+fn sql_pull(topic_name: &str, queue: i32, offset: i64, expression: &str, suspend_ms: i64) -> RemotingCommand {
+    let h = PullMessageRequestHeader {
+        consumer_group: group("sqlg"),
+        topic: topic(topic_name),
+        queue_id: queue,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: 0x04 | if suspend_ms > 0 { 0x02 } else { 0 },
+        commit_offset: 0,
+        suspend_timeout_millis: suspend_ms,
+        subscription: Some(expression.into()),
+        sub_version: 1,
+        expression_type: Some("SQL92".into()),
+        max_msg_bytes: None,
+        broker_name: None,
+    };
+    RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &h)
+}
+
+/// `a IN ('zzy0', 'zzy1', ...)` with `n` elements, then `extra` ones.
+fn in_list(n: usize, extra: &[&str]) -> String {
+    let mut items: Vec<String> = (0..n).map(|i| format!("'zzy{i}'")).collect();
+    items.extend(extra.iter().map(|e| format!("'{e}'")));
+    format!("a IN ({})", items.join(", "))
+}
+
+/// This process's resident memory, in MiB.
+fn rss_mib() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: f64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0.0);
+    pages * 4096.0 / (1 << 20) as f64
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_huge_sql92_in_list_is_refused_and_a_large_one_is_compiled_once_and_matched_by_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("enablePropertyFilter", "true")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    for i in 0..64 {
+        let value = if i % 2 == 0 { "hit" } else { "miss" };
+        let r = c.invoke(&addr, send("Sql", 0, &format!("m{i}"), &format!("a\u{1}{value}\u{2}")), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+    }
+    pull_found(&c, &addr, "Sql", 0, 0).await;
+
+    // The probe's pull: 300,000 elements, 12-17 s of broker CPU each before; now refused at once.
+    let huge = in_list(300_000, &[]);
+    let started = Instant::now();
+    let r = c.invoke(&addr, sql_pull("Sql", 0, 0, &huge, 0), Duration::from_secs(60)).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(r.response_code(), ResponseCode::SUBSCRIPTION_PARSE_FAILED, "{:?}", r.remark);
+    let remark = r.remark.unwrap_or_default();
+    assert!(remark.starts_with("parse the consumer's subscription failed: the SQL92 expression is too large"), "{remark}");
+    assert!(took < Duration::from_secs(2), "refused after {took:?}");
+
+    // 9,999 elements, one of them the messages' value: compiled at the first pull, then found.
+    let large = in_list(9_998, &["hit"]);
+    let started = Instant::now();
+    let first = c.invoke(&addr, sql_pull("Sql", 0, 0, &large, 0), TIMEOUT).await.unwrap();
+    let first_took = started.elapsed();
+    assert_eq!(first.response_code(), ResponseCode::SUCCESS, "{:?}", first.remark);
+    assert!(bodies(&first).iter().all(|(_, body, _)| body.trim_start_matches('m').parse::<usize>().is_ok_and(|i| i % 2 == 0)));
+    let started = Instant::now();
+    for _ in 0..20 {
+        let again = c.invoke(&addr, sql_pull("Sql", 0, 0, &large, 0), TIMEOUT).await.unwrap();
+        assert_eq!(bodies(&again).len(), 32);
+    }
+    let per_pull = started.elapsed() / 20;
+    println!("first pull of a 9,999-element IN list {first_took:?}; later pulls {per_pull:?} each; 300,000 elements refused in {took:?}");
+    // Past the element bound, with a remark naming it; CHECK_CLIENT_CONFIG refuses it too.
+    let over = in_list(10_001, &[]);
+    let r = c.invoke(&addr, sql_pull("Sql", 0, 0, &over, 0), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUBSCRIPTION_PARSE_FAILED);
+    assert!(r.remark.unwrap_or_default().contains("more than 10000"));
+    let sub = serde_json::json!({"topic": "Sql", "subString": over, "tagsSet": [], "codeSet": [], "subVersion": 1, "expressionType": "SQL92"});
+    let check = serde_json::json!({"clientId": "127.0.0.1@sql", "group": "sqlg", "subscriptionData": sub});
+    let r = c.invoke(&addr, RemotingCommand::request(RequestCode::CHECK_CLIENT_CONFIG).with_body(check.to_string().into_bytes()), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUBSCRIPTION_PARSE_FAILED, "{:?}", r.remark);
+    assert!(r.remark.unwrap_or_default().contains("too large"));
+    broker.shutdown().await;
+}
