@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -92,5 +94,83 @@ async fn a_huge_sql92_in_list_is_refused_and_a_large_one_is_compiled_once_and_ma
     let r = c.invoke(&addr, RemotingCommand::request(RequestCode::CHECK_CLIENT_CONFIG).with_body(check.to_string().into_bytes()), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SUBSCRIPTION_PARSE_FAILED, "{:?}", r.remark);
     assert!(r.remark.unwrap_or_default().contains("too large"));
+    broker.shutdown().await;
+}
+
+/// Writes `frame` `times` times on a new connection to `addr`, then reads the answers that come
+/// until `stop`: their codes and remarks.
+async fn flood(addr: String, frame: bytes::Bytes, times: usize, answered: Arc<AtomicUsize>, stop: Arc<tokio::sync::Notify>) -> Vec<(i32, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let writing = tokio::spawn(async move {
+        for _ in 0..times {
+            if writer.write_all(&frame).await.is_err() {
+                break;
+            }
+        }
+        writer
+    });
+    let mut answers = Vec::new();
+    while answers.len() < times {
+        let mut len = [0u8; 4];
+        tokio::select! {
+            read = reader.read_exact(&mut len) => if read.is_err() { break },
+            _ = stop.notified() => break,
+        }
+        let mut frame = len.to_vec();
+        frame.resize(4 + u32::from_be_bytes(len) as usize, 0);
+        reader.read_exact(&mut frame[4..]).await.unwrap();
+        let answer = remoting::codec::decode_frame(&frame).unwrap();
+        answers.push((answer.code, answer.remark.unwrap_or_default()));
+        answered.fetch_add(1, Ordering::SeqCst);
+    }
+    drop(writing.await);
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parked_pulls_are_bounded_by_the_bytes_they_hold_per_connection_and_in_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    c.invoke(&addr, send("Parked", 0, "x", ""), TIMEOUT).await.unwrap();
+    pull_found(&c, &addr, "Parked", 0, 0).await;
+    // The probe's pull: a 1 MiB subscription (a tag expression: a SQL92 one that long is refused),
+    // waiting 30 s for a message after the last.
+    let tags: Vec<String> = (0..110_000).map(|i| format!("t{i:07}")).collect();
+    let mut pull = pull("Parked", 0, 1, 30_000);
+    pull.ext_fields.as_mut().unwrap().insert("subscription".into(), tags.join("||"));
+    let frame = remoting::codec::encode_frame(&pull).unwrap().freeze();
+    assert!(frame.len() > 1 << 20);
+
+    let before = rss_mib();
+    let hold = broker.broker.hold().unwrap().clone();
+    let (connections, each) = (6, 20);
+    let (answered, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(tokio::sync::Notify::new()));
+    let floods: Vec<_> = (0..connections).map(|_| tokio::spawn(flood(addr.clone(), frame.clone(), each, answered.clone(), stop.clone()))).collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while hold.held_count() + answered.load(Ordering::SeqCst) < connections * each {
+        assert!(Instant::now() < deadline, "{} parked, {} answered", hold.held_count(), answered.load(Ordering::SeqCst));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let parked = hold.held_count();
+    stop.notify_waiters();
+    let mut answers = Vec::new();
+    for f in floods {
+        answers.extend(f.await.unwrap());
+    }
+    let after = rss_mib();
+    let busy_bytes = answers.iter().filter(|(code, remark)| *code == ResponseCode::SYSTEM_BUSY.0 && remark.contains("bytes")).count();
+    println!(
+        "{} pulls of {} KiB: {parked} parked, {} answered ({busy_bytes} SYSTEM_BUSY on bytes); RSS {before:.0} -> {after:.0} MiB",
+        connections * each,
+        frame.len() >> 10,
+        answers.len()
+    );
+    assert_eq!(parked + answers.len(), connections * each, "every pull is either parked or answered at once");
+    assert!(busy_bytes > 0, "no pull was refused on bytes");
+    assert!(parked <= broker::parking::MAX_PARKED_BYTES / (2 << 20), "{parked} parked pulls of more than 2 MiB each");
     broker.shutdown().await;
 }
