@@ -174,3 +174,66 @@ async fn parked_pulls_are_bounded_by_the_bytes_they_hold_per_connection_and_in_a
     assert!(parked <= broker::parking::MAX_PARKED_BYTES / (2 << 20), "{parked} parked pulls of more than 2 MiB each");
     broker.shutdown().await;
 }
+
+/// A requester that reads the broker's pushes and never answers them.
+struct Silent {
+    pushes: AtomicUsize,
+}
+
+impl remoting::connection::InboundHandler for Silent {
+    fn on_request(&self, _: &remoting::server::Channel, request: RemotingCommand, _: remoting::connection::InFlight) {
+        if request.request_code() == RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT {
+            self.pushes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reply_pushes_a_requester_never_answers_are_bounded_and_the_rest_answered_as_failed_pushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let addr = broker.local_addr().to_string();
+    let silent = Arc::new(Silent { pushes: AtomicUsize::new(0) });
+    let requester = RemotingClient::with_handler(ClientConfig::default(), silent.clone());
+    let heartbeat = r#"{"clientID":"127.0.0.1@silent","consumerDataSet":[],"producerDataSet":[{"groupName":"requesters"}]}"#;
+    let r = requester.invoke(&addr, RemotingCommand::request(RequestCode::HEART_BEAT).with_body(heartbeat.as_bytes().to_vec()), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0);
+
+    // The probe's replies: 256 KiB bodies, each pushed to the requester, who never answers.
+    let body = bytes::Bytes::from(vec![b'r'; 256 << 10]);
+    // From several connections: one client queues at most 64 MiB, and one connection has at most
+    // 128 requests in processing.
+    let repliers: Vec<_> = (0..4).map(|_| Arc::new(RemotingClient::new(ClientConfig::default()))).collect();
+    let replies = 400;
+    let before = rss_mib();
+    let started = Instant::now();
+    let sent: Vec<_> = (0..replies)
+        .map(|i| {
+            let mut h = send_header("DefaultCluster_REPLY_TOPIC", 0, "REPLY_TO_CLIENT\u{1}127.0.0.1@silent\u{2}");
+            h.producer_group = "repliers".into();
+            let request =
+                RemotingCommand::request_with_header(RequestCode::SEND_REPLY_MESSAGE_V2, &remoting::protocol::broker::SendMessageRequestHeaderV2::from(h))
+                    .with_body(body.clone());
+            let (replier, addr) = (repliers[i % repliers.len()].clone(), addr.clone());
+            tokio::spawn(async move { (replier.invoke(&addr, request, Duration::from_secs(30)).await, started.elapsed()) })
+        })
+        .collect();
+    // Those past the bound are answered at once; the others wait for the push's 10 s.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let peak = rss_mib();
+    let pushed = silent.pushes.load(Ordering::SeqCst);
+    drop(requester);
+    let mut early_failures = 0;
+    for s in sent {
+        let (answer, at) = s.await.unwrap();
+        let answer = answer.unwrap();
+        assert_eq!(answer.response_code(), ResponseCode::SYSTEM_ERROR);
+        assert_eq!(answer.remark.as_deref(), Some("push reply message to 127.0.0.1@silentfail."));
+        assert!(answer.ext("queueOffset").is_some(), "the reply is stored all the same");
+        early_failures += usize::from(at < Duration::from_secs(3));
+    }
+    println!("{replies} replies of 256 KiB to a silent requester: {pushed} pushed, {early_failures} refused at once; RSS {before:.0} -> {peak:.0} MiB");
+    assert!(pushed <= broker::processor::reply::MAX_PENDING_PUSH_BYTES_PER_CONNECTION / (256 << 10), "{pushed} pushes wait");
+    assert!(early_failures >= replies - pushed, "{early_failures} answered at once");
+    broker.shutdown().await;
+}
