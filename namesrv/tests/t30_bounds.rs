@@ -103,3 +103,32 @@ async fn a_registration_naming_too_many_topics_is_refused_before_they_are_held()
     assert_eq!(client.invoke(&addr, route("t1"), TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
     namesrv.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kv_config_entries_and_the_table_are_bounded_in_bytes() {
+    use namesrv::kv_config::{MAX_TABLE_BYTES, MAX_VALUE_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let namesrv = start(dir.path()).await;
+    let addr = namesrv.local_addr().to_string();
+    let client = RemotingClient::new(ClientConfig::default());
+    let put = |key: String, value: &str| {
+        RemotingCommand::request_with_header(RequestCode::PUT_KV_CONFIG, &PutKvConfigRequestHeader { namespace: "ns".into(), key, value: value.into() })
+    };
+    let before = rss_mib();
+    // The probe: 256 puts of 256 KiB.
+    let big = "v".repeat(256 << 10);
+    for i in 0..256 {
+        let r = client.invoke(&addr, put(format!("k{i}"), &big), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+        assert_eq!(r.remark.as_deref(), Some(format!("the KV config value is {} bytes, more than {MAX_VALUE_BYTES}", big.len()).as_str()));
+    }
+    // Within the bounds, taken (the table's bound, 4 MiB, is the unit tests'; filling it here takes
+    // 63 puts that each write the file again: 4 MiB of kvConfig.json at the end).
+    let value = "v".repeat(MAX_VALUE_BYTES);
+    let r = client.invoke(&addr, put("k0".into(), &value), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let file = std::fs::metadata(dir.path().join("kvConfig.json")).unwrap().len();
+    println!("256 KV puts of 256 KiB refused; kvConfig.json {} KiB; RSS {before:.0} -> {:.0} MiB", file >> 10, rss_mib());
+    assert!(file < (MAX_TABLE_BYTES as u64).min(2 * MAX_VALUE_BYTES as u64));
+    namesrv.shutdown().await;
+}
