@@ -170,6 +170,9 @@ java_config! {
         /// in all; the cold-read flow control that acts on them is not built).
         pub cg_cold_read_threshold: i64 = "cgColdReadThreshold" => 3 * 1024 * 1024,
         pub global_cold_read_threshold: i64 = "globalColdReadThreshold" => 100 * 1024 * 1024,
+        /// 5.x: INVOKE_BROKER_TO_RESET_OFFSET resets the group's offsets on the broker (each queue's
+        /// next pull is told, OFFSET_MOVED) instead of asking its live clients (4.9's path, false).
+        pub use_server_side_reset_offset: bool = "useServerSideResetOffset" => true,
         // 5.x pop consumption (Java 5.3.3 `BrokerConfig`): the revive topic's queues and scan, the
         // retry topics, long polling of pops. The buffer merge and the KV service are not built:
         // their keys are kept and off, as Java's defaults.

@@ -448,7 +448,8 @@ fn long_polling(
     hold
 }
 
-/// A woken pop runs again on the pull pool without the right to be parked again.
+/// A woken pop runs again on the pull pool; one that still finds nothing is parked again until its
+/// poll time (Java's re-run of the request), and answered POLLING_TIMEOUT after it.
 fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPop) + Send + Sync + 'static {
     let (service, pool) = (Arc::downgrade(pop), pool.clone());
     move |parked: ParkedPop| {
@@ -457,7 +458,7 @@ fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPo
         let answer = || Reply::to(&channel, &request).since(parked_at).after_long_polling();
         let (reply, busy) = (answer(), answer());
         let job = move || {
-            if let Some(response) = service.pop(&channel, request, false) {
+            if let Some(response) = service.pop(&channel, request, true) {
                 reply.send(response);
             }
         };

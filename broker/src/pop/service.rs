@@ -195,8 +195,9 @@ impl PopService {
         names::revive_topic(&self.config.load().broker_cluster_name)
     }
 
-    /// POP_MESSAGE. `first_time`: the pop may be parked; a woken pop runs again without.
-    pub fn pop(&self, channel: &Channel, mut request: RemotingCommand, first_time: bool) -> Option<RemotingCommand> {
+    /// POP_MESSAGE. `may_park`: a pop that finds nothing may wait until its poll time (`None`:
+    /// parked, answered by its wake).
+    pub fn pop(&self, channel: &Channel, mut request: RemotingCommand, may_park: bool) -> Option<RemotingCommand> {
         let config = self.config.load();
         // Java fills in a missing or zero born time before decoding.
         if let Some(ext) = request.ext_fields.as_mut() {
@@ -294,7 +295,7 @@ impl PopService {
 
         let code = if !got.messages.is_empty() {
             ResponseCode::SUCCESS
-        } else if first_time && h.poll_time > 0 {
+        } else if may_park && h.poll_time > 0 {
             match self.park(channel, request, &h, &config) {
                 Ok(()) => return None,
                 Err((r, code)) => {
@@ -470,8 +471,16 @@ impl PopService {
         Some(record.bytes)
     }
 
-    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`).
+    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`); with
+    /// `init`, a server-side reset is taken (Java's `resetPopOffset`: the queue's order block goes).
     fn pop_offset(&self, topic: &TopicName, group: &GroupName, queue_id: i32, init_mode: i32, init: bool) -> i64 {
+        if init {
+            if let Some(reset) = self.offsets.take_reset_offset(group.as_str(), topic.as_str(), queue_id) {
+                self.order.clear_block(topic.as_str(), group.as_str(), queue_id);
+                self.offsets.commit_offset("ResetPopOffset", group, topic, queue_id, reset);
+                return reset;
+            }
+        }
         if let Some(offset) = self.offsets.query_offset(group.as_str(), topic.as_str(), queue_id).filter(|o| *o >= 0) {
             return offset;
         }
