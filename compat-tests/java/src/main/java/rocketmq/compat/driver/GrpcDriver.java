@@ -387,7 +387,7 @@ public final class GrpcDriver {
             }
             Set<String> ids = new HashSet<>();
             for (CompletableFuture<SendReceipt> f : sends) {
-                ids.add(f.get().getMessageId().toString());
+                ids.add(f.get(30, java.util.concurrent.TimeUnit.SECONDS).getMessageId().toString());
             }
             facts.put("sent", ids.size());
             long deadline = System.currentTimeMillis() + 60_000;

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
 import rocketmq.compat.broker.BrokerProbe;
 import rocketmq.compat.broker.JavaBroker;
@@ -69,7 +70,8 @@ class ProxyGrpcTest {
     /** {@code -Drmq.proxy.sides=java} (or {@code ours}) runs one side only, to look at it alone; default both. */
     private static final String SIDES = System.getProperty("rmq.proxy.sides", "java,ours");
 
-    @TempDir
+    /** Kept when a test fails: the proxies', brokers' and drivers' logs. */
+    @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
     private final List<AutoCloseable> started = new ArrayList<>();
     private DriverRun javaRun;
@@ -81,6 +83,7 @@ class ProxyGrpcTest {
 
     @BeforeAll
     void start() throws Exception {
+        System.out.println("ProxyGrpcTest folder (kept on failure): " + dir);
         boolean runJava = SIDES.contains("java");
         boolean runOurs = SIDES.contains("ours");
         ExecutorService pool = Executors.newFixedThreadPool(2);
@@ -129,11 +132,16 @@ class ProxyGrpcTest {
         return c;
     }
 
+    /** The driver's arguments: the endpoint, then every step ({@code -Drmq.proxy.steps=fifo,delay}: those only). */
     private static String[] args(String endpoint) {
-        String[] a = new String[STEPS.length + 1];
-        a[0] = endpoint;
-        System.arraycopy(STEPS, 0, a, 1, STEPS.length);
-        return a;
+        List<String> only = List.of(System.getProperty("rmq.proxy.steps", "").split(","));
+        List<String> a = new ArrayList<>(List.of(endpoint));
+        for (String step : STEPS) {
+            if (only.equals(List.of("")) || only.contains(step.substring(0, step.indexOf(':')))) {
+                a.add(step);
+            }
+        }
+        return a.toArray(new String[0]);
     }
 
     /** Creates the topics (with message.type) and the FIFO group, and waits until the name server routes them. */
