@@ -315,11 +315,13 @@ public final class GrpcDriver {
 
     private void transaction(String topic, String group, Map<String, Object> facts) throws Exception {
         Map<String, Long> checked = new ConcurrentHashMap<>();
+        Map<String, Integer> checks = new ConcurrentHashMap<>();
         Map<String, String> sentIds = new LinkedHashMap<>();
         Producer producer = provider.newProducerBuilder().setClientConfiguration(config).setTopics(topic)
             .setTransactionChecker(view -> {
                 String b = body(view);
                 checked.putIfAbsent(b, System.currentTimeMillis());
+                checks.merge(b.substring(b.indexOf("-tx-") + 4), 1, Integer::sum);
                 System.out.println("CHECKED " + describe(view));
                 return b.endsWith("-check-commit") ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
             }).build();
@@ -349,6 +351,7 @@ public final class GrpcDriver {
             }
             facts.put("received", got.size());
             facts.put("checked", checked.size());
+            facts.put("checks", checks);
             check(got.containsKey(runId + "-tx-commit"), "the committed message did not arrive: " + got.keySet());
             check(got.containsKey(runId + "-tx-check-commit"), "the message committed by the check did not arrive: "
                 + got.keySet() + ", checked " + checked.keySet());
@@ -358,7 +361,9 @@ public final class GrpcDriver {
             // the rolled-back ones must not come: one more receive
             List<MessageView> after = consumer.receive(16, Duration.ofSeconds(20));
             if (!after.isEmpty()) {
-                throw new Steps.Failure("a rolled-back message arrived: " + describe(after.get(0)));
+                MessageView v = after.get(0);
+                throw new Steps.Failure((got.containsKey(body(v)) ? "a committed message arrived again: "
+                    : "a rolled-back message arrived: ") + describe(v) + ", checks " + checks);
             }
             check(checked.containsKey(runId + "-tx-check-rollback"), "the second open transaction was not checked: "
                 + checked.keySet());
