@@ -154,6 +154,9 @@ java_config! {
         pub transaction_check_max: i32 = "transactionCheckMax" => 15,
         pub transaction_check_interval_ms: u64 = "transactionCheckInterval" => 60_000,
         pub acl_enable: bool = "aclEnable" => false,
+        /// 5.3's `AuthConfig` key: `{"accessKey":"...","secretKey":"..."}` this broker signs its
+        /// requests to its master with (a slave's metadata sync), as `AclClientRPCHook` signs.
+        pub inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         pub store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
         pub enable_detail_stat: bool = "enableDetailStat" => true,
         pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
@@ -202,6 +205,14 @@ java_config! {
         pub pop_inflight_message_threshold: i64 = "popInflightMessageThreshold" => 10_000,
         pub enable_pop_message_threshold: bool = "enablePopMessageThreshold" => false,
         pub pop_consumer_kv_service_enable: bool = "popConsumerKVServiceEnable" => false,
+        // 5.x server-side load balancing (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE) and topic attributes.
+        pub load_balance_processor_thread_pool_nums: usize = "loadBalanceProcessorThreadPoolNums" => 32,
+        pub load_balance_thread_pool_queue_capacity: usize = "loadBalanceThreadPoolQueueCapacity" => 100_000,
+        pub load_balance_poll_name_server_interval_ms: u64 = "loadBalancePollNameServerInterval" => 30_000,
+        pub server_load_balancer_enable: bool = "serverLoadBalancerEnable" => true,
+        pub default_message_request_mode: crate::pop::config_files::MessageRequestMode = "defaultMessageRequestMode" => Default::default(),
+        pub default_pop_share_queue_num: i32 = "defaultPopShareQueueNum" => -1,
+        pub enable_mixed_message_type: bool = "enableMixedMessageType" => false,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has
@@ -371,9 +382,13 @@ pub type LiveConfig = std::sync::Arc<arc_swap::ArcSwap<BrokerConfig>>;
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
 /// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
 /// `MessageStoreConfig`).
+/// Keys that hold a secret: never printed (GET_BROKER_CONFIG, `-p`; Java keeps them in its
+/// `AuthConfig`, which it does not print), only written back to the config file when set.
+pub const SECRET_KEYS: [&str; 1] = ["innerClientAuthenticationCredentials"];
+
 pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
     let mut out = String::new();
-    for (key, value) in broker.entries().into_iter().chain(store.entries()) {
+    for (key, value) in broker.entries().into_iter().chain(store.entries()).filter(|(key, _)| !SECRET_KEYS.contains(key)) {
         out.push_str(key);
         out.push('=');
         out.push_str(&value);

@@ -35,7 +35,7 @@ use crate::processor::relay::RelayProcessor;
 use crate::processor::reply::ReplyProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
-use crate::routes::{Handler, Pool, ROUTES};
+use crate::routes::{Access, Handler, Pool, ROUTES};
 use crate::schedule::ScheduleService;
 use crate::transaction::TransactionChecker;
 
@@ -298,7 +298,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         pools.insert(kind, pool(kind.thread_name(), threads, capacity)?);
     }
     let pool_of = |kind: Pool| pools[&kind].clone();
-    let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
+    let watermarks = Pool::ALL.iter().filter_map(|kind| Some((kind.metric_label()?, pool_of(*kind)))).collect();
 
     let send = Arc::new(SendProcessor { ctx: broker.send_context() });
     let pull_service = Arc::new(crate::consumption::PullService {
@@ -368,6 +368,15 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         timer: broker.timer.get().cloned(),
         store_host: broker.store_host,
     });
+    let query_assignment = Arc::new(crate::processor::query_assignment::QueryAssignmentProcessor {
+        config: broker.live_config.clone(),
+        topics: broker.topics.clone(),
+        groups: broker.groups.clone(),
+        consumers: broker.consumers.clone(),
+        modes: broker.request_modes.clone(),
+        routes: broker.topic_routes.clone(),
+        runtime: broker.runtime.clone(),
+    });
     // Exhaustive: a new handler in the route table does not compile until it is built here.
     let handler = |h: Handler| -> Arc<dyn RequestProcessor> {
         match h {
@@ -387,6 +396,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
             Handler::Reply => reply.clone(),
             Handler::Timer => timer.clone(),
             Handler::Pop => pop.clone(),
+            Handler::QueryAssignment => query_assignment.clone(),
         }
     };
 
@@ -395,10 +405,16 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         let processor = handler(route.handler);
         // With aclEnable every request is checked before its processor, as Java's RPC hook does.
         let processor: Arc<dyn RequestProcessor> = match &broker.acl {
-            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access }),
+            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access, store: broker.store.clone() }),
             None => processor,
         };
         registry.register(route.code, processor, &pool_of(route.pool));
+    }
+    if let Some(acl) = &broker.acl {
+        // Java's default processor (the admin one) runs behind the validator too: a code no route
+        // serves is answered REQUEST_CODE_NOT_SUPPORTED once its signature is right.
+        let unknown = crate::acl::Checked { inner: Arc::new(crate::acl::NotServed), acl: acl.clone(), access: Access::Signed, store: broker.store.clone() };
+        registry.set_default(Arc::new(unknown), &pool_of(Pool::Admin));
     }
     registry.set_connection_listener(Arc::new(OnClose(broker.client_context())));
     if let Some(observer) = broker.metrics.rpc_observer() {
@@ -556,6 +572,9 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
             let start = tokio::time::Instant::now() + crate::slave_sync::FIRST_SYNC_AFTER;
             let mut ticker = tokio::time::interval_at(start, crate::slave_sync::TIMER_SYNC_EVERY);
             let mut last_all: Option<tokio::time::Instant> = None;
+            // An unreachable master is asked again after a doubling wait (up to a minute), and
+            // said once, not every round.
+            let mut every = crate::slave_sync::SYNC_EVERY;
             loop {
                 ticker.tick().await;
                 if !me.is_slave() {
@@ -563,11 +582,19 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
                 }
                 let master = me.master_addr.read().clone();
                 if let Some(master) = master {
-                    if last_all.is_none_or(|at| at.elapsed() >= crate::slave_sync::SYNC_EVERY) {
-                        crate::slave_sync::sync_all(&me, &master).await;
+                    if last_all.is_none_or(|at| at.elapsed() >= every) {
+                        let reachable = crate::slave_sync::sync_all(&me, &master).await;
                         last_all = Some(tokio::time::Instant::now());
+                        match (reachable, every == crate::slave_sync::SYNC_EVERY) {
+                            (false, true) => warn!(master, "the master is unreachable; metadata sync backs off until it answers"),
+                            (true, false) => info!(master, "the master answers again; metadata sync resumed"),
+                            _ => {}
+                        }
+                        every = if reachable { crate::slave_sync::SYNC_EVERY } else { (every * 2).min(Duration::from_secs(60)) };
                     }
-                    crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
+                    if every == crate::slave_sync::SYNC_EVERY {
+                        crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
+                    }
                 }
             }
         }));

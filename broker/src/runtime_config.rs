@@ -124,9 +124,14 @@ fn check(c: &BrokerConfigs) -> Result<(), ProcessError> {
 }
 
 /// The config as Java's `Configuration.persist` writes it: every key and value, as
-/// GET_BROKER_CONFIG prints them (keys Java leaves null are left out).
+/// GET_BROKER_CONFIG prints them (keys Java leaves null are left out), and the secret keys that
+/// are set (Java would lose them).
 pub fn persisted_text(broker: &crate::config::BrokerConfig, store: &store::config::MessageStoreConfig) -> String {
-    crate::config::without_unset_paths(&crate::config::print_all(broker, store))
+    let mut text = crate::config::without_unset_paths(&crate::config::print_all(broker, store));
+    for (key, value) in broker.entries().into_iter().filter(|(key, value)| crate::config::SECRET_KEYS.contains(key) && !value.is_empty()) {
+        text.push_str(&format!("{key}={value}\n"));
+    }
+    text
 }
 
 /// Java's `MixAll.string2File`: the new content to `FILE.tmp`, the old one kept as `FILE.bak`,

@@ -151,6 +151,31 @@ impl TopicConfigManager {
         self.persist()
     }
 
+    /// Creates or replaces a topic whose attributes are the current topic's (none when it is new)
+    /// altered by `attributes` (5.x's UPDATE_AND_CREATE_TOPIC), all under the table's lock.
+    /// `Ok(Err(reason))`: the change was refused and nothing changed.
+    pub fn update_with_attributes(
+        &self,
+        topic: &TopicName,
+        mut config: TopicConfig,
+        attributes: impl FnOnce(Option<&TopicConfig>) -> Result<BTreeMap<String, String>, String>,
+    ) -> Result<Result<(), String>, ConfigFileError> {
+        config.topic_name = topic.as_str().to_owned();
+        {
+            let mut table = self.table.write();
+            config.attributes = match attributes(table.topics.get(topic.as_str())) {
+                Ok(attributes) => attributes,
+                Err(reason) => return Ok(Err(reason)),
+            };
+            match table.topics.insert(config.topic_name.clone(), config.clone()) {
+                Some(old) => tracing::info!(?old, new = ?config, "topic config updated"),
+                None => tracing::info!(new = ?config, "topic created"),
+            }
+            config_file::next_version(&mut table.version);
+        }
+        self.persist().map(Ok)
+    }
+
     /// Removes a topic; `Ok(None)` when there was none (nothing is written then).
     pub fn delete(&self, topic: &str) -> Result<Option<TopicConfig>, ConfigFileError> {
         let old = {

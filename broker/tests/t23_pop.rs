@@ -25,7 +25,7 @@ fn pop_request(topic_name: &str, queue: i32, invisible_ms: i64, poll_ms: i64, or
         invisible_time: invisible_ms,
         poll_time: poll_ms,
         born_time: remoting::clock::now_ms(),
-        init_mode: 1,
+        init_mode: 0,
         exp_type: Some("TAG".into()),
         exp: Some("*".into()),
         order: Some(order),

@@ -15,7 +15,7 @@ command_header! {
         /// How long the pop may wait for a message (0: not at all).
         pub poll_time: i64 => "pollTime",
         pub born_time: i64 => "bornTime",
-        /// Java `ConsumeInitMode`: 0 MAX, 1 MIN.
+        /// Java `ConsumeInitMode`: 0 MIN, 1 MAX.
         pub init_mode: i32 => "initMode",
         pub exp_type: Option<String> => "expType",
         pub exp: Option<String> => "exp",

@@ -53,6 +53,9 @@ const MAX_POP_NUMS: i32 = 32;
 const RETRY_QUEUE_NUM: i32 = 1;
 /// The longest a pop is parked, whatever it asks.
 const MAX_POLL: Duration = Duration::from_secs(120);
+/// Java's `ConsumeInitMode.MIN` (`MAX` is 1): a group without an offset starts at the queue's
+/// first message.
+const CONSUME_INIT_MODE_MIN: i32 = 0;
 /// Java's `MessageConst.PROPERTY_FIRST_POP_TIME`.
 pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 
@@ -209,11 +212,11 @@ impl PopService {
                 ext.insert("bornTime".into(), now_ms().to_string());
             }
         }
-        let err = |request: &RemotingCommand, code, remark: String| Some(RemotingCommand::error_response(request, code, remark));
+        let err = |request: &RemotingCommand, code, remark: String| Some(pop_error(request, code, remark));
         let h: PopMessageRequestHeader = match request.decode_header() {
             Ok(h) => h,
             Err(e @ HeaderError::Rejected { field: "consumerGroup", .. }) => {
-                return err(&request, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{e}] does not exist,{FAQ_SUFFIX}"))
+                return err(&request, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{e}] does not exist, {FAQ_SUFFIX}"))
             }
             Err(e) => return err(&request, ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
@@ -231,7 +234,7 @@ impl PopService {
             return err(&request, ResponseCode::SYSTEM_ERROR, format!("the broker[{ip}] pop message is forbidden because timerWheelEnable is false"));
         }
         let Some(topic) = self.topics.select(h.topic.as_str()) else {
-            return err(&request, ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!{FAQ_SUFFIX}", h.topic));
+            return err(&request, ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please! {FAQ_SUFFIX}", h.topic));
         };
         if !perm::is_readable(topic.perm) {
             return err(&request, ResponseCode::NO_PERMISSION, format!("the topic[{}] peeking message is forbidden", h.topic));
@@ -241,7 +244,7 @@ impl PopService {
                 &request,
                 ResponseCode::INVALID_PARAMETER,
                 format!(
-                    "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                    "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
                     h.queue_id,
                     h.topic,
                     topic.read_queue_nums,
@@ -250,7 +253,11 @@ impl PopService {
             );
         }
         let Some(group) = self.groups.find_or_create(&h.consumer_group, config.auto_create_subscription_group) else {
-            return err(&request, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{}] does not exist,{FAQ_SUFFIX}", h.consumer_group));
+            return err(
+                &request,
+                ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group [{}] does not exist, {FAQ_SUFFIX}", h.consumer_group),
+            );
         };
         if !group.consume_enable {
             return err(&request, ResponseCode::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
@@ -489,7 +496,7 @@ impl PopService {
             return offset;
         }
         let t = topic.as_str();
-        let offset = if init_mode == 1 || t.starts_with(names::RETRY_GROUP_TOPIC_PREFIX) {
+        let offset = if init_mode == CONSUME_INIT_MODE_MIN || t.starts_with(names::RETRY_GROUP_TOPIC_PREFIX) {
             self.store.min_offset_in_queue(t, queue_id)
         } else if self.config.load().init_pop_offset_by_check_msg_in_mem
             && self.store.min_offset_in_queue(t, queue_id) <= 0
@@ -563,7 +570,7 @@ impl PopService {
             return RemotingCommand::error_response(
                 request,
                 ResponseCode::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"),
+                format!("topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}"),
             );
         };
         if h.queue_id >= config.read_queue_nums || h.queue_id < 0 {
@@ -571,7 +578,7 @@ impl PopService {
                 request,
                 ResponseCode::MESSAGE_ILLEGAL,
                 format!(
-                    "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                    "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
                     h.queue_id,
                     config.read_queue_nums,
                     channel.remote_addr()
@@ -715,7 +722,7 @@ impl PopService {
         } else if next == -1 {
             return Some((
                 ResponseCode::MESSAGE_ILLEGAL,
-                format!("offset is illegal, key:{key}, old:{old}, commit:{ack_offset}, next:{next}, {}", channel.remote_addr()),
+                format!("offset is illegal, key:{key}, old:{old}, commit:{ack_offset}, next:{next}, /{}", channel.remote_addr()),
             ));
         }
         None
@@ -749,8 +756,22 @@ impl PopService {
         }
     }
 
-    /// CHANGE_MESSAGE_INVISIBLETIME.
+    /// CHANGE_MESSAGE_INVISIBLETIME. Every answer carries the response header, zeros where Java
+    /// leaves its fields unset, and Java's default remark where it sets none: the 5.3.3 client
+    /// decodes the header before it looks at the code, so an answer without it fails the call
+    /// instead of reporting `NO_EXIST`.
     pub fn change_invisible_time(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
+        let mut response = self.change_invisible_time_inner(channel, request);
+        if response.ext_fields.as_ref().is_none_or(|f| f.get("popTime").is_none()) {
+            response = response.with_header(&ChangeInvisibleTimeResponseHeader { pop_time: 0, invisible_time: 0, revive_qid: 0 });
+        }
+        if response.remark.is_none() {
+            response = response.with_remark(JAVA_UNSET_REMARK);
+        }
+        response
+    }
+
+    fn change_invisible_time_inner(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
         let h: ChangeInvisibleTimeRequestHeader = match request.decode_header() {
             Ok(h) => h,
             Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
@@ -760,7 +781,7 @@ impl PopService {
             return RemotingCommand::error_response(
                 request,
                 ResponseCode::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please!{FAQ_SUFFIX}"),
+                format!("topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}"),
             );
         };
         if h.queue_id >= config.read_queue_nums || h.queue_id < 0 {
@@ -768,7 +789,7 @@ impl PopService {
                 request,
                 ResponseCode::MESSAGE_ILLEGAL,
                 format!(
-                    "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                    "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
                     h.queue_id,
                     config.read_queue_nums,
                     channel.remote_addr()
@@ -859,6 +880,24 @@ impl PopService {
             self.offsets.commit_offset("initPopRetryOffset", &group, &name, 0, 0);
         }
     }
+}
+
+/// The remark of a Java response made by `createResponseCommand(headerClass)` whose remark was
+/// never set.
+const JAVA_UNSET_REMARK: &str = "not set any response code";
+
+/// A refused pop as Java answers it: its response header's numbers (0) come along, so the 5.3.3
+/// client, which decodes the header of a POLLING_TIMEOUT answer, reads it as "nothing found".
+fn pop_error(request: &RemotingCommand, code: ResponseCode, remark: String) -> RemotingCommand {
+    RemotingCommand::error_response(request, code, remark).with_header(&PopMessageResponseHeader {
+        pop_time: 0,
+        invisible_time: 0,
+        revive_qid: 0,
+        rest_num: 0,
+        start_offset_info: None,
+        msg_offset_info: None,
+        order_count_info: None,
+    })
 }
 
 /// Java's put statuses that count as stored for pop's records.

@@ -14,6 +14,7 @@ pub mod maintenance;
 pub mod pop;
 pub mod pull;
 pub mod query;
+pub mod query_assignment;
 pub mod relay;
 pub mod reply;
 pub mod send;

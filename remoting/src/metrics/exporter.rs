@@ -16,6 +16,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus::{Encoder, Registry, TextEncoder};
+
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, Semaphore};
 use tokio::task::JoinHandle;
@@ -43,9 +44,7 @@ impl Scrape {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             (this.refresh)();
-            let mut text = Vec::new();
-            TextEncoder::new().encode(&this.registry.gather(), &mut text).map_err(|e| e.to_string())?;
-            Ok(text)
+            Ok(super::text::encode(&this.registry.gather(), crate::clock::now_ms()).into_bytes())
         })
         .await
         .map_err(|e| e.to_string())?
