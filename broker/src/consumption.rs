@@ -122,7 +122,7 @@ impl PullService {
                 return Some(RemotingCommand::response_to(&request, ResponseCode::PULL_OFFSET_MOVED).with_remark("OFFSET_RESET").with_header(&header));
             }
         }
-        let sql = match crate::filter::pull_filter(config.enable_property_filter, &subscription) {
+        let sql = match crate::filter::pull_filter_shared(config.enable_property_filter, &subscription) {
             Ok(sql) => sql,
             Err((code, remark)) => return err(code, remark),
         };

@@ -359,7 +359,12 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         cold: Default::default(),
     });
     let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
-    let reply = Arc::new(ReplyProcessor { send: broker.send_context(), producers: broker.producers.clone(), runtime: broker.runtime.clone() });
+    let reply = Arc::new(ReplyProcessor {
+        send: broker.send_context(),
+        producers: broker.producers.clone(),
+        runtime: broker.runtime.clone(),
+        pushes: Default::default(),
+    });
     let timer = Arc::new(crate::processor::timer::TimerProcessor {
         config: broker.live_config.clone(),
         store: broker.store.clone(),

@@ -131,11 +131,19 @@ async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_ja
     assert!(sample(&text, "rocketmq_storage_dispatch_behind_bytes", &storage).is_some(), "{text}");
     assert!(sample(&text, "rocketmq_storage_message_reserve_time_milliseconds", &storage).is_some(), "{text}");
 
-    // Gauges are computed at each scrape: the group's lag follows its commits.
+    // Gauges are computed at a scrape (at most once a second, `RENDERED_FOR`): the group's lag
+    // follows its commits.
     let commit = raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "mg"), ("topic", "MetricsTopic"), ("queueId", "0"), ("commitOffset", "5")]);
     assert_eq!(c.invoke(&addr, commit, TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
-    let text = scrape(port).await;
-    assert_eq!(sample(&text, "rocketmq_consumer_lag_messages", &lag), Some(0.0), "{text}");
+    let deadline = Instant::now() + remoting::metrics::exporter::RENDERED_FOR * 3;
+    loop {
+        let text = scrape(port).await;
+        if sample(&text, "rocketmq_consumer_lag_messages", &lag) == Some(0.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lag never followed the commit:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     broker.shutdown().await;
     // The endpoint goes with the broker.
     let closed = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(("127.0.0.1", port))).await;

@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn json_route_request_matches_the_reference_bytes() {
         let frame = encode_frame(&route_request(SerializeType::Json)).unwrap();
-        let header = br#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":409}"#;
+        let header = br#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":479}"#;
         assert_eq!(&frame[..8], &[0, 0, 0, 0x87, 0, 0, 0, 0x83]);
         assert_eq!(&frame[8..], &header[..]);
     }
@@ -181,7 +181,7 @@ mod tests {
     fn binary_route_request_matches_the_reference_bytes() {
         let frame = encode_frame(&route_request(SerializeType::RocketMq)).unwrap();
         let expected: &[u8] = &[
-            0, 0, 0, 0x2d, 1, 0, 0, 0x29, 0, 0x69, 0, 0x01, 0x99, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x14, 0, 5, b't', b'o', b'p', b'i', b'c', 0, 0,
+            0, 0, 0, 0x2d, 1, 0, 0, 0x29, 0, 0x69, 0, 0x01, 0xdf, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x14, 0, 5, b't', b'o', b'p', b'i', b'c', 0, 0,
             0, 9, b'T', b'o', b'p', b'i', b'c', b'T', b'e', b's', b't',
         ];
         assert_eq!(&frame[..], expected);

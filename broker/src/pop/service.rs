@@ -81,6 +81,11 @@ impl Parked for ParkedPop {
     fn satisfied_by(&self, _max_offset: i64, tags_code: Option<i64>) -> bool {
         tags_code.is_some()
     }
+
+    /// The request as its frame's length (its expression is in its header).
+    fn size_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + remoting::codec::frame_size_estimate(&self.request)
+    }
 }
 
 pub type PopParking = ParkingLot<ParkedPop>;
@@ -145,7 +150,7 @@ struct Collected {
 /// How one pop filters.
 enum Filter {
     Tags(SubscriptionData),
-    Sql(crate::filter::Expr),
+    Sql(Arc<crate::filter::Expr>),
 }
 
 impl Filter {
@@ -348,7 +353,7 @@ impl PopService {
             return Ok(Filter::Tags(SubscriptionData::from_expression(h.topic.as_str(), exp, java_string_hash)));
         }
         let sub = crate::filter::subscription_of_pull(h.topic.as_str(), exp_type, exp, 0).map_err(|_| ())?;
-        match crate::filter::pull_filter(enable_property_filter, &sub).map_err(|_| ())? {
+        match crate::filter::pull_filter_shared(enable_property_filter, &sub).map_err(|_| ())? {
             Some(expr) => Ok(Filter::Sql(expr)),
             None => Ok(Filter::Tags(sub)),
         }
