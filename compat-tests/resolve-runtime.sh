@@ -16,6 +16,8 @@ parts=(
   "rocketmq-tools:$RMQ_JAVA_5"
   "rocketmq-client:$RMQ_JAVA_49"
   "rocketmq-client:$RMQ_JAVA_5"
+  "rocketmq-proxy:$RMQ_JAVA_5"
+  "rocketmq-client-java:$RMQ_CLIENT_JAVA"
 )
 for part in "${parts[@]}"; do
   artifact="${part%%:*}"; version="${part##*:}"

@@ -101,8 +101,12 @@ pub struct QueueLock<'a> {
 }
 
 impl QueueLocks {
+    /// The lock of `key`, or `None` while another holds it. The set's mutex is released before a
+    /// lock is made: a `QueueLock` dropped under it would take it again (and free the key of the
+    /// holder).
     pub fn try_lock(&self, key: String) -> Option<QueueLock<'_>> {
-        self.0.lock().insert(key.clone()).then_some(QueueLock { locks: self, key })
+        let inserted = self.0.lock().insert(key.clone());
+        inserted.then(|| QueueLock { locks: self, key })
     }
 }
 
@@ -914,4 +918,23 @@ struct PopCtx<'a> {
     filter: &'a Filter,
     order: bool,
     broker_name: &'a str,
+}
+
+#[cfg(test)]
+mod queue_lock_tests {
+    use super::QueueLocks;
+
+    /// A second try on a held key fails at once and leaves the holder's lock in place (once the
+    /// refused lock was made and dropped under the set's mutex: a self-deadlock of the pop pool).
+    #[test]
+    fn a_held_key_is_refused_without_freeing_it() {
+        let locks = QueueLocks::default();
+        let held = locks.try_lock("T@G@0".into());
+        assert!(held.is_some());
+        assert!(locks.try_lock("T@G@0".into()).is_none());
+        assert!(locks.try_lock("T@G@0".into()).is_none(), "still held by the first");
+        assert!(locks.try_lock("T@G@1".into()).is_some(), "another key is free");
+        drop(held);
+        assert!(locks.try_lock("T@G@0".into()).is_some(), "free once the holder let go");
+    }
 }

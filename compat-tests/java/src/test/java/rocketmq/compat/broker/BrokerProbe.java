@@ -71,6 +71,50 @@ public final class BrokerProbe implements AutoCloseable {
         api.createTopic(brokerAddress, "TBW102", config, 15_000);
     }
 
+    /**
+     * UPDATE_AND_CREATE_TOPIC with 5.x attributes ({@code +message.type=FIFO}: what {@code mqadmin updateTopic -a}
+     * sends in the header's {@code attributes} field, which the 4.9.7 header lacks, so it is added by name).
+     */
+    public void createTopic(String topic, int queues, String attributes) throws Exception {
+        org.apache.rocketmq.common.protocol.header.CreateTopicRequestHeader header =
+            new org.apache.rocketmq.common.protocol.header.CreateTopicRequestHeader();
+        header.setTopic(topic);
+        header.setDefaultTopic("TBW102");
+        header.setReadQueueNums(queues);
+        header.setWriteQueueNums(queues);
+        header.setPerm(6);
+        header.setTopicFilterType("SINGLE_TAG");
+        header.setTopicSysFlag(0);
+        header.setOrder(false);
+        org.apache.rocketmq.remoting.protocol.RemotingCommand request =
+            org.apache.rocketmq.remoting.protocol.RemotingCommand.createRequestCommand(
+                org.apache.rocketmq.common.protocol.RequestCode.UPDATE_AND_CREATE_TOPIC, header);
+        request.addExtField("attributes", attributes);
+        expectSuccess("create topic " + topic + " " + attributes,
+            api.getRemotingClient().invokeSync(brokerAddress, request, 15_000));
+    }
+
+    /**
+     * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with a body written by hand, for 5.x members the 4.9.7 class lacks
+     * ({@code consumeMessageOrderly}: a FIFO group of 5.x clients).
+     */
+    public void createGroup(String group, boolean consumeMessageOrderly) throws Exception {
+        org.apache.rocketmq.remoting.protocol.RemotingCommand request =
+            org.apache.rocketmq.remoting.protocol.RemotingCommand.createRequestCommand(
+                org.apache.rocketmq.common.protocol.RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, null);
+        request.setBody(("{\"groupName\":\"" + group + "\",\"consumeEnable\":true,\"consumeFromMinEnable\":true,"
+            + "\"consumeBroadcastEnable\":true,\"consumeMessageOrderly\":" + consumeMessageOrderly + ","
+            + "\"retryQueueNums\":1,\"retryMaxTimes\":16,\"brokerId\":0,\"whichBrokerWhenConsumeSlowly\":1,"
+            + "\"notifyConsumerIdsChangedEnable\":true}").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        expectSuccess("create group " + group, api.getRemotingClient().invokeSync(brokerAddress, request, 15_000));
+    }
+
+    private static void expectSuccess(String what, org.apache.rocketmq.remoting.protocol.RemotingCommand response) {
+        if (response.getCode() != 0) {
+            throw new IllegalStateException(what + ": code " + response.getCode() + " " + response.getRemark());
+        }
+    }
+
     /** UPDATE_CONSUMER_OFFSET: the group's committed offset of one queue. */
     public void commitOffset(String group, String topic, int queueId, long offset) throws Exception {
         org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader header =

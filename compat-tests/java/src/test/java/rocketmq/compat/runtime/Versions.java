@@ -13,11 +13,14 @@ public final class Versions {
     public static final String JAVA_49;
     /** The 5.x line. */
     public static final String JAVA_5;
+    /** The RocketMQ 5 gRPC client, rocketmq-client-java (its own version line). */
+    public static final String CLIENT_JAVA;
 
     static {
         Map<String, String> env = read(CompatDirs.compatDir().resolve("versions.env"));
         JAVA_49 = require(env, "RMQ_JAVA_49");
         JAVA_5 = require(env, "RMQ_JAVA_5");
+        CLIENT_JAVA = require(env, "RMQ_CLIENT_JAVA");
     }
 
     private Versions() {
