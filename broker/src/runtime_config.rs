@@ -60,6 +60,16 @@ pub const LIVE_KEYS: &[&str] = &[
     // 5.x cold-data thresholds (reported by GET_COLD_DATA_FLOW_CTR_INFO).
     "cgColdReadThreshold",
     "globalColdReadThreshold",
+    // The store: what a put may hold (not in DLedger mode), how often the commit log is flushed,
+    // what a pull takes from memory and disk (`store::config::Tunables`).
+    "maxMessageSize",
+    "flushIntervalCommitLog",
+    "flushCommitLogLeastPages",
+    "maxTransferBytesOnMessageInMemory",
+    "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk",
+    "maxTransferCountOnMessageInDisk",
+    "accessMessageInMemoryMaxRatio",
     // Queries and the store's cleaning (the cleaning keys: not in DLedger mode).
     "defaultQueryMaxNum",
     "deleteWhen",
@@ -71,8 +81,9 @@ pub const LIVE_KEYS: &[&str] = &[
 /// `BrokerConfig.configBlackList` (`configBlackList;brokerConfigPath`). Java 4.9.7 has none.
 pub const JAVA_BLACK_LIST: [&str; 3] = ["configBlackList", "brokerConfigPath", "rocketmqHome"];
 
-/// The store's cleaning keys: in DLedger mode the member's own expiry was set from them at start.
-const CLEANING_KEYS: [&str; 3] = ["deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio"];
+/// The keys a DLedger broker follows from the next start only: the member's own expiry was set
+/// from the cleaning keys at start, and its log keeps the message size it opened with (as Java's).
+const NOT_LIVE_IN_DLEDGER: [&str; 4] = ["deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio", "maxMessageSize"];
 
 /// Why a key can never be changed at runtime, or `None`.
 pub fn refusal(key: &str) -> Option<&'static str> {
@@ -113,7 +124,7 @@ pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<Str
         warn!(?unknown, "runtime update names keys no config has; ignored as Java ignores them");
     }
     let dledger = configs.store.load().enable_dleger_commit_log;
-    let is_live = |k: &str| LIVE_KEYS.contains(&k) && !(dledger && CLEANING_KEYS.contains(&k));
+    let is_live = |k: &str| LIVE_KEYS.contains(&k) && !(dledger && NOT_LIVE_IN_DLEDGER.contains(&k));
 
     let _one_at_a_time = configs.version.one_at_a_time();
     let mut live = BrokerConfigs { broker: (**configs.broker.load()).clone(), store: (**configs.store.load()).clone() };
@@ -141,6 +152,7 @@ pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<Str
     configs.broker.store(std::sync::Arc::new(live.broker));
     configs.store.store(std::sync::Arc::new(live.store));
     *configs.pending.lock() = pending;
+    store.set_tunables(&configs.store.load());
     if !dledger {
         store.set_clean_policy(CleanPolicy::of(&configs.store.load()));
     }
@@ -188,6 +200,9 @@ fn check(c: &BrokerConfigs) -> Result<(), ProcessError> {
     }
     if c.broker.transaction_check_interval_ms == 0 {
         return refuse("transactionCheckInterval must be at least 1 ms".to_owned());
+    }
+    if c.store.max_message_size < 10 {
+        return refuse(format!("maxMessageSize {} is below 10 bytes", c.store.max_message_size));
     }
     if c.store.delete_when.split(';').any(|h| h.trim().parse::<u32>().map_or(true, |h| h > 23)) {
         return refuse(format!("deleteWhen {:?} is not a list of hours 0-23 separated by ';'", c.store.delete_when));

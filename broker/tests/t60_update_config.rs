@@ -264,3 +264,57 @@ async fn a_config_file_with_a_control_character_in_a_message_value_does_not_star
     let Err(err) = load_broker_conf(&file) else { panic!("a regionId with property separators was loaded") };
     assert!(err.to_string().contains("regionId") && err.to_string().contains("U+0002"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_key_is_taken_live_keys_at_once_the_rest_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_conf(dir.path());
+    let c = RemotingClient::new(ClientConfig::default());
+    let broker = start_from(&file).await;
+    let addr = broker.local_addr().to_string();
+    for i in 0..3 {
+        let r = c.invoke(&addr, send("LiveTopic", 0, &format!("m{i}"), ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    assert_eq!(bodies(&pull_found(&c, &addr, "LiveTopic", 0, 0).await).len(), 3);
+
+    // Store keys read on each use, a broker key read at each start, a key of Java's that this
+    // broker does not have and a key nobody has: all taken.
+    let body = "maxMessageSize=1024\nmaxTransferCountOnMessageInMemory=1\nsendMessageThreadPoolNums=3\nenablePopLog=true\nnoSuchKey=1\n";
+    let r = c.invoke(&addr, update(body), TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::SUCCESS, None));
+
+    // Live: a message above the new maximum is refused at once, and a pull takes one message.
+    let big = "x".repeat(2000);
+    let r = c.invoke(&addr, send("LiveTopic", 0, &big, ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::MESSAGE_ILLEGAL, "{:?}", r.remark);
+    let r = c.invoke(&addr, send("LiveTopic", 0, "small", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert_eq!(bodies(&pull_found(&c, &addr, "LiveTopic", 0, 0).await).len(), 1);
+
+    // Shown either way; keys no config of ours has are not.
+    let config = config_map(&c, &addr).await;
+    assert_eq!((config["maxMessageSize"].as_str(), config["maxTransferCountOnMessageInMemory"].as_str()), ("1024", "1"));
+    assert_eq!(config["sendMessageThreadPoolNums"], "3");
+    assert!(!config.contains_key("enablePopLog") && !config.contains_key("noSuchKey"));
+    let persisted = remoting::properties::parse(&std::fs::read_to_string(&file).unwrap());
+    assert_eq!((persisted["maxMessageSize"].as_str(), persisted["sendMessageThreadPoolNums"].as_str()), ("1024", "3"));
+    // A later update keeps what waits for the next start.
+    let r = c.invoke(&addr, update("traceOn=false"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(config_map(&c, &addr).await["sendMessageThreadPoolNums"], "3");
+    assert_eq!(remoting::properties::parse(&std::fs::read_to_string(&file).unwrap())["sendMessageThreadPoolNums"], "3");
+
+    // A config the broker would not start with is refused: a SLAVE needs a brokerId above 0.
+    let r = c.invoke(&addr, update("brokerRole=SLAVE"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap_or("").contains("would not start"), "{:?}", r.remark);
+    assert_eq!(config_map(&c, &addr).await["brokerRole"], "ASYNC_MASTER");
+    broker.shutdown().await;
+
+    let broker = start_from(&file).await;
+    let addr = broker.local_addr().to_string();
+    let config = config_map(&c, &addr).await;
+    assert_eq!((config["maxMessageSize"].as_str(), config["sendMessageThreadPoolNums"].as_str(), config["traceOn"].as_str()), ("1024", "3", "false"));
+    broker.shutdown().await;
+}
