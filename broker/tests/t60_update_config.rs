@@ -276,7 +276,12 @@ async fn every_key_is_taken_live_keys_at_once_the_rest_at_the_next_start() {
         let r = c.invoke(&addr, send("LiveTopic", 0, &format!("m{i}"), ""), TIMEOUT).await.unwrap();
         assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     }
-    assert_eq!(bodies(&pull_found(&c, &addr, "LiveTopic", 0, 0).await).len(), 3);
+    // Dispatch runs behind the appends: pull until all three are readable.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while bodies(&pull_found(&c, &addr, "LiveTopic", 0, 0).await).len() < 3 {
+        assert!(std::time::Instant::now() < deadline, "three messages never became readable");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     // Store keys read on each use, a broker key read at each start, a key of Java's that this
     // broker does not have and a key nobody has: all taken.

@@ -57,13 +57,6 @@ pub fn write<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Strin
     out
 }
 
-/// One value as [`write`] writes it (after `key=`).
-pub fn escape_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    escape_into(&mut out, value, false);
-    out
-}
-
 fn is_blank(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\u{c}')
 }
