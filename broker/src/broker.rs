@@ -73,6 +73,10 @@ pub struct Broker {
     pub put: Arc<crate::put::PutPipeline>,
     /// The access validator of `aclEnable=true`.
     pub acl: Option<Arc<crate::acl::Acl>>,
+    /// 5.x: how each topic and group is consumed, PULL or POP (`config/messageRequestMode.json`).
+    pub request_modes: Arc<crate::load_balance::MessageRequestModes>,
+    /// 5.x: topics' queues over the cluster, from the name servers (QUERY_ASSIGNMENT).
+    pub topic_routes: Arc<crate::load_balance::TopicRoutes>,
     /// Registration requests (coalesced), the id registered with the name servers and the role:
     /// what processors know of the broker's standing (see [`Membership`]).
     pub membership: Membership,
@@ -106,7 +110,13 @@ impl Broker {
         let observer = crate::put::PutObserver { stats: stats.clone(), broker_stats: broker_stats.clone(), metrics: metrics.clone() };
         let replicas = ha.replication().map(|r| r as Arc<dyn crate::put::ReplicaWaiter>);
         let meta = crate::metadata::Metadata::open(&config, &root)?;
+        let request_modes = Arc::new(crate::load_balance::MessageRequestModes::open(&root)?);
+        let live_config: LiveConfig = Arc::new(ArcSwap::from_pointee(config));
+        let namesrv = Arc::new(RemotingClient::new(remoting::client::ClientConfig::default()));
+        let topic_routes = Arc::new(crate::load_balance::TopicRoutes::new(namesrv.clone(), live_config.clone()));
         Ok(Broker {
+            request_modes,
+            topic_routes,
             topics: meta.topics,
             groups: meta.groups,
             offsets: meta.offsets,
@@ -116,7 +126,7 @@ impl Broker {
             metrics,
             stats,
             acl,
-            live_config: Arc::new(ArcSwap::from_pointee(config)),
+            live_config,
             live_store_config: Arc::new(ArcSwap::from_pointee(store_config)),
             config_file,
             config_version: Default::default(),
@@ -130,7 +140,7 @@ impl Broker {
             timer: std::sync::OnceLock::new(),
             identity,
             store_host,
-            namesrv: Arc::new(RemotingClient::new(remoting::client::ClientConfig::default())),
+            namesrv,
             runtime: tokio::runtime::Handle::current(),
             boot_timestamp: remoting::clock::now_ms(),
             ha: Arc::new(ha),
@@ -205,11 +215,20 @@ impl Broker {
     /// the HA address comes from here too). A slave follows a master only while the master's log
     /// is at least as long as its own.
     async fn learn_master(&self, result: namesrv_client::RegisterResult) {
-        if let Some(master) = result.master_addr.clone().filter(|a| !a.is_empty()) {
-            let changed = self.master_addr.read().as_deref() != Some(master.as_str());
-            if changed {
-                info!(master, "master address");
-                *self.master_addr.write() = Some(master);
+        match result.master_addr.clone().filter(|a| !a.is_empty()) {
+            Some(master) => {
+                let changed = self.master_addr.read().as_deref() != Some(master.as_str());
+                if changed {
+                    info!(master, "master address");
+                    *self.master_addr.write() = Some(master);
+                }
+            }
+            // As Java's slave: the name server lists no master (its registration expired), so
+            // the metadata copy stops until one is listed again.
+            None => {
+                if let Some(gone) = self.master_addr.write().take() {
+                    info!(master = gone, "the name server lists no master any more; metadata sync paused until it does");
+                }
             }
         }
         if self.store.is_dledger() {
@@ -240,8 +259,12 @@ impl Broker {
         // The local end is read before the master is asked: while replication runs, bytes the
         // master sent after it answered would otherwise look like bytes it never had.
         let local_end = self.store.commit_log().max_offset();
-        let asked = self.namesrv.call(master, remoting::protocol::body::GetBrokerRuntimeInfo, Duration::from_secs(3)).await;
-        let Ok(info) = asked else { return true };
+        use remoting::call::RemotingRequest as _;
+        let ask = crate::slave_sync::signed_for_master(self, remoting::protocol::body::GetBrokerRuntimeInfo.into_command());
+        let asked = self.namesrv.invoke(master, ask, Duration::from_secs(3)).await;
+        let Ok(info) = asked.map_err(remoting::call::CallError::from).and_then(remoting::protocol::body::GetBrokerRuntimeInfo::parse_response) else {
+            return true;
+        };
         let Some(master_end) = info.table.get("commitLogMaxOffset").and_then(|v| v.parse::<i64>().ok()) else { return true };
         if local_end > master_end {
             tracing::error!(master, master_end, local_end, "this slave holds {} bytes its master does not: the logs have diverged; not replicating (truncate this slave's commit log to the master's end, or restore the master)", local_end - master_end);
@@ -312,6 +335,7 @@ impl Broker {
             membership: self.membership.clone(),
             broker_addr: self.identity.broker_addr.clone(),
             boot_timestamp: self.boot_timestamp,
+            request_modes: self.request_modes.clone(),
         }
     }
 

@@ -205,6 +205,9 @@ java_config! {
         pub transaction_check_max: i32 = "transactionCheckMax" => 15,
         pub transaction_check_interval_ms: u64 = "transactionCheckInterval" => 60_000,
         pub acl_enable: bool = "aclEnable" => false,
+        /// 5.3's `AuthConfig` key: `{"accessKey":"...","secretKey":"..."}` this broker signs its
+        /// requests to its master with (a slave's metadata sync), as `AclClientRPCHook` signs.
+        pub inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials" => String::new(),
         pub store_reply_message_enable: bool = "storeReplyMessageEnable" => true,
         pub enable_detail_stat: bool = "enableDetailStat" => true,
         pub auto_delete_unused_stats: bool = "autoDeleteUnusedStats" => false,
@@ -221,6 +224,46 @@ java_config! {
         /// in all; the cold-read flow control that acts on them is not built).
         pub cg_cold_read_threshold: i64 = "cgColdReadThreshold" => 3 * 1024 * 1024,
         pub global_cold_read_threshold: i64 = "globalColdReadThreshold" => 100 * 1024 * 1024,
+        /// 5.x: INVOKE_BROKER_TO_RESET_OFFSET resets the group's offsets on the broker (each queue's
+        /// next pull is told, OFFSET_MOVED) instead of asking its live clients (4.9's path, false).
+        pub use_server_side_reset_offset: bool = "useServerSideResetOffset" => true,
+        // 5.x pop consumption (Java 5.3.3 `BrokerConfig`): the revive topic's queues and scan, the
+        // retry topics, long polling of pops. The buffer merge and the KV service are not built:
+        // their keys are kept and off, as Java's defaults.
+        pub revive_queue_num: i32 = "reviveQueueNum" => 8,
+        pub revive_interval_ms: u64 = "reviveInterval" => 1000,
+        pub revive_max_slow: u64 = "reviveMaxSlow" => 3,
+        pub revive_scan_time_ms: u64 = "reviveScanTime" => 10_000,
+        pub enable_skip_long_awaiting_ack: bool = "enableSkipLongAwaitingAck" => false,
+        pub revive_ack_wait_ms: i64 = "reviveAckWaitMs" => 3 * 60 * 1000,
+        pub enable_pop_log: bool = "enablePopLog" => false,
+        pub enable_pop_buffer_merge: bool = "enablePopBufferMerge" => false,
+        pub pop_ck_stay_buffer_time: i32 = "popCkStayBufferTime" => 10_000,
+        pub pop_ck_stay_buffer_time_out: i32 = "popCkStayBufferTimeOut" => 3_000,
+        pub pop_ck_max_buffer_size: i32 = "popCkMaxBufferSize" => 200_000,
+        pub pop_ck_offset_max_queue_size: i32 = "popCkOffsetMaxQueueSize" => 20_000,
+        pub enable_pop_batch_ack: bool = "enablePopBatchAck" => false,
+        pub pop_polling_size: usize = "popPollingSize" => 1024,
+        pub pop_polling_map_size: usize = "popPollingMapSize" => 100_000,
+        pub max_pop_polling_size: usize = "maxPopPollingSize" => 100_000,
+        pub init_pop_offset_by_check_msg_in_mem: bool = "initPopOffsetByCheckMsgInMem" => true,
+        pub retrieve_message_from_pop_retry_topic_v1: bool = "retrieveMessageFromPopRetryTopicV1" => true,
+        pub enable_retry_topic_v2: bool = "enableRetryTopicV2" => false,
+        /// Percent, 0..=100.
+        pub pop_from_retry_probability: i32 = "popFromRetryProbability" => 20,
+        pub pop_response_return_actual_retry_topic: bool = "popResponseReturnActualRetryTopic" => false,
+        pub skip_when_ck_re_put_reach_max_times: bool = "skipWhenCKRePutReachMaxTimes" => false,
+        pub pop_inflight_message_threshold: i64 = "popInflightMessageThreshold" => 10_000,
+        pub enable_pop_message_threshold: bool = "enablePopMessageThreshold" => false,
+        pub pop_consumer_kv_service_enable: bool = "popConsumerKVServiceEnable" => false,
+        // 5.x server-side load balancing (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE) and topic attributes.
+        pub load_balance_processor_thread_pool_nums: usize = "loadBalanceProcessorThreadPoolNums" => 32,
+        pub load_balance_thread_pool_queue_capacity: usize = "loadBalanceThreadPoolQueueCapacity" => 100_000,
+        pub load_balance_poll_name_server_interval_ms: u64 = "loadBalancePollNameServerInterval" => 30_000,
+        pub server_load_balancer_enable: bool = "serverLoadBalancerEnable" => true,
+        pub default_message_request_mode: crate::pop::config_files::MessageRequestMode = "defaultMessageRequestMode" => Default::default(),
+        pub default_pop_share_queue_num: i32 = "defaultPopShareQueueNum" => -1,
+        pub enable_mixed_message_type: bool = "enableMixedMessageType" => false,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has
@@ -393,15 +436,19 @@ pub type LiveConfig = std::sync::Arc<arc_swap::ArcSwap<BrokerConfig>>;
 /// `mqbroker -p`: every key with its value, one `key=value` line each, the broker's keys first
 /// (as Java prints `BrokerConfig`, `NettyServerConfig`, `NettyClientConfig`, then
 /// `MessageStoreConfig`).
+/// Keys that hold a secret: never printed (GET_BROKER_CONFIG, `-p`; Java keeps them in its
+/// `AuthConfig`, which it does not print), only written back to the config file when set.
+pub const SECRET_KEYS: [&str; 1] = ["innerClientAuthenticationCredentials"];
+
 /// Values are escaped as `Properties.store` escapes them, so every value stays on its line and
 /// reads back as it is.
 pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
     print_entries(&all_entries(broker, store))
 }
 
-/// Every key with its value, the broker's first.
+/// Every key with its value, the broker's first, but the [`SECRET_KEYS`].
 pub fn all_entries(broker: &BrokerConfig, store: &MessageStoreConfig) -> Vec<(&'static str, String)> {
-    broker.entries().into_iter().chain(store.entries()).collect()
+    broker.entries().into_iter().chain(store.entries()).filter(|(key, _)| !SECRET_KEYS.contains(key)).collect()
 }
 
 /// `key=value` lines, escaped as `Properties.store` escapes them.

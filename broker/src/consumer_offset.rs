@@ -56,6 +56,10 @@ pub fn split_topic_at_group(key: &str) -> Option<(&str, &str)> {
 pub struct ConsumerOffsetManager {
     file: ConfigFile,
     table: RwLock<ConsumerOffsetFile>,
+    /// 5.x's server-side resets (`useServerSideResetOffset`), by `topic@group` and queue: each
+    /// answers the queue's next pull with OFFSET_MOVED to it, once, and holds off the clients'
+    /// commits until then. In memory, as Java's `resetOffsetTable`.
+    resets: RwLock<BTreeMap<String, BTreeMap<i32, i64>>>,
 }
 
 impl ConsumerOffsetManager {
@@ -65,7 +69,7 @@ impl ConsumerOffsetManager {
         let table = file
             .load::<ConsumerOffsetFile>()?
             .unwrap_or_else(|| ConsumerOffsetFile { data_version: config_file::new_data_version(), offset_table: BTreeMap::new() });
-        Ok(ConsumerOffsetManager { file, table: RwLock::new(table) })
+        Ok(ConsumerOffsetManager { file, table: RwLock::new(table), resets: RwLock::new(BTreeMap::new()) })
     }
 
     /// Records a consumer's committed offset (UPDATE_CONSUMER_OFFSET, pulls with the commit flag).
@@ -80,9 +84,40 @@ impl ConsumerOffsetManager {
         config_file::next_version(&mut table.data_version);
     }
 
-    /// The committed offset; `None` where Java answers -1 (nothing committed).
+    /// The committed offset (or a server-side reset not yet taken); `None` where Java answers -1
+    /// (nothing committed).
     pub fn query_offset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
-        self.table.read().offset_table.get(&topic_at_group(topic, group))?.get(&queue_id).copied()
+        let key = topic_at_group(topic, group);
+        if let Some(reset) = self.resets.read().get(&key).and_then(|q| q.get(&queue_id)) {
+            return Some(*reset);
+        }
+        self.table.read().offset_table.get(&key)?.get(&queue_id).copied()
+    }
+
+    /// Java's `assignResetOffset`: the queue's offset is set to `offset` and its next pull told so.
+    pub fn assign_reset_offset(&self, group: &GroupName, topic: &TopicName, queue_id: i32, offset: i64) {
+        if queue_id < 0 || offset < 0 {
+            return;
+        }
+        self.resets.write().entry(topic_at_group(topic, group)).or_default().insert(queue_id, offset);
+        self.commit_offset("reset-offset", group, topic, queue_id, offset);
+    }
+
+    /// Java's `hasOffsetReset`: a reset the queue's pulls have not taken yet.
+    pub fn has_offset_reset(&self, group: &str, topic: &str, queue_id: i32) -> bool {
+        self.resets.read().get(&topic_at_group(topic, group)).is_some_and(|q| q.contains_key(&queue_id))
+    }
+
+    /// Java's `queryThenEraseResetOffset`: the reset a pull takes, once.
+    pub fn take_reset_offset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let mut resets = self.resets.write();
+        let key = topic_at_group(topic, group);
+        let queues = resets.get_mut(&key)?;
+        let offset = queues.remove(&queue_id);
+        if queues.is_empty() {
+            resets.remove(&key);
+        }
+        offset
     }
 
     /// Every queue's committed offset for one group and topic.

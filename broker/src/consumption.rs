@@ -110,7 +110,19 @@ impl PullService {
             Err((code, remark)) => return err(code, remark),
         };
 
-        let sql = match crate::filter::pull_filter(config.enable_property_filter, &subscription) {
+        // 5.x: a server-side reset is this queue's answer, once (Java's OFFSET_RESET).
+        if config.use_server_side_reset_offset {
+            if let Some(reset) = b.offsets.take_reset_offset(&h.consumer_group, &h.topic, h.queue_id) {
+                let header = PullMessageResponseHeader {
+                    suggest_which_broker_id: MASTER_ID,
+                    next_begin_offset: reset,
+                    min_offset: b.store.min_offset_in_queue(&h.topic, h.queue_id),
+                    max_offset: b.store.max_offset_in_queue(&h.topic, h.queue_id),
+                };
+                return Some(RemotingCommand::response_to(&request, ResponseCode::PULL_OFFSET_MOVED).with_remark("OFFSET_RESET").with_header(&header));
+            }
+        }
+        let sql = match crate::filter::pull_filter_shared(config.enable_property_filter, &subscription) {
             Ok(sql) => sql,
             Err((code, remark)) => return err(code, remark),
         };

@@ -22,6 +22,7 @@ use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
+use crate::pop::service::{ParkedPop, PopParking, PopService};
 use crate::processor::admin::{AdminProcessor, QueuedPools};
 use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
 use crate::processor::consumer_manage::ConsumerManageProcessor;
@@ -34,7 +35,7 @@ use crate::processor::relay::RelayProcessor;
 use crate::processor::reply::ReplyProcessor;
 use crate::processor::send::SendProcessor;
 use crate::replication::Ha;
-use crate::routes::{Handler, Pool, ROUTES};
+use crate::routes::{Access, Handler, Pool, ROUTES};
 use crate::schedule::ScheduleService;
 use crate::transaction::TransactionChecker;
 
@@ -107,7 +108,7 @@ impl BrokerController {
         let (broker, member) = open(config, store_config, config_file).await?;
         let flush_offsets_every = Duration::from_millis(broker.config().flush_consumer_offset_interval_ms);
         let mut services = vec![crate::persister::start(broker.metadata(), flush_offsets_every)?];
-        let (registry, hold, watermarks) = processors(&broker)?;
+        let (registry, hold, pop, watermarks) = processors(&broker)?;
         // As Java, a metrics port that cannot be had stops the start.
         let me = Arc::downgrade(&broker);
         let sources = move |refresh: &mut dyn FnMut(&crate::metrics::gauges::Sources)| {
@@ -146,6 +147,7 @@ impl BrokerController {
         };
         let server = RemotingServer::start(server_config(&broker.config())?, registry).await?;
         services.extend(background_services(&broker, hold)?);
+        services.extend(pop_services(&broker, pop)?);
         if let Some(timer) = broker.timer.get() {
             // A DLedger broker starts as a slave; its role changes turn releasing on and off.
             timer.start(Arc::new(crate::put::TimerReleases(broker.put.clone())), !broker.is_slave())?;
@@ -287,7 +289,8 @@ type WatermarkPools = Vec<(&'static str, Arc<BusinessPool>)>;
 /// Every code of the route table on its processor and pool (one bounded pool per family, as
 /// Java), behind the ACL check of its route when `aclEnable=true`; and the long-polling service
 /// that parks pulls.
-fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, WatermarkPools), StartError> {
+#[allow(clippy::type_complexity)]
+fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, Arc<PopService>, WatermarkPools), StartError> {
     let c = &broker.config();
     let mut pools = HashMap::new();
     for kind in Pool::ALL {
@@ -295,7 +298,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         pools.insert(kind, pool(kind.thread_name(), threads, capacity)?);
     }
     let pool_of = |kind: Pool| pools[&kind].clone();
-    let watermarks = Pool::ALL.iter().map(|kind| (kind.metric_label(), pool_of(*kind))).collect();
+    let watermarks = Pool::ALL.iter().filter_map(|kind| Some((kind.metric_label()?, pool_of(*kind)))).collect();
 
     let send = Arc::new(SendProcessor { ctx: broker.send_context() });
     let pull_service = Arc::new(crate::consumption::PullService {
@@ -314,7 +317,21 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let client = Arc::new(ClientManageProcessor { ctx: broker.client_context() });
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
-    let hold = long_polling(broker, &pull_service, &pool_of(Pool::Pull));
+    let order =
+        crate::pop::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
+    let pop_service = Arc::new(PopService::new(
+        broker.live_config.clone(),
+        broker.store.clone(),
+        broker.put.clone(),
+        broker.topics.clone(),
+        broker.groups.clone(),
+        broker.offsets.clone(),
+        Arc::new(order),
+        broker.broker_stats.clone(),
+        broker.store_host,
+    ));
+    let pop = Arc::new(crate::processor::pop::PopProcessor { service: pop_service.clone() });
+    let hold = long_polling(broker, &pull_service, &pop_service, &pool_of(Pool::Pull));
     let consumer = Arc::new(ConsumerManageProcessor { consumers: broker.consumers.clone(), offsets: broker.offsets.clone(), store: broker.store.clone() });
     let lock = Arc::new(LockProcessor { locks: broker.locks.clone() });
     let query = Arc::new(QueryProcessor { store: broker.store.clone(), store_config: broker.live_store_config.clone() });
@@ -342,7 +359,12 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         cold: Default::default(),
     });
     let end_transaction = Arc::new(EndTransactionProcessor { tx: Arc::new(broker.transactions()) });
-    let reply = Arc::new(ReplyProcessor { send: broker.send_context(), producers: broker.producers.clone(), runtime: broker.runtime.clone() });
+    let reply = Arc::new(ReplyProcessor {
+        send: broker.send_context(),
+        producers: broker.producers.clone(),
+        runtime: broker.runtime.clone(),
+        pushes: Default::default(),
+    });
     let timer = Arc::new(crate::processor::timer::TimerProcessor {
         config: broker.live_config.clone(),
         store: broker.store.clone(),
@@ -350,6 +372,15 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         put: broker.put.clone(),
         timer: broker.timer.get().cloned(),
         store_host: broker.store_host,
+    });
+    let query_assignment = Arc::new(crate::processor::query_assignment::QueryAssignmentProcessor {
+        config: broker.live_config.clone(),
+        topics: broker.topics.clone(),
+        groups: broker.groups.clone(),
+        consumers: broker.consumers.clone(),
+        modes: broker.request_modes.clone(),
+        routes: broker.topic_routes.clone(),
+        runtime: broker.runtime.clone(),
     });
     // Exhaustive: a new handler in the route table does not compile until it is built here.
     let handler = |h: Handler| -> Arc<dyn RequestProcessor> {
@@ -369,6 +400,8 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
             Handler::EndTransaction => end_transaction.clone(),
             Handler::Reply => reply.clone(),
             Handler::Timer => timer.clone(),
+            Handler::Pop => pop.clone(),
+            Handler::QueryAssignment => query_assignment.clone(),
         }
     };
 
@@ -377,21 +410,32 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         let processor = handler(route.handler);
         // With aclEnable every request is checked before its processor, as Java's RPC hook does.
         let processor: Arc<dyn RequestProcessor> = match &broker.acl {
-            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access }),
+            Some(acl) => Arc::new(crate::acl::Checked { inner: processor, acl: acl.clone(), access: route.access, store: broker.store.clone() }),
             None => processor,
         };
         registry.register(route.code, processor, &pool_of(route.pool));
+    }
+    if let Some(acl) = &broker.acl {
+        // Java's default processor (the admin one) runs behind the validator too: a code no route
+        // serves is answered REQUEST_CODE_NOT_SUPPORTED once its signature is right.
+        let unknown = crate::acl::Checked { inner: Arc::new(crate::acl::NotServed), acl: acl.clone(), access: Access::Signed, store: broker.store.clone() };
+        registry.set_default(Arc::new(unknown), &pool_of(Pool::Admin));
     }
     registry.set_connection_listener(Arc::new(OnClose(broker.client_context())));
     if let Some(observer) = broker.metrics.rpc_observer() {
         registry.set_rpc_observer(observer);
     }
-    Ok((registry, hold, watermarks))
+    Ok((registry, hold, pop_service, watermarks))
 }
 
 /// The long-polling service: the store's dispatcher wakes parked pulls, which run again on the
 /// pull pool without the right to be parked again.
-fn long_polling(broker: &Arc<Broker>, pull: &Arc<crate::consumption::PullService>, pull_pool: &Arc<BusinessPool>) -> Arc<PullRequestHoldService> {
+fn long_polling(
+    broker: &Arc<Broker>,
+    pull: &Arc<crate::consumption::PullService>,
+    pop: &Arc<PopService>,
+    pull_pool: &Arc<BusinessPool>,
+) -> Arc<PullRequestHoldService> {
     // Weak: the service holds the lot, whose wake action runs the service.
     let (service, pool) = (Arc::downgrade(pull), pull_pool.clone());
     let wake = move |held: HeldPull| {
@@ -415,11 +459,54 @@ fn long_polling(broker: &Arc<Broker>, pull: &Arc<crate::consumption::PullService
     let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), budget));
     let _ = broker.hold.set(hold.clone());
     let _ = pull.parking.set(hold.clone());
-    let arrivals = hold.clone();
+    let pops = Arc::new(PopParking::new(Box::new(pop_wake(pop, pull_pool)), hold.budget()));
+    let _ = pop.parking.set(pops);
+    let (arrivals, pop) = (hold.clone(), pop.clone());
     broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
         arrivals.notify_arriving(&crate::parking::QueueKey::new(topic, queue_id), max_offset, Some(tags_code), Instant::now());
+        pop.on_arrival(topic, queue_id);
     }));
     hold
+}
+
+/// A woken pop runs again on the pull pool; one that still finds nothing is parked again until its
+/// poll time (Java's re-run of the request), and answered POLLING_TIMEOUT after it.
+fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPop) + Send + Sync + 'static {
+    let (service, pool) = (Arc::downgrade(pop), pool.clone());
+    move |parked: ParkedPop| {
+        let Some(service) = service.upgrade() else { return };
+        let (channel, request, parked_at) = (parked.channel, parked.request, parked.parked_at);
+        let answer = || Reply::to(&channel, &request).since(parked_at).after_long_polling();
+        let (reply, busy) = (answer(), answer());
+        let job = move || {
+            if let Some(response) = service.pop(&channel, request, true) {
+                reply.send(response);
+            }
+        };
+        if pool.try_execute(0, job).is_err() {
+            busy.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
+        }
+    }
+}
+
+/// Pop's threads: parked pops answered at their poll time (Java checks every 20 ms), the revive
+/// service (every `reviveInterval`, on a master) and the orderly-pop state persisted.
+fn pop_services(broker: &Arc<Broker>, pop: Arc<PopService>) -> Result<Vec<Service>, StartError> {
+    let lot = pop.parking.get().cloned();
+    let check = Service::every("PopLongPollingService", Duration::from_millis(50), false, move || {
+        if let Some(lot) = &lot {
+            lot.check(Instant::now(), |_, _| 0);
+        }
+    })?;
+    let revive = crate::pop::revive::ReviveService::new(pop.clone(), broker.timer.get().cloned());
+    let revive = Service::every("PopReviveService", Duration::from_millis(broker.config().revive_interval_ms.max(100)), false, move || revive.run_once())?;
+    let order = pop.order.clone();
+    let persist = Service::every("ConsumerOrderInfoPersist", Duration::from_secs(5), true, move || {
+        if let Err(e) = order.persist() {
+            tracing::error!(error = %e, "cannot persist consumerOrderInfo.json");
+        }
+    })?;
+    Ok(vec![check, revive, persist])
 }
 
 /// Java's fast port, `listenPort - 2`; none when the broker takes any free port (tests) or the
@@ -490,6 +577,9 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
             let start = tokio::time::Instant::now() + crate::slave_sync::FIRST_SYNC_AFTER;
             let mut ticker = tokio::time::interval_at(start, crate::slave_sync::TIMER_SYNC_EVERY);
             let mut last_all: Option<tokio::time::Instant> = None;
+            // An unreachable master is asked again after a doubling wait (up to a minute), and
+            // said once, not every round.
+            let mut every = crate::slave_sync::SYNC_EVERY;
             loop {
                 ticker.tick().await;
                 if !me.is_slave() {
@@ -497,11 +587,19 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
                 }
                 let master = me.master_addr.read().clone();
                 if let Some(master) = master {
-                    if last_all.is_none_or(|at| at.elapsed() >= crate::slave_sync::SYNC_EVERY) {
-                        crate::slave_sync::sync_all(&me, &master).await;
+                    if last_all.is_none_or(|at| at.elapsed() >= every) {
+                        let reachable = crate::slave_sync::sync_all(&me, &master).await;
                         last_all = Some(tokio::time::Instant::now());
+                        match (reachable, every == crate::slave_sync::SYNC_EVERY) {
+                            (false, true) => warn!(master, "the master is unreachable; metadata sync backs off until it answers"),
+                            (true, false) => info!(master, "the master answers again; metadata sync resumed"),
+                            _ => {}
+                        }
+                        every = if reachable { crate::slave_sync::SYNC_EVERY } else { (every * 2).min(Duration::from_secs(60)) };
                     }
-                    crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
+                    if every == crate::slave_sync::SYNC_EVERY {
+                        crate::slave_sync::sync_timer_checkpoint(&me, &master).await;
+                    }
                 }
             }
         }));

@@ -146,6 +146,8 @@ pub struct AdminContext {
     /// `brokerIP1:listenPort`, as the broker registers.
     pub broker_addr: String,
     pub boot_timestamp: i64,
+    /// 5.x: how each topic and group is consumed (GET_ALL_MESSAGE_REQUEST_MODE).
+    pub request_modes: Arc<crate::load_balance::MessageRequestModes>,
 }
 
 impl AdminContext {

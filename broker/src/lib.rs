@@ -29,6 +29,7 @@ pub mod delay_offset;
 pub mod dledger;
 pub mod filter;
 pub mod handles;
+pub mod load_balance;
 pub mod long_polling;
 pub mod metadata;
 pub mod metrics;
@@ -50,6 +51,7 @@ pub mod subscription_group;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod timer;
+pub mod topic_attributes;
 pub mod topic_config;
 pub mod transaction;
 #[cfg(test)]

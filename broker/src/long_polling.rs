@@ -48,6 +48,17 @@ impl Parked for HeldPull {
     fn satisfied_by(&self, max_offset: i64, tags_code: Option<i64>) -> bool {
         max_offset > self.pull_from_offset && self.wants(tags_code)
     }
+
+    /// The request (as its frame's length) and the subscription kept beside it (its text, tags
+    /// and codes, each tag with a little for what holds it).
+    fn size_bytes(&self) -> usize {
+        const PER_ITEM: usize = 32;
+        let request = remoting::codec::frame_size_estimate(&self.request);
+        let subscription = self.subscription.as_ref().map_or(0, |s| {
+            s.sub_string.len() + s.topic.len() + s.expression_type.len() + s.tags_set.iter().map(|t| t.len() + PER_ITEM).sum::<usize>() + s.code_set.len() * 4
+        });
+        std::mem::size_of::<Self>() + request + subscription
+    }
 }
 
 /// The parked pulls.

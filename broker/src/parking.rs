@@ -3,9 +3,10 @@
 //! connection closes; then its kind's wake action runs it again and answers it.
 //!
 //! One mechanism for every kind: requests are keyed by [`QueueKey`], and every lot draws from
-//! one [`ParkingBudget`], so a client can park one request per queue it owns, not unbounded
-//! memory, whichever kinds it parks. A request past a bound is refused at once (the caller answers
-//! it SYSTEM_BUSY, and the Java client retries 3 s later).
+//! one [`ParkingBudget`], bounded in requests and in the bytes they hold (a pull carries its
+//! subscription, which may be large), per connection and in all, so a client can park one request
+//! per queue it owns, not unbounded memory, whichever kinds it parks. A request past a bound is
+//! refused at once (the caller answers it SYSTEM_BUSY, and the Java client retries 3 s later).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +35,11 @@ pub trait Parked: Send + 'static {
     /// Whether the queue's new end (and the arriving message's tags code, when known) lets it
     /// be answered.
     fn satisfied_by(&self, max_offset: i64, tags_code: Option<i64>) -> bool;
+    /// The bytes it holds, counted against the budget's byte bounds: what it keeps of the
+    /// request (header fields, body) and anything it holds besides. By default its own size.
+    fn size_bytes(&self) -> usize {
+        std::mem::size_of_val(self)
+    }
 }
 
 /// Why a request could not be parked.
@@ -41,6 +47,8 @@ pub trait Parked: Send + 'static {
 pub enum NotParked {
     ConnectionFull { limit: usize },
     BrokerFull { limit: usize },
+    ConnectionBytesFull { limit_bytes: usize },
+    BrokerBytesFull { limit_bytes: usize },
 }
 
 impl std::fmt::Display for NotParked {
@@ -48,49 +56,78 @@ impl std::fmt::Display for NotParked {
         match self {
             NotParked::ConnectionFull { limit } => write!(f, "[PCBUSY]this connection already holds {limit} suspended pulls (maxParkedPullsPerConnection)"),
             NotParked::BrokerFull { limit } => write!(f, "[PCBUSY]the broker already holds {limit} suspended pulls (maxParkedPulls)"),
+            NotParked::ConnectionBytesFull { limit_bytes } => {
+                write!(f, "[PCBUSY]the suspended pulls of this connection already hold {limit_bytes} bytes of requests")
+            }
+            NotParked::BrokerBytesFull { limit_bytes } => write!(f, "[PCBUSY]the broker's suspended pulls already hold {limit_bytes} bytes of requests"),
         }
     }
 }
 
+/// Bytes the parked requests of one connection may hold (ours; Java has no bound): a pull is a
+/// few hundred bytes, so 16,384 ordinary pulls fit many times over.
+pub const MAX_PARKED_BYTES_PER_CONNECTION: usize = 64 << 20;
+/// Bytes all parked requests may hold: 100,000 ordinary pulls fit.
+pub const MAX_PARKED_BYTES: usize = 256 << 20;
+
 /// The bounds every lot shares: parked requests per connection (`maxParkedPullsPerConnection`)
-/// and in all (`maxParkedPulls`).
+/// and in all (`maxParkedPulls`), and the bytes they hold, per connection and in all.
 pub struct ParkingBudget {
     max_per_connection: usize,
     max_total: usize,
+    max_bytes_per_connection: usize,
+    max_bytes_total: usize,
     used: Mutex<Used>,
 }
 
 #[derive(Default)]
 struct Used {
-    by_channel: HashMap<u64, usize>,
+    /// Requests and bytes by connection.
+    by_channel: HashMap<u64, (usize, usize)>,
     total: usize,
+    total_bytes: usize,
 }
 
 impl ParkingBudget {
+    /// Bounded in count as given, in bytes by [`MAX_PARKED_BYTES_PER_CONNECTION`] and [`MAX_PARKED_BYTES`].
     pub fn new(max_per_connection: usize, max_total: usize) -> Arc<Self> {
-        Arc::new(ParkingBudget { max_per_connection, max_total, used: Mutex::new(Used::default()) })
+        Self::with_bytes(max_per_connection, max_total, MAX_PARKED_BYTES_PER_CONNECTION, MAX_PARKED_BYTES)
     }
 
-    fn take(&self, channel_id: u64) -> Result<(), NotParked> {
+    pub fn with_bytes(max_per_connection: usize, max_total: usize, max_bytes_per_connection: usize, max_bytes_total: usize) -> Arc<Self> {
+        Arc::new(ParkingBudget { max_per_connection, max_total, max_bytes_per_connection, max_bytes_total, used: Mutex::new(Used::default()) })
+    }
+
+    fn take(&self, channel_id: u64, bytes: usize) -> Result<(), NotParked> {
         let mut used = self.used.lock();
         if used.total >= self.max_total {
             return Err(NotParked::BrokerFull { limit: self.max_total });
         }
-        let on_channel = used.by_channel.entry(channel_id).or_default();
-        if *on_channel >= self.max_per_connection {
+        if used.total_bytes.saturating_add(bytes) > self.max_bytes_total {
+            return Err(NotParked::BrokerBytesFull { limit_bytes: self.max_bytes_total });
+        }
+        let (count, held) = used.by_channel.entry(channel_id).or_default();
+        if *count >= self.max_per_connection {
             return Err(NotParked::ConnectionFull { limit: self.max_per_connection });
         }
-        *on_channel += 1;
+        if held.saturating_add(bytes) > self.max_bytes_per_connection {
+            return Err(NotParked::ConnectionBytesFull { limit_bytes: self.max_bytes_per_connection });
+        }
+        *count += 1;
+        *held += bytes;
         used.total += 1;
+        used.total_bytes += bytes;
         Ok(())
     }
 
-    fn give_back(&self, channel_id: u64) {
+    fn give_back(&self, channel_id: u64, bytes: usize) {
         let mut used = self.used.lock();
         used.total = used.total.saturating_sub(1);
-        if let Some(n) = used.by_channel.get_mut(&channel_id) {
-            *n -= 1;
-            if *n == 0 {
+        used.total_bytes = used.total_bytes.saturating_sub(bytes);
+        if let Some((count, held)) = used.by_channel.get_mut(&channel_id) {
+            *count = count.saturating_sub(1);
+            *held = held.saturating_sub(bytes);
+            if *count == 0 {
                 used.by_channel.remove(&channel_id);
             }
         }
@@ -100,6 +137,11 @@ impl ParkingBudget {
     pub fn total(&self) -> usize {
         self.used.lock().total
     }
+
+    /// The bytes parked requests of every kind hold.
+    pub fn total_bytes(&self) -> usize {
+        self.used.lock().total_bytes
+    }
 }
 
 /// Runs a woken request again and answers it.
@@ -107,7 +149,8 @@ pub type Wake<P> = Box<dyn Fn(P) + Send + Sync>;
 
 /// The parked requests of one kind, by queue.
 pub struct ParkingLot<P: Parked> {
-    by_queue: Mutex<HashMap<QueueKey, Vec<P>>>,
+    /// Each request with the bytes it was counted for.
+    by_queue: Mutex<HashMap<QueueKey, Vec<(P, usize)>>>,
     budget: Arc<ParkingBudget>,
     wake: Wake<P>,
 }
@@ -119,26 +162,27 @@ impl<P: Parked> ParkingLot<P> {
 
     /// Parks a request, unless the budget is spent; then it comes back with the reason.
     pub fn park(&self, key: QueueKey, request: P) -> Result<(), Box<(NotParked, P)>> {
-        if let Err(reason) = self.budget.take(request.channel().id()) {
+        let bytes = request.size_bytes();
+        if let Err(reason) = self.budget.take(request.channel().id(), bytes) {
             return Err(Box::new((reason, request)));
         }
-        self.by_queue.lock().entry(key).or_default().push(request);
+        self.by_queue.lock().entry(key).or_default().push((request, bytes));
         Ok(())
     }
 
     /// A message reached a queue (or the check looked at it): wake the requests it satisfies,
     /// and drop those whose time is up or whose connection closed (a closed one is not run).
     pub fn notify_arriving(&self, key: &QueueKey, max_offset: i64, tags_code: Option<i64>, now: Instant) {
-        let woken: Vec<P> = {
+        let woken: Vec<(P, usize)> = {
             let mut by_queue = self.by_queue.lock();
             let Some(parked) = by_queue.get_mut(key) else { return };
-            let (wake, keep): (Vec<P>, Vec<P>) =
-                parked.drain(..).partition(|p| p.satisfied_by(max_offset, tags_code) || now >= p.deadline() || p.channel().is_closed());
+            let (wake, keep): (Vec<_>, Vec<_>) =
+                parked.drain(..).partition(|(p, _)| p.satisfied_by(max_offset, tags_code) || now >= p.deadline() || p.channel().is_closed());
             *parked = keep;
             wake
         };
-        for request in woken {
-            self.budget.give_back(request.channel().id());
+        for (request, bytes) in woken {
+            self.budget.give_back(request.channel().id(), bytes);
             if !request.channel().is_closed() {
                 (self.wake)(request);
             }
@@ -153,6 +197,11 @@ impl<P: Parked> ParkingLot<P> {
             self.notify_arriving(&key, max_offset_of(&key.topic, key.queue_id), None, now);
         }
         self.by_queue.lock().retain(|_, parked| !parked.is_empty());
+    }
+
+    /// The budget this lot draws on (another kind of request shares it).
+    pub fn budget(&self) -> Arc<ParkingBudget> {
+        self.budget.clone()
     }
 
     /// How many requests of this kind are parked.
@@ -220,6 +269,43 @@ mod tests {
         assert!(pops.park(QueueKey::new("T", 1), waiting(5)).is_ok(), "a woken request frees its place for any kind");
         pops.check(later, |_, _| 0);
         assert_eq!((second.load(Ordering::SeqCst), pops.held_count(), budget.total()), (2, 0, 0), "the deadline wakes the rest");
+    }
+
+    /// A request that says it holds `bytes`.
+    struct Sized(Waiting, usize);
+
+    impl Parked for Sized {
+        fn channel(&self) -> &Channel {
+            &self.0.channel
+        }
+        fn deadline(&self) -> Instant {
+            self.0.deadline
+        }
+        fn satisfied_by(&self, max_offset: i64, tags_code: Option<i64>) -> bool {
+            self.0.satisfied_by(max_offset, tags_code)
+        }
+        fn size_bytes(&self) -> usize {
+            self.1
+        }
+    }
+
+    #[tokio::test]
+    async fn parked_bytes_are_bounded_per_connection_and_in_all_and_given_back_when_woken() {
+        let (a, _la) = channel().await;
+        let (b, _lb) = channel().await;
+        let budget = ParkingBudget::with_bytes(100, 100, 1000, 1500);
+        let lot = ParkingLot::new(Box::new(|_: Sized| {}), budget.clone());
+        let later = Instant::now() + Duration::from_secs(60);
+        let sized = |c: &Channel, bytes| Sized(Waiting { channel: c.clone(), from: 5, deadline: later }, bytes);
+        assert!(lot.park(QueueKey::new("T", 0), sized(&a, 600)).is_ok());
+        assert_eq!(lot.park(QueueKey::new("T", 1), sized(&a, 500)).map_err(|e| e.0), Err(NotParked::ConnectionBytesFull { limit_bytes: 1000 }));
+        assert!(lot.park(QueueKey::new("T", 1), sized(&a, 400)).is_ok());
+        assert_eq!(lot.park(QueueKey::new("T", 0), sized(&b, 600)).map_err(|e| e.0), Err(NotParked::BrokerBytesFull { limit_bytes: 1500 }));
+        assert!(lot.park(QueueKey::new("T", 0), sized(&b, 500)).is_ok());
+        assert_eq!((budget.total(), budget.total_bytes()), (3, 1500));
+        lot.notify_arriving(&QueueKey::new("T", 0), 6, None, Instant::now());
+        assert_eq!((budget.total(), budget.total_bytes()), (1, 400), "woken requests give their bytes back");
+        assert!(lot.park(QueueKey::new("T", 2), sized(&a, 600)).is_ok());
     }
 
     #[tokio::test]

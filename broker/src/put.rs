@@ -60,6 +60,12 @@ pub enum Origin {
     /// A timer message the store's timer released into its real topic, or (`rolled`) put back
     /// into the timer topic for its next turn.
     TimerRelease { rolled: bool },
+    /// Pop's check point of the messages a pop handed out (revive topic, through the timer).
+    PopCheckPoint,
+    /// Pop's ack record (revive topic, through the timer).
+    PopAck,
+    /// A popped message not acked in time, put into its group's pop retry topic.
+    PopRevive,
 }
 
 impl Origin {
@@ -164,6 +170,8 @@ impl PutObserver {
             Origin::HalfPutBack if put_ok => self.broker_stats.on_put(topic, messages, bytes),
             // Java's timer `doPut`: the topic's put counts and size, the broker's puts.
             Origin::TimerRelease { .. } | Origin::Recall if put_ok => self.broker_stats.on_put(topic, messages, bytes),
+            // Java's `reviveRetry`: the retry topic's put counts and size.
+            Origin::PopRevive if put_ok => self.broker_stats.on_put(topic, messages, bytes),
             _ => {}
         }
     }
@@ -341,6 +349,16 @@ impl PutPipeline {
         let result = self.store.put_message_no_wait(msg);
         self.observer.on_put(&origin, &msg.topic, 1, &result, started.elapsed());
         result
+    }
+
+    /// Stores one message from a broker service through the timer's admission (pop's revive-topic
+    /// records and retries, as Java's escape bridge puts through the store's hooks); the store
+    /// waits as the message's `WAIT` says.
+    pub fn put_through_timer(&self, mut msg: MessageToStore, origin: Origin) -> PutMessageResult {
+        if let Err(refused) = self.admit_timer(&mut msg) {
+            return refused;
+        }
+        self.put(&msg, origin)
     }
 
     /// Stores one message from a broker service (delayed delivery, transactions) on the calling

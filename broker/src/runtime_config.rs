@@ -235,10 +235,15 @@ fn persisted_text_of(c: &BrokerConfigs) -> String {
 }
 
 /// The config as Java's `Configuration.persist` writes it: every key and value, as
-/// GET_BROKER_CONFIG prints them (keys Java leaves null are left out), each value escaped as
-/// `Properties.store` escapes it so that it reads back as it is.
+/// GET_BROKER_CONFIG prints them (keys Java leaves null are left out), and the secret keys that
+/// are set (Java would lose them); each value escaped as `Properties.store` escapes it so that it
+/// reads back as it is.
 pub fn persisted_text(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
-    crate::config::without_unset_paths(&crate::config::print_all(broker, store))
+    let mut text = crate::config::without_unset_paths(&crate::config::print_all(broker, store));
+    let secrets: Vec<(&str, String)> =
+        broker.entries().into_iter().filter(|(key, value)| crate::config::SECRET_KEYS.contains(key) && !value.is_empty()).collect();
+    text.push_str(&remoting::properties::write(secrets.iter().map(|(k, v)| (*k, v.as_str()))));
+    text
 }
 
 /// Java's `MixAll.string2File`: the new content to `FILE.tmp`, the old one kept as `FILE.bak`,

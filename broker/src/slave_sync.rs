@@ -1,6 +1,6 @@
 //! A slave's copy of its master's metadata (Java `SlaveSynchronize`): every 10 s (the first
 //! after 3 s) it asks the master for its topics, consumer offsets, delay offsets, groups and
-//! (5.x) timer counts over remoting; every 3 s for the timer's checkpoint, whose read time and
+//! (5.x) message request modes and timer counts over remoting; every 3 s for the timer's checkpoint, whose read time and
 //! queue offset say where this broker's timer continues if it becomes master. Topics, groups and
 //! timer counts are replaced when the master's data version differs; offsets are merged. The HA
 //! stream carries only the commit log.
@@ -59,6 +59,7 @@ master_copy! {
     GetAllConsumerOffset: GET_ALL_CONSUMER_OFFSET -> ConsumerOffsetFile;
     GetAllDelayOffset: GET_ALL_DELAY_OFFSET -> DelayOffsetFile;
     GetAllSubscriptionGroupConfig: GET_ALL_SUBSCRIPTIONGROUP_CONFIG -> SubscriptionGroupFile;
+    GetAllMessageRequestMode: GET_ALL_MESSAGE_REQUEST_MODE -> crate::pop::config_files::MessageRequestModeFile;
     GetTimerMetrics: GET_TIMER_METRICS -> TimerMetricsWrapper;
 }
 
@@ -94,19 +95,35 @@ pub async fn sync_timer_checkpoint(b: &Broker, master: &str) {
 async fn fetch<R: RemotingRequest>(b: &Broker, master: &str, request: R) -> Result<R::Response, SyncError> {
     let timeout = Duration::from_secs(3);
     let (code, master) = (R::CODE, master.to_owned());
-    b.namesrv.call(&master, request, timeout).await.map_err(|e| match e {
+    let response = b.namesrv.invoke(&master, signed_for_master(b, request.into_command()), timeout).await;
+    let response = response.map_err(|source| SyncError::Call { code, master: master.clone(), source })?;
+    R::parse_response(response).map_err(|e| match e {
         CallError::Client(source) => SyncError::Call { code, master, source },
         CallError::Refused { code: answer, remark } => SyncError::Refused { code, master, answer, remark: remark.unwrap_or_default() },
         CallError::BadResponse { reason } => SyncError::Body { code, master, reason },
     })
 }
 
-/// One round of the four copies; each is tried even when another fails, as Java does.
-pub async fn sync_all(b: &Broker, master: &str) {
+/// A request to the master, signed with `innerClientAuthenticationCredentials` when set (an ACL
+/// master needs it unless this broker's address is white there), as Java 5.3's `BrokerOuterAPI`.
+pub fn signed_for_master(b: &Broker, mut request: RemotingCommand) -> RemotingCommand {
+    if let Some(credentials) = crate::acl::Credentials::parse(&b.config().inner_client_authentication_credentials) {
+        credentials.sign(&mut request);
+    }
+    request
+}
+
+/// One round of the four copies; each is tried even when another fails, as Java does. False when
+/// the master could not be reached at all (the caller backs off and says so once).
+pub async fn sync_all(b: &Broker, master: &str) -> bool {
     if master == b.identity.broker_addr {
-        return;
+        return true;
     }
     match fetch(b, master, GetAllTopicConfig).await {
+        Err(SyncError::Call { source, .. }) => {
+            tracing::debug!(master, error = %source, "master unreachable");
+            return false;
+        }
         Ok(topics) => {
             if b.topics.replace_from_master(topics) {
                 info!(master, "slave topic config updated from the master");
@@ -130,6 +147,16 @@ pub async fn sync_all(b: &Broker, master: &str) {
         }
         Err(e) => warn!(error = %e, "cannot sync subscription groups"),
     }
+    match fetch(b, master, GetAllMessageRequestMode).await {
+        Ok(modes) => {
+            if let Err(e) = b.request_modes.replace_from_master(modes) {
+                warn!(error = %e, "cannot persist the message request modes copied from the master");
+            }
+        }
+        // A 4.9 master has no pop and no such code.
+        Err(SyncError::Refused { answer: ResponseCode::REQUEST_CODE_NOT_SUPPORTED, .. }) => {}
+        Err(e) => warn!(error = %e, "cannot sync message request modes"),
+    }
     if let Some(timer) = b.timer.get() {
         match fetch(b, master, GetTimerMetrics).await {
             Ok(metrics) => {
@@ -142,4 +169,5 @@ pub async fn sync_all(b: &Broker, master: &str) {
             Err(e) => warn!(error = %e, "cannot sync timer metrics"),
         }
     }
+    true
 }

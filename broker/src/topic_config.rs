@@ -88,6 +88,8 @@ pub fn system_topics(broker: &BrokerConfig) -> Vec<TopicConfig> {
     // under its role-change lock, stalling a step-down for 90 s.
     topics.push(topic(system_topic::TRANS_HALF, 1, rw));
     topics.push(topic(system_topic::TRANS_OP_HALF, 1, rw));
+    // 5.x: pop's revive topic, one queue per revive queue.
+    topics.push(topic(&crate::pop::names::revive_topic(&broker.broker_cluster_name), broker.revive_queue_num, rw));
     topics
 }
 
@@ -147,6 +149,31 @@ impl TopicConfigManager {
             config_file::next_version(&mut table.version);
         }
         self.persist()
+    }
+
+    /// Creates or replaces a topic whose attributes are the current topic's (none when it is new)
+    /// altered by `attributes` (5.x's UPDATE_AND_CREATE_TOPIC), all under the table's lock.
+    /// `Ok(Err(reason))`: the change was refused and nothing changed.
+    pub fn update_with_attributes(
+        &self,
+        topic: &TopicName,
+        mut config: TopicConfig,
+        attributes: impl FnOnce(Option<&TopicConfig>) -> Result<BTreeMap<String, String>, String>,
+    ) -> Result<Result<(), String>, ConfigFileError> {
+        config.topic_name = topic.as_str().to_owned();
+        {
+            let mut table = self.table.write();
+            config.attributes = match attributes(table.topics.get(topic.as_str())) {
+                Ok(attributes) => attributes,
+                Err(reason) => return Ok(Err(reason)),
+            };
+            match table.topics.insert(config.topic_name.clone(), config.clone()) {
+                Some(old) => tracing::info!(?old, new = ?config, "topic config updated"),
+                None => tracing::info!(new = ?config, "topic created"),
+            }
+            config_file::next_version(&mut table.version);
+        }
+        self.persist().map(Ok)
     }
 
     /// Removes a topic; `Ok(None)` when there was none (nothing is written then).
@@ -318,6 +345,7 @@ mod tests {
             // 5.x's, made at start by ours too.
             ("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6),
             ("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, 6),
+            ("rmq_sys_REVIVE_LOG_DefaultCluster", 8, 6),
         ];
         for (name, queues, perm) in expect {
             let tc = m.select(name).unwrap_or_else(|| panic!("{name} missing"));

@@ -428,7 +428,13 @@ async fn the_global_white_list_file_must_be_inside_the_rocketmq_home() {
     let broker = start(&dir.path().join("store"), &[("aclEnable", "true"), ("rocketmqHome", home.to_str().unwrap())]).await;
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
-    let update = |file: String| raw(RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, &[("globalWhiteAddrs", "127.0.0.1,10.*"), ("aclFileFullPath", &file)]);
+    // An admin's signature from a white address, as the ACL admin codes need.
+    let admin = broker::acl::Credentials { access_key: "RocketMQAdmin".into(), secret_key: "12345678".into() };
+    let update = |file: String| {
+        let mut request = raw(RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, &[("globalWhiteAddrs", "127.0.0.1,10.*"), ("aclFileFullPath", &file)]);
+        admin.sign(&mut request);
+        request
+    };
 
     let escaping = format!("{}/conf/../../x.yml", home.display());
     for file in [escaping, linked.display().to_string(), outside.display().to_string()] {

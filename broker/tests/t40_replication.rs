@@ -22,6 +22,10 @@ struct Pair {
 }
 
 async fn pair(extra_master: &[(&str, &str)]) -> Pair {
+    pair_with(extra_master, &[]).await
+}
+
+async fn pair_with(extra_master: &[(&str, &str)], extra_slave: &[(&str, &str)]) -> Pair {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let namesrv = start_namesrv(dirs[0].path()).await;
     let ns = namesrv.local_addr().to_string();
@@ -37,18 +41,16 @@ async fn pair(extra_master: &[(&str, &str)]) -> Pair {
     ];
     master_conf.extend_from_slice(extra_master);
     let master = start(dirs[1].path(), &master_conf).await;
-    let slave = start(
-        dirs[2].path(),
-        &[
-            ("namesrvAddr", ns.as_str()),
-            ("brokerName", "pair"),
-            ("brokerRole", "SLAVE"),
-            ("brokerId", "1"),
-            ("listenPort", sp.as_str()),
-            ("haListenPort", sh.as_str()),
-        ],
-    )
-    .await;
+    let mut slave_conf = vec![
+        ("namesrvAddr", ns.as_str()),
+        ("brokerName", "pair"),
+        ("brokerRole", "SLAVE"),
+        ("brokerId", "1"),
+        ("listenPort", sp.as_str()),
+        ("haListenPort", sh.as_str()),
+    ];
+    slave_conf.extend_from_slice(extra_slave);
+    let slave = start(dirs[2].path(), &slave_conf).await;
     Pair { _dirs: dirs, namesrv, master, slave }
 }
 
@@ -158,6 +160,43 @@ async fn a_slave_copies_its_masters_topics_groups_and_offsets() {
     assert_eq!(slave_broker.topics.data_version(), p.master.broker.topics.data_version());
     let r = c.invoke(&slave, raw(RequestCode::GET_TOPIC_CONFIG, &[("topic", "Copied")]), TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0);
+    p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slave_signs_its_sync_with_its_credentials_so_an_acl_master_needs_no_white_address() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("conf")).unwrap();
+    let acl = "accounts:\n  - accessKey: SlaveSync\n    secretKey: 12345678\n    admin: false\n  - accessKey: RocketMQAdmin\n    secretKey: 87654321\n    admin: true\n";
+    std::fs::write(home.path().join("conf/plain_acl.yml"), acl).unwrap();
+    let credentials = r#"{"accessKey":"SlaveSync","secretKey":"12345678"}"#;
+    let p =
+        pair_with(&[("aclEnable", "true"), ("rocketmqHome", home.path().to_str().unwrap())], &[("innerClientAuthenticationCredentials", credentials)]).await;
+    let c = RemotingClient::new(ClientConfig::default());
+    let master = p.master.local_addr().to_string();
+    // Unsigned, the master refuses what the slave asks for.
+    let unsigned = c.invoke(&master, RemotingCommand::request(RequestCode::GET_ALL_TOPIC_CONFIG), TIMEOUT).await.unwrap();
+    assert_eq!(unsigned.remark.as_deref(), Some("org.apache.rocketmq.acl.common.AclException: No accessKey is configured"));
+    let mut create = raw(
+        RequestCode::UPDATE_AND_CREATE_TOPIC,
+        &[
+            ("topic", "CopiedUnderAcl"),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "3"),
+            ("writeQueueNums", "3"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+            ("order", "false"),
+        ],
+    );
+    broker::acl::Credentials { access_key: "RocketMQAdmin".into(), secret_key: "87654321".into() }.sign(&mut create);
+    let r = c.invoke(&master, create, TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let slave_broker = p.slave.broker.clone();
+    until("the slave's signed metadata sync (every 10 s)", Duration::from_secs(30), || {
+        slave_broker.topics.select("CopiedUnderAcl").is_some_and(|t| t.read_queue_nums == 3)
+    })
+    .await;
     p.stop().await;
 }
 

@@ -27,7 +27,9 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     });
     let line = found.next()?;
     assert!(found.next().is_none(), "more than one {name} sample with {labels:?}:\n{text}");
-    line.rsplit(' ').next()?.parse().ok()
+    // `name{labels} value timestamp`, as Java's exporter writes a sample.
+    let after = line.rsplit_once('}').map_or(line, |(_, rest)| rest);
+    after.split_whitespace().next()?.parse().ok()
 }
 
 fn heartbeat(consumer_group: &str, topic: &str) -> RemotingCommand {
@@ -88,7 +90,7 @@ async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_ja
     );
     assert!(sample(&text, "rocketmq_throughput_in_total", &topic).unwrap_or(0.0) > 5.0 * 50.0, "{text}");
     assert_eq!(sample(&text, "rocketmq_message_size_count", &topic), Some(5.0), "{text}");
-    assert_eq!(sample(&text, "rocketmq_message_size_bucket", &[("topic", "MetricsTopic"), ("le", "1024")]), Some(5.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_message_size_bucket", &[("topic", "MetricsTopic"), ("le", "1024.0")]), Some(5.0), "{text}");
     assert_eq!(sample(&text, "rocketmq_messages_out_total", &[("topic", "MetricsTopic"), ("consumer_group", "mg")]), Some(5.0), "{text}");
     assert!(sample(&text, "rocketmq_throughput_out_total", &[("topic", "MetricsTopic"), ("consumer_group", "mg")]).unwrap_or(0.0) > 0.0, "{text}");
     // Lag: 5 stored, 3 committed; in flight: pulled up to 5, committed 3; nothing left to pull.
@@ -102,13 +104,13 @@ async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_ja
     let consumer = [
         ("consumer_group", "mg"),
         ("language", "java"),
-        ("version", "v4_9_8"),
+        ("version", "v5_3_3"),
         ("consume_mode", "push"),
         ("protocol_type", "remoting"),
         ("is_system", "false"),
     ];
     assert_eq!(sample(&text, "rocketmq_consumer_connections", &consumer), Some(1.0), "{text}");
-    assert_eq!(sample(&text, "rocketmq_producer_connections", &[("language", "java"), ("version", "v4_9_8")]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_producer_connections", &[("language", "java"), ("version", "v5_3_3")]), Some(1.0), "{text}");
     // Request latency, by Java's code names.
     let sends =
         [("request_code", "send_message_v2"), ("response_code", "success"), ("result", "success"), ("is_long_polling", "false"), ("protocol_type", "remoting")];
@@ -129,11 +131,19 @@ async fn the_prometheus_endpoint_counts_sends_pulls_lag_and_connections_under_ja
     assert!(sample(&text, "rocketmq_storage_dispatch_behind_bytes", &storage).is_some(), "{text}");
     assert!(sample(&text, "rocketmq_storage_message_reserve_time_milliseconds", &storage).is_some(), "{text}");
 
-    // Gauges are computed at each scrape: the group's lag follows its commits.
+    // Gauges are computed at a scrape (at most once a second, `RENDERED_FOR`): the group's lag
+    // follows its commits.
     let commit = raw(RequestCode::UPDATE_CONSUMER_OFFSET, &[("consumerGroup", "mg"), ("topic", "MetricsTopic"), ("queueId", "0"), ("commitOffset", "5")]);
     assert_eq!(c.invoke(&addr, commit, TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
-    let text = scrape(port).await;
-    assert_eq!(sample(&text, "rocketmq_consumer_lag_messages", &lag), Some(0.0), "{text}");
+    let deadline = Instant::now() + remoting::metrics::exporter::RENDERED_FOR * 3;
+    loop {
+        let text = scrape(port).await;
+        if sample(&text, "rocketmq_consumer_lag_messages", &lag) == Some(0.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lag never followed the commit:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     broker.shutdown().await;
     // The endpoint goes with the broker.
     let closed = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(("127.0.0.1", port))).await;
@@ -213,9 +223,9 @@ async fn a_timer_message_counts_in_and_out_of_the_timer_under_javas_families() {
     assert_eq!(sample(&text, "rocketmq_timer_enqueue_total", &topic), Some(2.0), "{text}");
     assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_count", &topic), Some(2.0), "{text}");
     let bucket = |le: &'static str| [("topic", "MetricsTimer"), ("le", le)];
-    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("60")), Some(1.0), "{text}");
-    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("600")), Some(2.0), "{text}");
-    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("259200")), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("60.0")), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("600.0")), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_delay_message_latency_seconds_bucket", &bucket("259200.0")), Some(2.0), "{text}");
     // Gauges: the one still pending, by topic and in the snapshot's 5-minute bound; nothing behind.
     assert_eq!(sample(&text, "rocketmq_timing_messages", &topic), Some(1.0), "{text}");
     assert_eq!(sample(&text, "rocketmq_timer_message_snapshot", &[("timer_bound_s", "5")]), Some(0.0), "{text}");

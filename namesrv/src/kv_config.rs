@@ -1,5 +1,8 @@
 //! The KV config store (namespaces of key/value pairs, e.g. `ORDER_TOPIC_CONFIG`), persisted to
 //! `kvConfigPath` in Java's `KVConfigSerializeWrapper` format: `{"configTable":{ns:{k:v}}}`.
+//!
+//! Bounded, where Java is not: namespaces, keys and values in length, and the table in bytes, as
+//! the whole file is written again at every change.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,11 +29,35 @@ pub enum KvConfigError {
     Parse { path: PathBuf, source: serde_json::Error },
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
+    #[error("the KV config {what} is {bytes} bytes, more than {max_bytes}")]
+    TooLong { what: &'static str, bytes: usize, max_bytes: usize },
+    #[error("the KV config table would hold {bytes} bytes, more than {max_bytes}; delete entries first")]
+    TableFull { bytes: usize, max_bytes: usize },
 }
+
+/// A namespace's length at most (ours; Java has no bound).
+pub const MAX_NAMESPACE_BYTES: usize = 255;
+/// A key's length at most (topic names, the keys Java's own namespaces use, are at most 127).
+pub const MAX_KEY_BYTES: usize = 1024;
+/// A value's length at most.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// The table's bytes (namespaces, keys and values) at most: 50,000 order-topic configs fit, and
+/// the file rewritten at each change stays a few MiB.
+pub const MAX_TABLE_BYTES: usize = 4 << 20;
 
 pub struct KvConfigManager {
     path: PathBuf,
     table: RwLock<Table>,
+    max_table_bytes: usize,
+}
+
+/// What an entry counts against [`MAX_TABLE_BYTES`].
+fn entry_bytes(namespace: &str, key: &str, value: &str) -> usize {
+    namespace.len() + key.len() + value.len()
+}
+
+fn table_bytes(table: &Table) -> usize {
+    table.iter().map(|(ns, entries)| entries.iter().map(|(k, v)| entry_bytes(ns, k, v)).sum::<usize>()).sum()
 }
 
 impl KvConfigManager {
@@ -46,11 +73,31 @@ impl KvConfigManager {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Table::new(),
             Err(source) => return Err(KvConfigError::Read { path, source }),
         };
-        Ok(KvConfigManager { path, table: RwLock::new(table) })
+        Ok(KvConfigManager { path, table: RwLock::new(table), max_table_bytes: MAX_TABLE_BYTES })
     }
 
+    /// Another bound on the table's bytes than [`MAX_TABLE_BYTES`].
+    pub fn with_max_table_bytes(self, max_table_bytes: usize) -> Self {
+        KvConfigManager { max_table_bytes, ..self }
+    }
+
+    /// Puts an entry, unless it or the table would pass a bound (the table as loaded may be
+    /// larger; then only changes that shrink it are taken).
     pub fn put(&self, namespace: &str, key: &str, value: &str) -> Result<(), KvConfigError> {
+        for (what, text, max_bytes) in [("namespace", namespace, MAX_NAMESPACE_BYTES), ("key", key, MAX_KEY_BYTES), ("value", value, MAX_VALUE_BYTES)] {
+            if text.len() > max_bytes {
+                return Err(KvConfigError::TooLong { what, bytes: text.len(), max_bytes });
+            }
+        }
         let mut table = self.table.write();
+        let old = table.get(namespace).and_then(|entries| entries.get(key)).map_or(0, |v| entry_bytes(namespace, key, v));
+        let new = entry_bytes(namespace, key, value);
+        if new > old {
+            let bytes = table_bytes(&table) - old + new;
+            if bytes > self.max_table_bytes {
+                return Err(KvConfigError::TableFull { bytes, max_bytes: self.max_table_bytes });
+            }
+        }
         table.entry(namespace.to_owned()).or_default().insert(key.to_owned(), value.to_owned());
         self.persist(&table)
     }
@@ -95,6 +142,24 @@ mod tests {
         let again = KvConfigManager::load(path).unwrap();
         assert_eq!(again.get("ORDER_TOPIC_CONFIG", "T").as_deref(), Some("broker-a:4"));
         assert_eq!(again.get("ns", "k"), None);
+    }
+
+    #[test]
+    fn entries_and_the_table_are_bounded_in_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let max_table_bytes = 4 * MAX_VALUE_BYTES + 100;
+        let kv = KvConfigManager::load(dir.path().join("kvConfig.json")).unwrap().with_max_table_bytes(max_table_bytes);
+        let value = "v".repeat(MAX_VALUE_BYTES);
+        assert!(matches!(kv.put("ns", "k", &format!("{value}v")), Err(KvConfigError::TooLong { what: "value", .. })));
+        assert!(matches!(kv.put("ns", &"k".repeat(MAX_KEY_BYTES + 1), "v"), Err(KvConfigError::TooLong { what: "key", .. })));
+        assert!(matches!(kv.put(&"n".repeat(MAX_NAMESPACE_BYTES + 1), "k", "v"), Err(KvConfigError::TooLong { what: "namespace", .. })));
+        for i in 0..4 {
+            kv.put("ns", &format!("k{i:05}"), &value).unwrap();
+        }
+        assert!(matches!(kv.put("ns", "one-more", &value), Err(KvConfigError::TableFull { .. })));
+        kv.put("ns", "k00000", "small").unwrap();
+        kv.put("ns", "one-more", "v").unwrap();
+        assert!(std::fs::metadata(dir.path().join("kvConfig.json")).unwrap().len() < max_table_bytes as u64 + 200);
     }
 
     #[test]

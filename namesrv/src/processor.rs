@@ -155,9 +155,10 @@ impl NamesrvProcessor {
             },
             Instant::now(),
         );
-        let Some(result) = result else {
-            return Err(ProcessError::system("register broker failed"));
-        };
+        let result = result.map_err(|refused| {
+            warn!(peer = %channel.remote_addr(), broker = h.broker_name, %refused, "registration refused");
+            ProcessError::system(refused.to_string())
+        })?;
         let mut response = ok(request).with_header(&RegisterBrokerResponseHeader { ha_server_addr: result.ha_server_addr, master_addr: result.master_addr });
         if self.config.read().return_order_topic_config_to_broker {
             if let Some(table) = self.kv.list(NAMESPACE_ORDER_TOPIC_CONFIG) {

@@ -15,6 +15,24 @@ use remoting::protocol::topic_sys_flag;
 use remoting::server::Channel;
 use tracing::info;
 
+/// Brokers (cluster and address) held at most (ours; Java has no bound).
+pub const MAX_BROKERS: usize = 10_000;
+/// Routes (a topic served by a broker name) held at most (ours; Java has no bound): 5 broker
+/// names of 100,000 topics each, about half a GiB of tables.
+pub const MAX_ROUTES: usize = 500_000;
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterRefused {
+    /// A single-topic registration before the broker's first full one (Java's answer).
+    #[error("register broker failed")]
+    NotRegisteredYet,
+    #[error("register broker failed: the name server already holds {max} brokers")]
+    TooManyBrokers { max: usize },
+    #[error("register broker failed: its topics would take the name server past {max} routes (topics served by a broker name); it holds {held}")]
+    TooManyRoutes { held: usize, max: usize },
+}
+
 /// Java's `DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.
 pub const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -75,21 +93,47 @@ pub struct BrokerIdentity {
     pub broker_id: i64,
 }
 
-#[derive(Default)]
 pub struct RouteInfoManager {
     tables: RwLock<Tables>,
     delete_topic_with_broker_registration: bool,
+    max_brokers: usize,
+    max_routes: usize,
+}
+
+impl Default for RouteInfoManager {
+    fn default() -> Self {
+        RouteInfoManager::new(false)
+    }
 }
 
 impl RouteInfoManager {
     pub fn new(delete_topic_with_broker_registration: bool) -> Self {
-        RouteInfoManager { tables: RwLock::new(Tables::default()), delete_topic_with_broker_registration }
+        RouteInfoManager { tables: RwLock::new(Tables::default()), delete_topic_with_broker_registration, max_brokers: MAX_BROKERS, max_routes: MAX_ROUTES }
     }
 
-    /// REGISTER_BROKER. `None` when a single-topic registration arrives before the broker's first
-    /// full one (Java answers "register broker failed").
-    pub fn register_broker(&self, reg: Registration<'_>, now: Instant) -> Option<RegisterResult> {
+    /// Other bounds than [`MAX_BROKERS`] and [`MAX_ROUTES`].
+    pub fn with_bounds(self, max_brokers: usize, max_routes: usize) -> Self {
+        RouteInfoManager { max_brokers, max_routes, ..self }
+    }
+
+    /// REGISTER_BROKER. Refused when a single-topic registration arrives before the broker's first
+    /// full one (Java answers "register broker failed"), and past our bounds on brokers and routes.
+    pub fn register_broker(&self, reg: Registration<'_>, now: Instant) -> Result<RegisterResult, RegisterRefused> {
         let mut t = self.tables.write();
+        let addr_info = BrokerAddrInfo { cluster: reg.cluster.to_owned(), addr: reg.broker_addr.to_owned() };
+        if !t.broker_live.contains_key(&addr_info) && t.broker_live.len() >= self.max_brokers {
+            return Err(RegisterRefused::TooManyBrokers { max: self.max_brokers });
+        }
+        if reg.broker_id == MASTER_ID {
+            let new_routes =
+                reg.topics.topic_config_table.keys().filter(|topic| t.topic_queue.get(*topic).is_none_or(|m| !m.contains_key(reg.broker_name))).count();
+            if new_routes > 0 {
+                let held: usize = t.topic_queue.values().map(BTreeMap::len).sum();
+                if held + new_routes > self.max_routes {
+                    return Err(RegisterRefused::TooManyRoutes { held, max: self.max_routes });
+                }
+            }
+        }
         t.cluster_addr.entry(reg.cluster.to_owned()).or_default().insert(reg.broker_name.to_owned());
 
         let mut register_first = !t.broker_addr.contains_key(reg.broker_name);
@@ -104,14 +148,13 @@ impl RouteInfoManager {
         // A slave promoted to master re-registers its address under id 0: one record per address.
         broker.broker_addrs.retain(|id, addr| !(addr == reg.broker_addr && *id != reg.broker_id));
         if !broker.broker_addrs.contains_key(&reg.broker_id) && reg.topics.topic_config_table.len() == 1 {
-            return None;
+            return Err(RegisterRefused::NotRegisteredYet);
         }
         let old_addr = broker.broker_addrs.insert(reg.broker_id, reg.broker_addr.to_owned());
         register_first |= old_addr.is_none_or(|a| a.is_empty());
         let is_master = reg.broker_id == MASTER_ID;
         let master_addr = broker.broker_addrs.get(&MASTER_ID).cloned();
 
-        let addr_info = BrokerAddrInfo { cluster: reg.cluster.to_owned(), addr: reg.broker_addr.to_owned() };
         if is_master {
             let version_changed = t.broker_live.get(&addr_info).is_none_or(|live| live.data_version != reg.topics.data_version);
             let table = &reg.topics.topic_config_table;
@@ -157,7 +200,7 @@ impl RouteInfoManager {
                 }
             }
         }
-        Some(result)
+        Ok(result)
     }
 
     /// UNREGISTER_BROKER, connection close and expiry all end here.
@@ -417,6 +460,38 @@ mod tests {
             },
             now,
         )
+        .ok()
+    }
+
+    #[test]
+    fn brokers_and_routes_are_bounded_and_a_refused_registration_changes_nothing() {
+        let m = RouteInfoManager::default().with_bounds(2, 5);
+        let now = Instant::now();
+        let reg = |m: &RouteInfoManager, name: &str, addr: &str, topics: &[(&str, i32)]| {
+            let w = wrapper(1, topics);
+            m.register_broker(
+                Registration {
+                    cluster: "C",
+                    broker_addr: addr,
+                    broker_name: name,
+                    broker_id: 0,
+                    ha_server_addr: "",
+                    timeout: None,
+                    enable_acting_master: None,
+                    topics: &w,
+                    filter_servers: None,
+                    channel: None,
+                },
+                now,
+            )
+        };
+        assert!(reg(&m, "a", "a:1", &[("T", 4), ("U", 4), ("V", 4)]).is_ok());
+        assert_eq!(reg(&m, "b", "b:1", &[("T", 4), ("U", 4), ("W", 4)]), Err(RegisterRefused::TooManyRoutes { held: 3, max: 5 }));
+        assert!(m.pickup_topic_route("W").is_none(), "nothing of a refused registration is kept");
+        assert!(!m.cluster_info().broker_addr_table.contains_key("b"));
+        assert!(reg(&m, "b", "b:1", &[("T", 4), ("W", 4)]).is_ok());
+        assert!(reg(&m, "a", "a:1", &[("T", 4), ("U", 4), ("V", 4)]).is_ok(), "a re-registration adds no route");
+        assert_eq!(reg(&m, "c", "c:1", &[]), Err(RegisterRefused::TooManyBrokers { max: 2 }));
     }
 
     #[test]
@@ -496,7 +571,8 @@ mod tests {
                 channel: None,
             },
             now,
-        );
+        )
+        .unwrap();
         m.delete_topic("T", Some("DefaultCluster"));
         let route = m.pickup_topic_route("T").unwrap();
         assert_eq!(route.queue_datas.iter().map(|q| q.broker_name.as_str()).collect::<Vec<_>>(), vec!["broker-o"]);

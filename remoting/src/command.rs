@@ -10,9 +10,11 @@ pub const FLAG_RESPONSE: i32 = 0x1;
 /// Flag bit 1: the requester expects no response.
 pub const FLAG_ONEWAY: i32 = 0x2;
 
-/// The `version` we put in everything we send: Java 4.9.8's ordinal. A real ordinal matters:
-/// version 0 makes Java name servers parse registrations in the pre-3.0.11 format.
-pub const CURRENT_VERSION: i32 = 409;
+/// The `version` we put in everything we send: Java 5.3.3's ordinal (`V5_3_3`), the release whose
+/// features (timer, pop) the broker has; clients and tools show it and gate 5.x paths on it. A
+/// real ordinal matters: version 0 makes Java name servers parse registrations in the pre-3.0.11
+/// format.
+pub const CURRENT_VERSION: i32 = 479;
 
 /// How the header of a frame is serialized (the high byte of the header-length word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

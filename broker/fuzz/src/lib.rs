@@ -247,7 +247,7 @@ pub fn check_headers(ext: &ExtFields) -> Vec<&'static str> {
         QueryMessageResponseHeader { R Long "indexLastUpdateTimestamp", R Long "indexLastUpdatePhyoffset" }
         CreateTopicRequestHeader {
             R Topic "topic", R Str "defaultTopic", R Int "readQueueNums", R Int "writeQueueNums", R Int "perm",
-            R Str "topicFilterType", O Int "topicSysFlag", R Bool "order",
+            R Str "topicFilterType", O Int "topicSysFlag", R Bool "order", O Str "attributes",
         }
         ConsumerSendMsgBackRequestHeader {
             R Long "offset", R Group "group", R Int "delayLevel", O Str "originMsgId", O Str "originTopic",

@@ -5,7 +5,9 @@
 use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::ResponseCode;
 
-use super::{compile, is_tag_type, Expr, SQL92};
+use std::sync::Arc;
+
+use super::{compile_cached, is_tag_type, Expr, FilterError, SQL92};
 
 /// Java's remark when `enablePropertyFilter` is off.
 fn not_supported(expression_type: &str) -> String {
@@ -23,7 +25,7 @@ pub fn check_subscription(enable_property_filter: bool, sub: &SubscriptionData) 
     if sub.expression_type != SQL92 {
         return Err((ResponseCode::SUBSCRIPTION_PARSE_FAILED, format!("no filter of type {}", sub.expression_type)));
     }
-    match compile(&sub.sub_string) {
+    match compile_cached(&sub.sub_string) {
         Ok(_) => Ok(()),
         Err(e) => {
             tracing::warn!(expression = sub.sub_string, error = %e, "a consumer's SQL92 subscription does not compile");
@@ -34,8 +36,10 @@ pub fn check_subscription(enable_property_filter: bool, sub: &SubscriptionData) 
 
 /// The subscription a pull carries (FLAG_SUBSCRIPTION) when it is not a tag expression.
 pub fn subscription_of_pull(topic: &str, expression_type: &str, expression: &str, sub_version: i64) -> Result<SubscriptionData, (ResponseCode, String)> {
-    if expression_type == SQL92 && compile(expression).is_err() {
-        return Err((ResponseCode::SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed".into()));
+    if expression_type == SQL92 {
+        if let Err(e) = compile_cached(expression) {
+            return Err((ResponseCode::SUBSCRIPTION_PARSE_FAILED, with_limit("parse the consumer's subscription failed", &e)));
+        }
     }
     Ok(SubscriptionData {
         topic: topic.to_owned(),
@@ -46,8 +50,14 @@ pub fn subscription_of_pull(topic: &str, expression_type: &str, expression: &str
     })
 }
 
-/// The compiled filter a pull applies to each record; `None` for a tag subscription.
+/// As [`pull_filter_shared`], a copy of the compiled filter (for callers that keep their own).
 pub fn pull_filter(enable_property_filter: bool, sub: &SubscriptionData) -> Result<Option<Expr>, (ResponseCode, String)> {
+    Ok(pull_filter_shared(enable_property_filter, sub)?.map(Arc::unwrap_or_clone))
+}
+
+/// The compiled filter a pull applies to each record, as kept for every pull of the same
+/// expression; `None` for a tag subscription.
+pub fn pull_filter_shared(enable_property_filter: bool, sub: &SubscriptionData) -> Result<Option<Arc<Expr>>, (ResponseCode, String)> {
     if is_tag_type(&sub.expression_type) {
         return Ok(None);
     }
@@ -55,9 +65,22 @@ pub fn pull_filter(enable_property_filter: bool, sub: &SubscriptionData) -> Resu
         return Err((ResponseCode::SYSTEM_ERROR, not_supported(&sub.expression_type)));
     }
     // Java compiles at the heartbeat and, for an expression that did not compile, has no filter
-    // data for the group; we compile here, as cheap as a lookup for these short expressions.
-    match (sub.expression_type.as_str(), compile(&sub.sub_string)) {
-        (SQL92, Ok(expr)) => Ok(Some(expr)),
-        _ => Err((ResponseCode::FILTER_DATA_NOT_EXIST, "The broker's consumer filter data is not exist!Your expression may be wrong!".into())),
+    // data for the group; ours are compiled at their first use and kept (`cache`).
+    const NO_FILTER_DATA: &str = "The broker's consumer filter data is not exist!Your expression may be wrong!";
+    if sub.expression_type != SQL92 {
+        return Err((ResponseCode::FILTER_DATA_NOT_EXIST, NO_FILTER_DATA.into()));
+    }
+    match compile_cached(&sub.sub_string) {
+        Ok(expr) => Ok(Some(expr)),
+        Err(e) => Err((ResponseCode::FILTER_DATA_NOT_EXIST, with_limit(NO_FILTER_DATA, &e))),
+    }
+}
+
+/// Java's remark, and ours after it when the expression passed a bound of ours (Java has none).
+fn with_limit(java_remark: &str, e: &FilterError) -> String {
+    if e.over_limit {
+        format!("{java_remark}: {e}")
+    } else {
+        java_remark.to_owned()
     }
 }

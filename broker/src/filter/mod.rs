@@ -10,9 +10,11 @@
 //! evaluation error (a string that is not a number compared with a number) meaning "no match".
 
 mod broker;
+mod cache;
 pub mod parse;
 
-pub use broker::{check_subscription, pull_filter, subscription_of_pull};
+pub use broker::{check_subscription, pull_filter, pull_filter_shared, subscription_of_pull};
+pub use cache::compile_cached;
 
 use std::cmp::Ordering;
 
@@ -29,11 +31,21 @@ pub const SQL92: &str = "SQL92";
 #[error("{remark}")]
 pub struct FilterError {
     pub remark: String,
+    /// Refused by a bound of ours on the expression's size (Java has none), not by Java's rules.
+    pub over_limit: bool,
 }
 
 impl FilterError {
     fn semantic(detail: impl std::fmt::Display) -> FilterError {
-        FilterError { remark: format!("java.lang.RuntimeException: {detail}") }
+        FilterError { remark: format!("java.lang.RuntimeException: {detail}"), over_limit: false }
+    }
+
+    fn syntax(remark: String) -> FilterError {
+        FilterError { remark, over_limit: false }
+    }
+
+    fn too_large(detail: String) -> FilterError {
+        FilterError { remark: format!("the SQL92 expression is too large: {detail}"), over_limit: true }
     }
 }
 
@@ -64,9 +76,10 @@ pub enum Expr {
     BoolCast(Box<Expr>),
     Equal(Box<Expr>, Box<Expr>),
     Compare(CompareOp, Box<Expr>, Box<Expr>),
+    /// Looked up by hash (Java's `InExpression` hashes lists of 5 or more), in the written order.
     In {
         property: String,
-        list: Vec<String>,
+        list: indexmap::IndexSet<String>,
         not: bool,
     },
     Text {
@@ -91,16 +104,29 @@ pub fn record_matches(expr: &Expr, record: &[u8]) -> bool {
     }
 }
 
-/// Bounds on what an expression from the network may make us recurse through: the parser
-/// recurses per parenthesis and unary operator, building and evaluation per operator. Java's
-/// parser would end in a StackOverflowError, which it reports as a bad expression; a Rust stack
-/// overflow would abort the broker, so deeper expressions are refused first.
-const MAX_NESTING: usize = 128;
-const MAX_OPERATORS: usize = 1024;
+/// Bounds on what an expression from the network may make us do. The parser recurses per
+/// parenthesis and unary operator, building and evaluation per operator: Java's parser would end in
+/// a StackOverflowError, which it reports as a bad expression; a Rust stack overflow would abort
+/// the broker, so deeper expressions are refused first. Java has no bound on the size: ours keep
+/// what one subscription costs to compile and to keep (cached, and held with each parked pull) to
+/// a few MiB.
+pub const MAX_NESTING: usize = 128;
+pub const MAX_OPERATORS: usize = 1024;
+/// The whole expression's text, comments and blanks included.
+pub const MAX_EXPRESSION_BYTES: usize = 256 * 1024;
+/// String literals in all (each element of an IN list is one).
+pub const MAX_LITERALS: usize = 10_000;
+/// Bytes inside string literals, in all.
+pub const MAX_LITERAL_BYTES: usize = 128 * 1024;
 
-/// Counts, outside string literals, what nests (`(`, `+`, `-`, NOT) and what chains (AND, OR).
+/// Counts, outside string literals, what nests (`(`, `+`, `-`, NOT) and what chains (AND, OR);
+/// inside them, the literals and their bytes.
 fn too_complex(text: &str) -> Option<String> {
+    if text.len() > MAX_EXPRESSION_BYTES {
+        return Some(format!("{} bytes, more than {MAX_EXPRESSION_BYTES}", text.len()));
+    }
     let (mut nesting, mut operators, mut in_string) = (0usize, 0usize, false);
+    let (mut literals, mut literal_bytes) = (0usize, 0usize);
     let mut word = String::new();
     let end_word = |word: &mut String, operators: &mut usize, nesting: &mut usize| {
         match word.to_ascii_uppercase().as_str() {
@@ -112,7 +138,10 @@ fn too_complex(text: &str) -> Option<String> {
     };
     for c in text.chars() {
         if in_string {
+            // A quote doubled inside a literal ends it and opens the next: counted as two, which
+            // only errs on the side of the bound.
             in_string = c != '\'';
+            literal_bytes += c.len_utf8();
             continue;
         }
         if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
@@ -121,7 +150,10 @@ fn too_complex(text: &str) -> Option<String> {
         }
         end_word(&mut word, &mut operators, &mut nesting);
         match c {
-            '\'' => in_string = true,
+            '\'' => {
+                in_string = true;
+                literals += 1;
+            }
             '(' | '+' | '-' => nesting += 1,
             '=' | '<' | '>' => operators += 1,
             _ => {}
@@ -131,15 +163,21 @@ fn too_complex(text: &str) -> Option<String> {
     if nesting > MAX_NESTING {
         return Some(format!("the expression nests more than {MAX_NESTING} parentheses and unary operators"));
     }
+    if literals > MAX_LITERALS {
+        return Some(format!("{literals} string literals (IN elements among them), more than {MAX_LITERALS}"));
+    }
+    if literal_bytes > MAX_LITERAL_BYTES {
+        return Some(format!("{literal_bytes} bytes of string literals, more than {MAX_LITERAL_BYTES}"));
+    }
     (operators > MAX_OPERATORS).then(|| format!("the expression has more than {MAX_OPERATORS} operators"))
 }
 
 /// Parses and builds `text` as Java's `SelectorParser.parse` does.
 pub fn compile(text: &str) -> Result<Expr, FilterError> {
     if let Some(why) = too_complex(text) {
-        return refuse(why);
+        return Err(FilterError::too_large(why));
     }
-    let syntax = parse::parse(text).map_err(|remark| FilterError { remark })?;
+    let syntax = parse::parse(text).map_err(FilterError::syntax)?;
     build(syntax)
 }
 
@@ -248,7 +286,7 @@ fn build_expr(s: Syntax) -> Result<Expr, FilterError> {
         Syntax::Text { op, not, value, search } => Expr::Text { op, not, value: b(build_expr(*value)?), search },
         Syntax::Between { not, value, low, high } => between(not, build_expr(*value)?, build_expr(*low)?, build_expr(*high)?)?,
         Syntax::In { not, value, list } => match build_expr(*value)? {
-            Expr::Property(property) => Expr::In { property, list, not },
+            Expr::Property(property) => Expr::In { property, list: list.into_iter().collect(), not },
             other => return refuse(format!("Expected a property for In expression, got: {other:?}")),
         },
         Syntax::Negate(e) => Expr::Negate(b(build_expr(*e)?)),
@@ -366,7 +404,7 @@ impl Expr {
             }
             Expr::In { property, list, not } => match props.property(property) {
                 None => Ok(None),
-                Some(v) => truth(list.iter().any(|x| x == v) ^ not),
+                Some(v) => truth(list.contains(v) ^ not),
             },
             Expr::Text { op, not, value, search } => {
                 if search.is_empty() {

@@ -255,6 +255,66 @@ impl BatchAckMsg {
     }
 }
 
+/// BATCH_ACK_MESSAGE's body (`BatchAckMessageRequestBody`): acks of several check points.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct BatchAckRequestBody {
+    #[serde(rename = "brokerName")]
+    pub broker_name: Option<String>,
+    pub acks: Option<Vec<BatchAck>>,
+}
+
+/// One check point's acks in a batch (`BatchAck`): bit `i` of `bit_set` acks `start_offset + i`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct BatchAck {
+    #[serde(rename = "c", alias = "consumerGroup")]
+    pub consumer_group: Option<String>,
+    #[serde(rename = "t", alias = "topic")]
+    pub topic: Option<String>,
+    /// The retry marker of the topic the messages were read from (`1`, `2`; else the topic).
+    #[serde(rename = "r", alias = "retry")]
+    pub retry: Option<String>,
+    #[serde(rename = "so", alias = "startOffset")]
+    pub start_offset: i64,
+    #[serde(rename = "q", alias = "queueId")]
+    pub queue_id: i32,
+    #[serde(rename = "rq", alias = "reviveQueueId")]
+    pub revive_queue_id: i32,
+    #[serde(rename = "pt", alias = "popTime")]
+    pub pop_time: i64,
+    #[serde(rename = "it", alias = "invisibleTime")]
+    pub invisible_time: i64,
+    /// `java.util.BitSet.toByteArray()` (little-endian) in fastjson's Base64.
+    #[serde(rename = "b", alias = "bitSet")]
+    pub bit_set: Option<String>,
+}
+
+impl BatchAckRequestBody {
+    pub fn decode(bytes: &[u8]) -> Result<Self, PopFormatError> {
+        decode(bytes, "BatchAckMessageRequestBody")
+    }
+}
+
+impl BatchAck {
+    /// The set bits of `bit_set`, lowest first (Java's `nextSetBit` walk).
+    pub fn set_bits(&self) -> Result<Vec<u32>, PopFormatError> {
+        use base64::Engine;
+        let Some(b64) = self.bit_set.as_deref() else { return Ok(Vec::new()) };
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| PopFormatError::Json { what: "BatchAck.bitSet", message: e.to_string() })?;
+        let mut bits = Vec::new();
+        for (i, byte) in bytes.iter().enumerate() {
+            for bit in 0..8 {
+                if byte & (1 << bit) != 0 {
+                    bits.push((i * 8 + bit) as u32);
+                }
+            }
+        }
+        Ok(bits)
+    }
+}
+
 /// A message for the revive topic, as the Java processors build it: everything but the born and
 /// store hosts and timestamps. The store's timer takes it (`TIMER_DELIVER_MS`) and hands it to the
 /// revive queue at `deliver_time_ms`.

@@ -1,5 +1,4 @@
-//! The data formats of 5.x pop consumption, as Java 5.3.3 writes and reads them. Pure types and
-//! functions: no processors, no I/O (the processors are built on these).
+//! 5.x pop consumption. Its data formats, as Java 5.3.3 writes and reads them:
 //!
 //! - [`names`]: the revive topic and group, the pop retry topics (v1 `%RETRY%group_topic`, v2
 //!   `%RETRY%group+topic`), the lock and polling keys, the unique ids (`UNIQ_KEY`) of check point
@@ -11,13 +10,20 @@
 //!   `startOffsetInfo` / `msgOffsetInfo` / `orderCountInfo` strings;
 //! - [`config_files`]: `config/consumerOrderInfo.json` and `config/messageRequestMode.json`.
 //!
-//! Everything here is checked byte for byte against Java 5.3.3's own classes
+//! Built on them: [`service`] (POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME), [`revive`]
+//! (unacked messages back into the retry topic), [`order`] (orderly pop's state).
+//!
+//! The formats are checked byte for byte against Java 5.3.3's own classes
 //! (`compat-tests/golden/PopGoldenVectors.java`, `broker/tests/t22_pop_formats.rs`).
 
 pub mod config_files;
 pub mod extra_info;
 pub mod formats;
+pub mod headers;
 pub mod names;
+pub mod order;
+pub mod revive;
+pub mod service;
 
 /// A pop string or body that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

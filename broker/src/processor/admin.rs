@@ -19,12 +19,21 @@ use crate::client::ClientChannelInfo;
 use crate::handles::AdminContext;
 use crate::stats::java_double;
 use crate::subscription_group::SubscriptionGroupConfig;
+use crate::topic_attributes;
 use crate::topic_config::system_topic;
 
 command_header! {
     /// Headers that carry just a topic (DELETE_TOPIC_IN_BROKER, GET_TOPIC_STATS_INFO, ...).
     pub struct TopicHeader {
         pub topic: TopicName => "topic",
+    }
+}
+
+command_header! {
+    /// GET_SUBSCRIPTIONGROUP_CONFIG.
+    #[derive(Default)]
+    pub struct GroupHeader {
+        pub group: String => "group",
     }
 }
 
@@ -80,6 +89,14 @@ pub(crate) fn check_queue_nums(key: &str, value: i32, max: u32) -> Result<(), Pr
 
 pub(crate) use super::broker_stats::mq_key;
 use super::broker_stats::{consume_stats_json, offset_entries, Queues, MAX_STATS_BODY_BYTES};
+
+/// Java's answer to a topic created or updated: SUCCESS with the remark `createResponseCommand`
+/// starts with, which neither 4.9.7 nor 5.3.3 clears.
+fn created(request: &RemotingCommand) -> RemotingCommand {
+    let mut response = ok(request);
+    response.remark = Some("not set any response code".into());
+    response
+}
 
 /// How long the broker has run, as Java's `StoreStatsService` writes it.
 fn java_runtime(millis: i64) -> String {
@@ -184,6 +201,15 @@ impl RequestProcessor for AdminProcessor {
                 b.metrics.on_group_created(true, started.elapsed());
                 Ok(Some(ok(&request)))
             }
+            RequestCode::GET_SUBSCRIPTIONGROUP_CONFIG => {
+                // Java's `findSubscriptionGroupConfig`: created when `autoCreateSubscriptionGroup` is on.
+                let h: GroupHeader = request.decode_header()?;
+                let auto_create = b.config().auto_create_subscription_group;
+                match GroupName::new(h.group).ok().and_then(|g| b.groups.find_or_create(&g, auto_create)) {
+                    Some(group) => Ok(Some(ok(&request).with_body(fastjson::to_vec(&group, JsonStyle::Fastjson)))),
+                    None => Err(ProcessError::new(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")),
+                }
+            }
             RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(Some(ok(&request).with_body(fastjson::to_vec(&b.groups.snapshot(), JsonStyle::Fastjson)))),
             RequestCode::DELETE_SUBSCRIPTIONGROUP => {
                 let h: DeleteGroupHeader = request.decode_header()?;
@@ -195,9 +221,8 @@ impl RequestProcessor for AdminProcessor {
                 Ok(Some(ok(&request)))
             }
             RequestCode::GET_BROKER_HA_STATUS => Ok(Some(ok(&request).with_body(self.ha_status()))),
-            // What a 5.x slave copies besides the four files: pop consumption modes, of which this
-            // broker (no pop yet) has none.
-            RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(&br#"{"messageRequestModeMap":{}}"#[..]))),
+            // What a 5.x slave copies besides the four files: how topics and groups are consumed.
+            RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(b.request_modes.encode_compact()))),
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.configs.version.current(), JsonStyle::Fastjson);
                 let entries = crate::runtime_config::current_entries(&b.configs);
@@ -261,7 +286,7 @@ impl AdminProcessor {
         let mut t: BTreeMap<&str, String> = BTreeMap::new();
         // Keys made of a path or a level.
         let mut named: Vec<(String, String)> = Vec::new();
-        t.insert("brokerVersionDesc", "V4_9_8".into());
+        t.insert("brokerVersionDesc", remoting::version::version_desc(remoting::command::CURRENT_VERSION));
         t.insert("brokerVersion", remoting::command::CURRENT_VERSION.to_string());
         for key in ["msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning"] {
             t.insert(key, "0".into());
@@ -415,9 +440,24 @@ impl AdminProcessor {
         tc.topic_filter_type = h.topic_filter_type.clone();
         tc.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         tc.order = h.order;
-        b.topics.update(&h.topic, tc).map_err(|e| ProcessError::system(e.to_string()))?;
+        // 5.x attributes: Java's parse and alter refusals are answered SYSTEM_ERROR (its catch-all).
+        let changes = topic_attributes::parse_to_map(h.attributes.as_deref()).map_err(ProcessError::system)?;
+        let message_type = format!("+{}", topic_attributes::MESSAGE_TYPE);
+        if !b.config().enable_mixed_message_type && changes.get(&message_type).map(String::as_str) == Some("MIXED") {
+            return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, "MIXED message type is not supported."));
+        }
+        tc.attributes = changes.clone();
+        if b.topics.select(&h.topic).as_ref() == Some(&tc) {
+            // As Java: nothing changes, nothing is written or registered.
+            return Ok(Some(created(request)));
+        }
+        let altered = |current: Option<&TopicConfig>| {
+            let empty = BTreeMap::new();
+            topic_attributes::alter(current.is_none(), current.map_or(&empty, |c| &c.attributes), &changes)
+        };
+        b.topics.update_with_attributes(&h.topic, tc, altered).map_err(|e| ProcessError::system(e.to_string()))?.map_err(ProcessError::system)?;
         b.membership.register_soon(false);
-        Ok(Some(ok(request)))
+        Ok(Some(created(request)))
     }
 
     fn topic_stats(&self, request: &RemotingCommand) -> ProcessResult {

@@ -58,14 +58,25 @@ pub fn create_topic_list(b: &AdminContext, request: &RemotingCommand) -> Process
     let mut checked = Vec::with_capacity(list.topic_config_list.len());
     for tc in list.topic_config_list {
         let name = check_topic(b, &tc)?;
+        let mixed = tc.attributes.get(&format!("+{}", crate::topic_attributes::MESSAGE_TYPE)).map(String::as_str) == Some("MIXED");
+        if mixed && !b.config().enable_mixed_message_type {
+            return Err(invalid("MIXED message type is not supported."));
+        }
         // Java answers at the first topic already configured so, without applying the rest.
         if b.topics.select(&name).as_ref() == Some(&tc) {
             return Ok(Some(ok(request)));
         }
         checked.push((name, tc));
     }
+    // Each topic's attributes are its changes (`+key=value`, `-key`) applied to the current ones,
+    // as UPDATE_AND_CREATE_TOPIC's; a refused change stops the list there, as Java's.
     for (name, tc) in checked {
-        b.topics.update(&name, tc).map_err(|e| ProcessError::system(e.to_string()))?;
+        let changes = tc.attributes.clone();
+        let altered = |current: Option<&remoting::protocol::topic::TopicConfig>| {
+            let empty = std::collections::BTreeMap::new();
+            crate::topic_attributes::alter(current.is_none(), current.map_or(&empty, |c| &c.attributes), &changes)
+        };
+        b.topics.update_with_attributes(&name, tc, altered).map_err(|e| ProcessError::system(e.to_string()))?.map_err(ProcessError::system)?;
     }
     b.membership.register_soon(false);
     Ok(Some(ok(request)))

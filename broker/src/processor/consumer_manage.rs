@@ -38,6 +38,11 @@ impl RequestProcessor for ConsumerManageProcessor {
             }
             RequestCode::UPDATE_CONSUMER_OFFSET => {
                 let h: UpdateConsumerOffsetRequestHeader = request.decode_header()?;
+                // 5.x: a server-side reset the queue's pulls have not taken yet wins over a
+                // client's commit (only `useServerSideResetOffset` makes resets).
+                if b.offsets.has_offset_reset(&h.consumer_group, &h.topic, h.queue_id) {
+                    return Ok(Some(ok(&request).with_remark("Offset has been previously reset")));
+                }
                 b.offsets.commit_offset(&channel.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
                 Ok(Some(ok(&request)))
             }

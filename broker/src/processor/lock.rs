@@ -12,14 +12,15 @@ use serde::{Deserialize, Serialize};
 use super::ok;
 use crate::rebalance_lock::{MessageQueue, RebalanceLockManager};
 
+/// Also read by the ACL check (`crate::routes`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct LockBatchRequestBody {
+pub(crate) struct LockBatchRequestBody {
     client_id: String,
     /// Validated as it is decoded: the lock table is keyed by it.
-    consumer_group: GroupName,
+    pub(crate) consumer_group: GroupName,
     #[serde(default)]
-    mq_set: Vec<MessageQueue>,
+    pub(crate) mq_set: Vec<MessageQueue>,
 }
 
 #[derive(Serialize)]

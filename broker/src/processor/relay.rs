@@ -244,8 +244,8 @@ impl RelayProcessor {
     fn reset_offset(&self, request: &RemotingCommand) -> ProcessResult {
         let b = self;
         let h: ResetOffsetHeader = request.decode_header()?;
-        if let Some(queue_id) = h.queue_id.filter(|q| *q >= 0) {
-            return self.reset_one_queue(request, &h, queue_id);
+        if b.config().use_server_side_reset_offset {
+            return self.reset_on_broker(request, &h);
         }
         let Some(tc) = b.topics.select(&h.topic) else {
             return Err(ProcessError::system(format!("[reset-offset] reset offset failed, no topic in this broker. topic={}", h.topic)));
@@ -285,11 +285,12 @@ impl RelayProcessor {
         Ok(Some(ok(request).with_body(body)))
     }
 
-    /// Java 5.x's reset of one queue (`resetOffsetInner` with a queue id): the offset given (in
-    /// the queue's range) or found for the time is committed for the group. Java makes the next
-    /// pull of a live client start there; this broker tells the live clients with
-    /// RESET_CONSUMER_CLIENT_OFFSET for that queue alone, so a client cannot commit over it.
-    fn reset_one_queue(&self, request: &RemotingCommand, h: &ResetOffsetHeader, queue_id: i32) -> ProcessResult {
+    /// Java 5.x's `resetOffsetInner` (`useServerSideResetOffset`, its default): every queue of the
+    /// topic (or the one named, to the offset given in its range) is set for the group to the
+    /// offset found for the time (-1: the queue's end), whether the group ever committed or is
+    /// online; each queue's next pull answers OFFSET_MOVED to it, and the clients' commits are
+    /// held off until then.
+    fn reset_on_broker(&self, request: &RemotingCommand, h: &ResetOffsetHeader) -> ProcessResult {
         let b = self;
         if b.is_slave() {
             return Err(ProcessError::system("Can not reset offset in slave broker"));
@@ -300,32 +301,41 @@ impl RelayProcessor {
         if b.groups.select(&h.group).is_none() {
             return Err(ProcessError::new(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("Group {} does not exist", h.group)));
         }
-        if queue_id >= tc.read_queue_nums.max(tc.write_queue_nums) {
-            return Err(ProcessError::new(ResponseCode::INVALID_PARAMETER, format!("queueId {queue_id} is not a queue of {}", h.topic)));
-        }
-        let offset = match h.offset.filter(|o| *o != -1) {
-            Some(offset) => {
-                let (min, max) = (b.store.min_offset_in_queue(&h.topic, queue_id), b.store.max_offset_in_queue(&h.topic, queue_id));
-                if (min >= 0 && offset < min) || offset > max + 1 {
-                    return Err(ProcessError::system(format!("Target offset {offset} not in consume queue range [{min}-{max}]")));
-                }
-                offset
+        let by_time = |queue_id: i32| {
+            if h.timestamp < 0 {
+                b.store.max_offset_in_queue(&h.topic, queue_id)
+            } else {
+                b.store.offset_in_queue_by_time(&h.topic, queue_id, h.timestamp)
             }
-            None => b.store.offset_in_queue_by_time(&h.topic, queue_id, h.timestamp),
         };
-        b.offsets.commit_offset("reset-offset", &h.group, &h.topic, queue_id, offset);
-        let entries = [(h.topic.to_string(), b.config().broker_name.clone(), queue_id, offset)];
-        let body = format!(r#"{{"offsetTable":{}}}"#, offset_table_json(&entries));
-        let header = ResetClientOffsetHeader { topic: h.topic.to_string(), group: h.group.to_string(), timestamp: h.timestamp, is_force: false };
-        let client_body = bytes::Bytes::from(body.clone());
-        for client in b.consumers.group(&h.group).map(|g| g.channels.into_values().collect::<Vec<_>>()).unwrap_or_default() {
-            let reset = ResetClientOffset { header: header.clone(), body: client_body.clone() };
-            if let Err(e) = client.channel.invoke_oneway(reset.into_command()) {
-                tracing::warn!(topic = %h.topic, group = %h.group, client = client.client_id, error = %e, "[reset-offset] reset offset not sent");
+        let mut targets = Vec::new();
+        match h.queue_id.filter(|q| *q >= 0) {
+            Some(queue_id) => {
+                let offset = match h.offset.filter(|o| *o != -1) {
+                    Some(offset) => {
+                        let (min, max) = (b.store.min_offset_in_queue(&h.topic, queue_id), b.store.max_offset_in_queue(&h.topic, queue_id));
+                        if (min >= 0 && offset < min) || offset > max + 1 {
+                            return Err(ProcessError::system(format!("Target offset {offset} not in consume queue range [{min}-{max}]")));
+                        }
+                        offset
+                    }
+                    None => by_time(queue_id),
+                };
+                targets.push((queue_id, offset));
             }
+            None => targets.extend((0..tc.read_queue_nums.clamp(0, b.config().max_topic_queue_nums as i32)).map(|q| (q, by_time(q)))),
         }
-        tracing::info!(topic = %h.topic, group = %h.group, queue_id, offset, "reset offset of one queue");
-        Ok(Some(ok(request).with_body(body)))
+        if targets.is_empty() {
+            return Err(ProcessError::system("No queues to reset."));
+        }
+        let broker_name = b.config().broker_name.clone();
+        let mut entries = Vec::new();
+        for (queue_id, offset) in targets {
+            b.offsets.assign_reset_offset(&h.group, &h.topic, queue_id, offset);
+            entries.push((h.topic.to_string(), broker_name.clone(), queue_id, offset));
+        }
+        tracing::info!(topic = %h.topic, group = %h.group, queues = entries.len(), "reset offset on the broker");
+        Ok(Some(ok(request).with_body(format!(r#"{{"offsetTable":{}}}"#, offset_table_json(&entries)))))
     }
 
     /// Java's `Broker2Client.getConsumeStatus`: asks the group's clients (or the one named) for

@@ -6,12 +6,17 @@
 //! and offset, as in Java.
 //!
 //! The push waits up to 10 s for the requester's answer (Java's `callClient`), so it runs as an
-//! async task and answers through a [`Reply`]: no pool thread waits on a slow requester.
+//! async task and answers through a [`Reply`]: no pool thread waits on a slow requester. Pushes
+//! waiting for their answer are bounded ([`PushBudget`]: by count and bytes, per requester
+//! connection and in all; Java has no bound, its pool threads wait); a push past a bound is not
+//! made, and the reply is stored and answered as Java answers a push that failed.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use remoting::clock::now_ms;
 use remoting::command_header;
 use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
@@ -61,6 +66,85 @@ pub struct ReplyProcessor {
     pub producers: Arc<ProducerManager>,
     /// Where the push waits for the requester.
     pub runtime: tokio::runtime::Handle,
+    /// The pushes waiting for their requester's answer.
+    pub pushes: Arc<PushBudget>,
+}
+
+/// Pushes one requester connection may have waiting for its answers (ours; Java has none).
+pub const MAX_PENDING_PUSHES_PER_CONNECTION: usize = 1024;
+/// Bytes of pushes (frame and stored copy) one requester connection may have waiting.
+pub const MAX_PENDING_PUSH_BYTES_PER_CONNECTION: usize = 64 << 20;
+/// Pushes waiting in all.
+pub const MAX_PENDING_PUSHES: usize = 8192;
+/// Bytes of pushes waiting in all.
+pub const MAX_PENDING_PUSH_BYTES: usize = 256 << 20;
+
+/// The bounds on pushes waiting for their requester's answer: count and bytes, per requester
+/// connection and in all. A push holds its place until its answer comes or it times out.
+pub struct PushBudget {
+    max_per_connection: (usize, usize),
+    max_total: (usize, usize),
+    used: Mutex<PushesUsed>,
+}
+
+#[derive(Default)]
+struct PushesUsed {
+    by_channel: HashMap<u64, (usize, usize)>,
+    total: (usize, usize),
+}
+
+impl Default for PushBudget {
+    fn default() -> Self {
+        PushBudget::new((MAX_PENDING_PUSHES_PER_CONNECTION, MAX_PENDING_PUSH_BYTES_PER_CONNECTION), (MAX_PENDING_PUSHES, MAX_PENDING_PUSH_BYTES))
+    }
+}
+
+impl PushBudget {
+    /// Bounds as (pushes, bytes).
+    pub fn new(max_per_connection: (usize, usize), max_total: (usize, usize)) -> Self {
+        PushBudget { max_per_connection, max_total, used: Mutex::new(PushesUsed::default()) }
+    }
+
+    /// A place for a push of `bytes` to connection `channel_id`, given back when dropped; `None`
+    /// past a bound.
+    fn take(self: &Arc<Self>, channel_id: u64, bytes: usize) -> Option<PushPlace> {
+        let mut used = self.used.lock();
+        let within = |(count, held): (usize, usize), (max_count, max_bytes): (usize, usize)| count < max_count && held.saturating_add(bytes) <= max_bytes;
+        let on_channel = used.by_channel.get(&channel_id).copied().unwrap_or_default();
+        if !within(used.total, self.max_total) || !within(on_channel, self.max_per_connection) {
+            return None;
+        }
+        let entry = used.by_channel.entry(channel_id).or_default();
+        *entry = (entry.0 + 1, entry.1 + bytes);
+        used.total = (used.total.0 + 1, used.total.1 + bytes);
+        Some(PushPlace { budget: self.clone(), channel_id, bytes })
+    }
+
+    /// Pushes and bytes waiting in all.
+    pub fn pending(&self) -> (usize, usize) {
+        self.used.lock().total
+    }
+}
+
+/// One push's place in the [`PushBudget`].
+struct PushPlace {
+    budget: Arc<PushBudget>,
+    channel_id: u64,
+    bytes: usize,
+}
+
+impl Drop for PushPlace {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock();
+        used.total = (used.total.0.saturating_sub(1), used.total.1.saturating_sub(self.bytes));
+        if let Some((count, held)) = used.by_channel.get_mut(&self.channel_id) {
+            *count = count.saturating_sub(1);
+            *held = held.saturating_sub(self.bytes);
+            if *count == 0 {
+                used.by_channel.remove(&self.channel_id);
+            }
+        }
+    }
 }
 
 impl RequestProcessor for ReplyProcessor {
@@ -121,8 +205,23 @@ impl ReplyProcessor {
         }
         let push = push_request(&h, channel.remote_addr(), b.store_host, serialize(&props), msg.body.clone());
         let answer = Answer { send: b.clone(), reply: Reply::to(channel, request), request: skeleton(request), queue_id, message_type };
+        // What waits with the push: its frame, and the stored copy's properties beside the body
+        // they share.
+        let bytes = remoting::codec::frame_size_estimate(&push) + msg.properties.len();
+        let place = match (&requester, &target) {
+            (Some(id), Some(to)) => match self.pushes.take(to.id(), bytes) {
+                Some(place) => Some(place),
+                None => {
+                    warn!(requester = id, bytes, pending = ?self.pushes.pending(), "reply: too many pushes wait for this requester or in all; not pushed");
+                    answer.store_then_send(msg, Err(push_failed(id)));
+                    return None;
+                }
+            },
+            _ => None,
+        };
         self.runtime.spawn(async move {
             let pushed = push_to(requester.as_deref(), target, push).await;
+            drop(place);
             answer.store_then_send(msg, pushed);
         });
         None
@@ -167,13 +266,18 @@ async fn push_to(requester: Option<&str>, target: Option<crate::client::SharedCl
         Ok(response) if response.code == ResponseCode::SUCCESS.0 => Ok(()),
         Ok(response) => {
             warn!(requester = id, code = response.code, remark = ?response.remark, "reply: the requester refused the push");
-            Err(format!("push reply message to {id}fail."))
+            Err(push_failed(id))
         }
         Err(e) => {
             warn!(requester = id, error = %e, "reply: push failed");
-            Err(format!("push reply message to {id}fail."))
+            Err(push_failed(id))
         }
     }
+}
+
+/// Java's remark for a push that was made and failed.
+fn push_failed(requester: &str) -> String {
+    format!("push reply message to {requester}fail.")
 }
 
 /// What the answer to a reply needs once the push is done.
@@ -289,6 +393,7 @@ mod tests {
             send: broker.send_context(),
             producers: broker.producers.clone(),
             runtime: broker.runtime.clone(),
+            pushes: Default::default(),
         }))
         .await;
         let mut h = send_header("");

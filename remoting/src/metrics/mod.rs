@@ -11,6 +11,7 @@
 pub mod exporter;
 pub mod family;
 pub mod rpc;
+pub mod text;
 
 use std::collections::HashMap;
 

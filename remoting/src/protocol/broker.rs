@@ -222,6 +222,8 @@ command_header! {
         pub topic_filter_type: String => "topicFilterType",
         pub topic_sys_flag: Option<i32> => "topicSysFlag",
         pub order: bool => "order",
+        /// 5.x: attribute changes, `+key=value` and `-key` separated by commas.
+        pub attributes: Option<String> => "attributes",
     }
 }
 

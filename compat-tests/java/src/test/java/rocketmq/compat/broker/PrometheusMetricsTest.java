@@ -1,5 +1,6 @@
 package rocketmq.compat.broker;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -7,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,6 +18,8 @@ import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Predicate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.junit.jupiter.api.AfterAll;
@@ -703,6 +707,65 @@ class PrometheusMetricsTest {
         assertTrue(diff.isEmpty(), diff.size() + " of Java 5.3.3's " + comparedNames(javaScrape).size()
             + " sample names differ in ours:\n" + lines(diff)
             + "\n(only in ours: " + extra + ")");
+    }
+
+    @Test
+    @DisplayName("our exposition's lines read as Java 5.3.3's: info lines, TYPE/HELP names, label order, bucket bounds, values")
+    void oursWritesLinesAsJavasExporter() {
+        List<String> javaLines = java.scrapeOrFail().text().lines().toList();
+        List<String> ourLines = ours.scrapeOrFail().text().lines().toList();
+        for (String info : List.of("# TYPE target info", "# HELP target Target metadata", "target_info{} 1",
+            "# TYPE otel_scope_info info", "otel_scope_info{otel_scope_name=\"broker-meter\"} 1")) {
+            assertTrue(javaLines.contains(info), "Java's exposition has " + info);
+            assertTrue(ourLines.contains(info), "ours has " + info);
+        }
+        // The TYPE and HELP lines of the families both export (Java's view descriptions), line for line.
+        Set<String> javaHeaders = headerLines(javaLines);
+        Set<String> ourHeaders = headerLines(ourLines);
+        Set<String> shared = ourHeaders.stream().map(l -> l.split(" ")[2]).filter(n -> javaHeaders.stream()
+            .anyMatch(j -> j.split(" ")[2].equals(n))).collect(Collectors.toSet());
+        SortedSet<String> differ = new TreeSet<>();
+        for (String line : javaHeaders) {
+            if (shared.contains(line.split(" ")[2]) && !ourHeaders.contains(line)) {
+                differ.add(line);
+            }
+        }
+        assertTrue(differ.isEmpty(), "Java's TYPE/HELP lines ours writes otherwise:\n" + String.join("\n", differ));
+        // Every sample line: otel_scope_name first, the other labels by name, a Java double and a timestamp.
+        Pattern sample = Pattern.compile(
+            "[a-z_]+\\{otel_scope_name=\"[^\"]*\"(,[a-z_]+=\"[^\"]*\")*\\} (-?[0-9]+\\.[0-9]+(E-?[0-9]+)?|NaN) [0-9]{13}");
+        for (String line : ourLines) {
+            if (line.startsWith("rocketmq_")) {
+                assertTrue(sample.matcher(line).matches(), "not in Java's sample form: " + line);
+                String keys = line.substring(line.indexOf('{') + 1, line.lastIndexOf('}'));
+                List<String> names = Arrays.stream(keys.split("\",")).map(p -> p.substring(0, p.indexOf('=')))
+                    .map(k -> k.startsWith(",") ? k.substring(1) : k).toList();
+                List<String> rest = names.subList(1, names.size()).stream().filter(k -> !k.equals("le")).toList();
+                assertEquals(rest.stream().sorted().toList(), rest, "labels after otel_scope_name by name: " + line);
+            }
+        }
+        // Bucket bounds as Java writes them (le="1024.0").
+        Set<String> javaLe = leValues(javaLines);
+        Set<String> ourLe = leValues(ourLines);
+        assertTrue(ourLe.containsAll(javaLe.stream().filter(le -> !le.isEmpty()).toList()) || javaLe.isEmpty(),
+            "bucket bounds: Java " + javaLe + ", ours " + ourLe);
+    }
+
+    private static Set<String> headerLines(List<String> lines) {
+        return lines.stream().filter(l -> l.startsWith("# TYPE rocketmq_") || l.startsWith("# HELP rocketmq_"))
+            .collect(Collectors.toCollection(TreeSet::new));
+    }
+
+    private static Set<String> leValues(List<String> lines) {
+        Set<String> out = new TreeSet<>();
+        Matcher m;
+        for (String l : lines) {
+            m = Pattern.compile("le=\"([^\"]*)\"").matcher(l);
+            if (l.startsWith("rocketmq_rpc_latency") && m.find()) {
+                out.add(m.group(1));
+            }
+        }
+        return out;
     }
 
     @Test

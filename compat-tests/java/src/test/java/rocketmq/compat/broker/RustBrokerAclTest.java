@@ -26,8 +26,8 @@ import rocketmq.compat.runtime.Versions;
  * ACL 1.0 ({@code aclEnable=true}, {@code conf/plain_acl.yml}) on our broker, driven by the Java 4.9.7 client's
  * {@code AclClientRPCHook} and by mqadmin 4.9.7 with {@code conf/tools.yml}: the right credentials work; a wrong
  * secret, no credentials, a topic the account may not publish to and an admin command from a non-admin account are
- * refused with code 1 and the AclException text of a 4.9.7 broker; a rewritten plain_acl.yml takes effect while the
- * broker runs.
+ * refused with code 1 and the AclException text of a 4.9.7 broker; an admin command from a white address with a wrong
+ * secret is refused too (unlike 4.9.7); a rewritten plain_acl.yml takes effect while the broker runs.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(DumpLogsOnFailure.class)
@@ -53,6 +53,10 @@ class RustBrokerAclTest {
           - accessKey: RocketMQAdmin
             secretKey: 87654321
             admin: true
+          - accessKey: WhiteUser
+            secretKey: 33334444
+            whiteRemoteAddress: 127.0.0.1
+            admin: false
         """;
 
     @TempDir
@@ -154,6 +158,15 @@ class RustBrokerAclTest {
         MqAdminRun config = admin.run("getAclConfig", "-b", broker.address());
         assertTrue(config.succeeded() && config.stdout().contains("NewUser01") && config.stdout().contains("AclTopic=PUB")
             && !config.stdout().contains("Sneaky01"), config.describe());
+        // A white address lets an account's ordinary requests through unsigned, not the admin codes: these need an
+        // admin's signature (ours; 4.9.7 would hand every secret key to this wrong secret).
+        MqAdmin whiteWrongSecret = mqadmin("mqadmin-white", "WhiteUser", "not-the-secret");
+        MqAdminRun whiteConfig = whiteWrongSecret.run("getAclConfig", "-b", broker.address());
+        String whiteAll = whiteConfig.stdout() + whiteConfig.stderr();
+        assertTrue(whiteAll.contains("Check signature failed for accessKey=WhiteUser") && !whiteAll.contains(ADMIN_SECRET), whiteConfig.describe());
+        MqAdminRun whiteUpdate = whiteWrongSecret.run("updateAclConfig", "-b", broker.address(), "-a", "Intruder01", "-s", "11112222", "-m", "true");
+        assertTrue((whiteUpdate.stdout() + whiteUpdate.stderr()).contains("Check signature failed for accessKey=WhiteUser"), whiteUpdate.describe());
+        assertTrue(!Files.readString(dir.resolve("broker/conf/plain_acl.yml")).contains("Intruder01"));
         MqAdminRun white = admin.run("updateGlobalWhiteAddr", "-b", broker.address(), "-g", "10.99.99.*");
         assertTrue(white.succeeded() && white.stdout().contains("update global white remote addresses to " + broker.address() + " success"),
             white.describe());

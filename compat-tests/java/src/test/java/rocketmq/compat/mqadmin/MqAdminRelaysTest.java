@@ -65,6 +65,7 @@ class MqAdminRelaysTest {
     private static final String TOPIC = "RelaysTopic";
     private static final String LIVE_GROUP = "RelaysLiveGroup";
     private static final String OFFLINE_GROUP = "RelaysOfflineGroup";
+    private static final String NEVER_GROUP = "RelaysNeverGroup";
     private static final String PRODUCER_GROUP = "RelaysProducerGroup";
     private static final int QUEUES = 4;
     private static final int MESSAGES = 20;
@@ -95,7 +96,10 @@ class MqAdminRelaysTest {
     @BeforeAll
     void startBrokerClientsAndTopic() throws Exception {
         namesrv = NameServer.start(dir.resolve("namesrv"));
-        broker = RustBroker.start(dir.resolve("broker"), namesrv.address(), CLUSTER, BROKER);
+        // 4.9's reset (the broker asks the live clients; an offline group is CONSUMER_NOT_ONLINE), as Java 4.9.7
+        // and Java 5.3.3 with useServerSideResetOffset=false; the last test turns 5.x's default back on.
+        broker = RustBroker.start(dir.resolve("broker"), namesrv.address(), CLUSTER, BROKER,
+            Map.of("useServerSideResetOffset", "false"));
         probe = BrokerProbe.connect(broker.address(), BROKER);
         admin = new DefaultMQAdminExt();
         admin.setNamesrvAddr(namesrv.address());
@@ -399,12 +403,29 @@ class MqAdminRelaysTest {
     }
 
     /**
+     * 5.x's server-side reset (useServerSideResetOffset=true, Java 5.3.3's default, read per use so set live):
      * 5.3.3's resetOffsetByTime -b -q -o resets one queue (INVOKE_BROKER_TO_RESET_OFFSET with queueId and offset):
-     * that queue moves, the others stay where they were (the whole-topic reset would have moved them all).
+     * that queue moves, the others stay where they were (the whole-topic reset would have moved them all); and
+     * skipAccumulatedMessage of a group that exists but never committed moves it to the queues' ends (4.9's path
+     * answers "THe consumer group <...> not exist").
      */
     @Test
     @Order(12)
-    void resetOffsetOfOneQueueMovesThatQueueOnly() {
+    void resetOffsetOfOneQueueMovesThatQueueOnly() throws Exception {
+        java.util.Properties on = new java.util.Properties();
+        on.setProperty("useServerSideResetOffset", "true");
+        admin.updateBrokerConfig(broker.address(), on);
+        admin.createAndUpdateSubscriptionGroupConfig(broker.address(),
+            new org.apache.rocketmq.common.subscription.SubscriptionGroupConfig() {{
+                setGroupName(NEVER_GROUP);
+            }});
+        eachTools.inTurn("skipAccumulatedMessage (never committed)", mqadmin -> {
+            MqAdminRun skip = mqadmin.run("skipAccumulatedMessage", "-g", NEVER_GROUP, "-t", TOPIC);
+            assertSucceeded(skip);
+            Map<Integer, Long> max = maxOffsets();
+            Await.until(NEVER_GROUP + " at the end", OFFSET_TIMEOUT, () -> committed(NEVER_GROUP).equals(max),
+                this::diagnostics);
+        });
         eachTools.inTurn("resetOffsetByTime -b -q -o", mqadmin -> {
             if (!isFive(mqadmin)) {
                 return; // 4.9.7 resets whole topics only
