@@ -38,6 +38,8 @@ pub struct Broker {
     pub config_file: Option<std::path::PathBuf>,
     /// The config's data version, and the lock that makes updates one at a time.
     pub config_version: Arc<crate::config::ConfigVersion>,
+    /// Runtime updates waiting for the next start (`Configs::pending`).
+    pub(crate) pending_config: Arc<parking_lot::Mutex<indexmap::IndexMap<&'static str, String>>>,
     pub store: Arc<MessageStore>,
     pub topics: Arc<TopicConfigManager>,
     pub groups: Arc<SubscriptionGroupManager>,
@@ -128,6 +130,7 @@ impl Broker {
             live_store_config: Arc::new(ArcSwap::from_pointee(store_config)),
             config_file,
             config_version: Default::default(),
+            pending_config: Default::default(),
             membership: Membership::new(store.clone(), broker_id),
             store,
             consumers: Default::default(),
@@ -308,6 +311,7 @@ impl Broker {
             broker: self.live_config.clone(),
             store: self.live_store_config.clone(),
             version: self.config_version.clone(),
+            pending: self.pending_config.clone(),
             file: self.config_file.clone(),
         }
     }

@@ -26,6 +26,57 @@ pub enum ConfigError {
     SlaveBrokerId { broker_id: i64 },
     #[error("listenPort {listen_port} leaves no port for HA (haListenPort defaults to listenPort + 1)")]
     NoHaPort { listen_port: u16 },
+    #[error(transparent)]
+    Unsafe(#[from] UnsafeValue),
+}
+
+/// The keys whose values the broker puts into every stored message or send response
+/// (`regionId` as `MSG_REGION`, the cluster as `CLUSTER` and in the reply topic's name, the broker
+/// name in recall handles and relayed headers), into topic names (`msgTraceTopicName`, the cluster
+/// and broker topics), into its registration with the name servers (the addresses) or into every
+/// metrics line (`metricsLabel`, the exporter host). A control character there would be stored in
+/// messages (`\u0001` and `\u0002` separate message properties) or split a header or a line.
+pub const MESSAGE_VALUE_KEYS: [&str; 8] =
+    ["regionId", "brokerName", "brokerClusterName", "msgTraceTopicName", "brokerIP1", "brokerIP2", "metricsLabel", "metricsPromExporterHost"];
+
+/// The longest value of a [`MESSAGE_VALUE_KEYS`] key, in characters (a message's properties
+/// hold at most 32,767 bytes in all; Java's group names are capped at 255).
+pub const MAX_MESSAGE_VALUE_CHARS: usize = 255;
+
+/// The longest value a runtime update may set for any key, in characters.
+pub const MAX_VALUE_CHARS: usize = 4096;
+
+/// A config value the broker refuses to carry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsafeValue {
+    #[error("the value of {key} has the control character U+{code:04X} at character {at}; config values cannot carry control characters")]
+    ControlCharacter { key: String, code: u32, at: usize },
+    #[error("the value of {key} has {chars} characters, more than the {max} this key may have")]
+    TooLong { key: String, chars: usize, max: usize },
+}
+
+/// Refuses control characters (a line break, the message property separators \u0001 and
+/// \u0002, ...) in any value, and values longer than the key's cap.
+pub fn check_value(key: &str, value: &str) -> Result<(), UnsafeValue> {
+    if let Some((at, c)) = value.chars().enumerate().find(|(_, c)| c.is_control()) {
+        return Err(UnsafeValue::ControlCharacter { key: key.to_owned(), code: u32::from(c), at });
+    }
+    let max = if MESSAGE_VALUE_KEYS.contains(&key) { MAX_MESSAGE_VALUE_CHARS } else { MAX_VALUE_CHARS };
+    let chars = value.chars().count();
+    if chars > max {
+        return Err(UnsafeValue::TooLong { key: key.to_owned(), chars, max });
+    }
+    Ok(())
+}
+
+/// [`check_value`] on the running values of the [`MESSAGE_VALUE_KEYS`].
+pub fn check_message_values(broker: &BrokerConfig) -> Result<(), UnsafeValue> {
+    for key in MESSAGE_VALUE_KEYS {
+        if let Some(value) = broker.get(key) {
+            check_value(key, &value)?;
+        }
+    }
+    Ok(())
 }
 
 fn cpus() -> usize {
@@ -309,8 +360,11 @@ pub fn load_broker_conf(path: &Path) -> Result<(BrokerConfig, MessageStoreConfig
 }
 
 /// What `BrokerStartup` checks and fixes after reading the file: every name-server address must be
-/// `host:port`; a master's brokerId is forced to 0; a slave's must be positive.
+/// `host:port`; a master's brokerId is forced to 0; a slave's must be positive. Beyond Java, the
+/// values that reach messages must be free of control characters and short
+/// ([`check_message_values`]).
 pub fn apply_startup_rules(broker: &mut BrokerConfig, store: &MessageStoreConfig) -> Result<(), ConfigError> {
+    check_message_values(broker)?;
     if !broker.namesrv_addr.is_empty() && !namesrv_addr_is_valid(&broker.namesrv_addr) {
         return Err(ConfigError::NamesrvAddr { addr: broker.namesrv_addr.clone() });
     }
@@ -386,15 +440,20 @@ pub type LiveConfig = std::sync::Arc<arc_swap::ArcSwap<BrokerConfig>>;
 /// `AuthConfig`, which it does not print), only written back to the config file when set.
 pub const SECRET_KEYS: [&str; 1] = ["innerClientAuthenticationCredentials"];
 
+/// Values are escaped as `Properties.store` escapes them, so every value stays on its line and
+/// reads back as it is.
 pub fn print_all(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
-    let mut out = String::new();
-    for (key, value) in broker.entries().into_iter().chain(store.entries()).filter(|(key, _)| !SECRET_KEYS.contains(key)) {
-        out.push_str(key);
-        out.push('=');
-        out.push_str(&value);
-        out.push('\n');
-    }
-    out
+    print_entries(&all_entries(broker, store))
+}
+
+/// Every key with its value, the broker's first, but the [`SECRET_KEYS`].
+pub fn all_entries(broker: &BrokerConfig, store: &MessageStoreConfig) -> Vec<(&'static str, String)> {
+    broker.entries().into_iter().chain(store.entries()).filter(|(key, _)| !SECRET_KEYS.contains(key)).collect()
+}
+
+/// `key=value` lines, escaped as `Properties.store` escapes them.
+pub fn print_entries(entries: &[(&'static str, String)]) -> String {
+    remoting::properties::write(entries.iter().map(|(k, v)| (*k, v.as_str())))
 }
 
 #[cfg(test)]

@@ -118,6 +118,9 @@ pub struct Configs {
     pub broker: LiveConfig,
     pub store: LiveStoreConfig,
     pub version: Arc<ConfigVersion>,
+    /// Keys updated at runtime that take effect at the next start (key, value as printed): shown
+    /// by GET_BROKER_CONFIG and persisted over the running values.
+    pub pending: Arc<parking_lot::Mutex<indexmap::IndexMap<&'static str, String>>>,
     pub file: Option<PathBuf>,
 }
 

@@ -1,13 +1,20 @@
 //! UPDATE_BROKER_CONFIG (Java `AdminBrokerProcessor.updateBrokerConfig` and
-//! `Configuration.update`): keys are applied to a copy of the config, which replaces the live one
-//! at once, and the whole config is then written to the broker's config file, as Java writes it,
-//! so the change survives a restart.
+//! `Configuration.update`): every key of the broker's and the store's config is taken and the
+//! whole config is then written to the broker's config file, as Java writes it, so the change
+//! survives a restart.
 //!
-//! Java takes any key and lets most of them do nothing until a restart (thread pools, ports,
-//! paths), or worse, take effect half-way. Ours takes only the keys on [`MUTABLE_KEYS`]: each is
-//! read where it is used, so the change is real at once. Every other key is refused with
-//! NO_PERMISSION, before anything changes: the paths, addresses, ports and home directory Java's
-//! 5.x black list guards, and every key a running broker would not follow.
+//! As Java 5.3.3, a request naming a key of the black list changes nothing and is answered
+//! NO_PERMISSION; beyond Java, so is one naming a path (`storePathRootDir`, `storePathCommitLog`,
+//! any key with `path` in its name) or a credential (an access or secret key, a password, a
+//! token). As Java, a key that no config has is ignored. Beyond Java, a value of the wrong type
+//! (SYSTEM_ERROR), with a control character or too long (NO_PERMISSION), or a config the broker
+//! could not run or start with (SYSTEM_ERROR) is refused before anything changes.
+//!
+//! The keys on [`LIVE_KEYS`] are read by the running broker where they are used, as Java reads
+//! them: they replace the live config at once. Every other key is recorded for the next start
+//! ([`crate::handles::Configs::pending`]): persisted and shown by GET_BROKER_CONFIG, while the
+//! running broker keeps the value it started with (Java sets the field at once, and a thread pool,
+//! a port or an identity then changes half-way or not at all).
 
 use std::path::Path;
 
@@ -20,11 +27,12 @@ use store::cleanup::CleanPolicy;
 use store::store::MessageStore;
 use tracing::{info, warn};
 
+use crate::config::BrokerConfig;
 use crate::handles::Configs;
+use store::config::MessageStoreConfig;
 
-/// The keys a running broker follows. Broker keys are read from the live config on every use;
-/// the store's cleaning keys are handed to the store, which reads them on every pass.
-pub const MUTABLE_KEYS: &[&str] = &[
+/// The keys the running broker reads where it uses them: an update takes effect at once.
+pub const LIVE_KEYS: &[&str] = &[
     // Routing and creation.
     "brokerPermission",
     "autoCreateTopicEnable",
@@ -32,23 +40,64 @@ pub const MUTABLE_KEYS: &[&str] = &[
     "maxTopicQueueNums",
     "notifyConsumerIdsChangedEnable",
     "slaveReadEnable",
-    // What sends are answered with and stamped with.
+    "registerBrokerTimeoutMills",
+    // What sends are answered with and stamped with; when they are taken.
     "regionId",
     "traceOn",
+    "startAcceptSendRequestTimeStamp",
+    "storeReplyMessageEnable",
+    "recallMessageEnable",
+    "allowRecallWhenBrokerNotWriteable",
+    // Pulls.
+    "longPollingEnable",
+    "shortPollingTimeMills",
+    "enablePropertyFilter",
     // Transactions.
     "rejectTransactionMessage",
     "transactionTimeOut",
     "transactionCheckMax",
     "transactionCheckInterval",
-    // Queries and the store's cleaning.
+    // 5.x cold-data thresholds (reported by GET_COLD_DATA_FLOW_CTR_INFO).
+    "cgColdReadThreshold",
+    "globalColdReadThreshold",
+    // The store: what a put may hold (not in DLedger mode), how often the commit log is flushed,
+    // what a pull takes from memory and disk (`store::config::Tunables`).
+    "maxMessageSize",
+    "flushIntervalCommitLog",
+    "flushCommitLogLeastPages",
+    "maxTransferBytesOnMessageInMemory",
+    "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk",
+    "maxTransferCountOnMessageInDisk",
+    "accessMessageInMemoryMaxRatio",
+    // Queries and the store's cleaning (the cleaning keys: not in DLedger mode).
     "defaultQueryMaxNum",
     "deleteWhen",
     "fileReservedTime",
     "diskMaxUsedSpaceRatio",
 ];
 
-/// The store's cleaning keys: in DLedger mode the member's own expiry was set from them at start.
-const CLEANING_KEYS: [&str; 3] = ["deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio"];
+/// Java 5.3.3's black list: `AdminBrokerProcessor`'s own three, which include the default of
+/// `BrokerConfig.configBlackList` (`configBlackList;brokerConfigPath`). Java 4.9.7 has none.
+pub const JAVA_BLACK_LIST: [&str; 3] = ["configBlackList", "brokerConfigPath", "rocketmqHome"];
+
+/// The keys a DLedger broker follows from the next start only: the member's own expiry was set
+/// from the cleaning keys at start, and its log keeps the message size it opened with (as Java's).
+const NOT_LIVE_IN_DLEDGER: [&str; 4] = ["deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio", "maxMessageSize"];
+
+/// Why a key can never be changed at runtime, or `None`.
+pub fn refusal(key: &str) -> Option<&'static str> {
+    let lower = key.to_ascii_lowercase();
+    if JAVA_BLACK_LIST.contains(&key) {
+        Some("it is on the black list")
+    } else if lower.contains("path") {
+        Some("it names a path the broker's files are in")
+    } else if ["accesskey", "secretkey", "secret", "password", "passwd", "token", "credential"].iter().any(|c| lower.contains(c)) {
+        Some("it is a credential")
+    } else {
+        None
+    }
+}
 
 /// What an update changed, for the caller to act on.
 #[derive(Debug, Default, PartialEq)]
@@ -57,35 +106,56 @@ pub struct Updated {
     pub permission: bool,
 }
 
-/// Applies `properties` (the request body) to the live config and persists it; the store takes
-/// its new cleaning policy.
+/// Applies `properties` (the request body): the live keys to the live config, the others to the
+/// next start; then persists the config. The store takes its new cleaning policy.
 pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<String, String>) -> Result<Updated, ProcessError> {
-    if let Some(key) = properties.keys().find(|k| !MUTABLE_KEYS.contains(&k.as_str())) {
-        warn!(key, "refused runtime update of a config key that is not on the allow list");
-        return Err(ProcessError::new(
-            ResponseCode::NO_PERMISSION,
-            format!("Can not update config in black list. {key} cannot be changed at runtime (the keys that can: {})", MUTABLE_KEYS.join(", ")),
-        ));
+    if let Some((key, why)) = properties.keys().find_map(|k| refusal(k).map(|why| (k, why))) {
+        warn!(key, why, "refused runtime update of a config key that cannot be changed");
+        return Err(ProcessError::new(ResponseCode::NO_PERMISSION, format!("Can not update config in black list. {key} cannot be changed at runtime: {why}")));
     }
-    if configs.store.load().enable_dleger_commit_log {
-        if let Some(key) = properties.keys().find(|k| CLEANING_KEYS.contains(&k.as_str())) {
-            return Err(ProcessError::new(
-                ResponseCode::NO_PERMISSION,
-                format!("{key} cannot be changed at runtime in DLedger mode: the DLedger member's expiry follows it from the next start"),
-            ));
+    let known = |k: &str| BrokerConfig::keys().contains(&k) || MessageStoreConfig::keys().contains(&k);
+    for (key, value) in properties.iter().filter(|(k, _)| known(k)) {
+        crate::config::check_value(key, value)
+            .map_err(|e| ProcessError::new(ResponseCode::NO_PERMISSION, format!("Can not update config. {e}; the config is unchanged")))?;
+    }
+    let unknown: Vec<&str> = properties.keys().map(String::as_str).filter(|k| !known(k)).collect();
+    if !unknown.is_empty() {
+        // Java's `Configuration.update` sets only the fields its config objects have.
+        warn!(?unknown, "runtime update names keys no config has; ignored as Java ignores them");
+    }
+    let dledger = configs.store.load().enable_dleger_commit_log;
+    let is_live = |k: &str| LIVE_KEYS.contains(&k) && !(dledger && NOT_LIVE_IN_DLEDGER.contains(&k));
+
+    let _one_at_a_time = configs.version.one_at_a_time();
+    let mut live = BrokerConfigs { broker: (**configs.broker.load()).clone(), store: (**configs.store.load()).clone() };
+    // What the file will say: the live config with every pending and new value over it.
+    let mut next = live.clone();
+    let mut pending = configs.pending.lock().clone();
+    for (key, value) in pending.iter() {
+        next.set(key, value).map_err(bad_value)?;
+    }
+    for (key, value) in properties.iter().filter(|(k, _)| known(k)) {
+        next.set(key, value).map_err(bad_value)?;
+        if is_live(key) {
+            live.set(key, value).map_err(bad_value)?;
         }
     }
-    let _one_at_a_time = configs.version.one_at_a_time();
-    let mut config = BrokerConfigs { broker: (**configs.broker.load()).clone(), store: (**configs.store.load()).clone() };
-    for (key, value) in properties {
-        let known = config.broker.set(key, value).map_err(bad_value)? | config.store.set(key, value).map_err(bad_value)?;
-        debug_assert!(known, "{key} is on the allow list but is no key");
+    check(&live)?;
+    check(&next)?;
+    would_start(&next)?;
+    for key in properties.keys().filter(|k| known(k) && !is_live(k)) {
+        if let Some((key, value)) = next.key_value(key) {
+            pending.insert(key, value);
+        }
     }
-    check(&config)?;
-    let text = persisted_text(&config.broker, &config.store);
-    configs.broker.store(std::sync::Arc::new(config.broker));
-    configs.store.store(std::sync::Arc::new(config.store));
-    store.set_clean_policy(CleanPolicy::of(&configs.store.load()));
+    let text = persisted_text_of(&next);
+    configs.broker.store(std::sync::Arc::new(live.broker));
+    configs.store.store(std::sync::Arc::new(live.store));
+    *configs.pending.lock() = pending;
+    store.set_tunables(&configs.store.load());
+    if !dledger {
+        store.set_clean_policy(CleanPolicy::of(&configs.store.load()));
+    }
     configs.version.next();
     info!(?properties, "broker config updated");
     if let Some(path) = &configs.file {
@@ -95,9 +165,23 @@ pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<Str
     Ok(Updated { permission: properties.contains_key("brokerPermission") })
 }
 
+#[derive(Clone)]
 struct BrokerConfigs {
-    broker: crate::config::BrokerConfig,
-    store: store::config::MessageStoreConfig,
+    broker: BrokerConfig,
+    store: MessageStoreConfig,
+}
+
+impl BrokerConfigs {
+    fn set(&mut self, key: &str, value: &str) -> Result<bool, remoting::config::ConfigError> {
+        Ok(self.broker.set(key, value)? | self.store.set(key, value)?)
+    }
+
+    /// The key as the configs spell it (`'static`) with its value as printed.
+    fn key_value(&self, key: &str) -> Option<(&'static str, String)> {
+        let static_key = BrokerConfig::keys().iter().chain(MessageStoreConfig::keys()).find(|k| **k == key)?;
+        let value = self.broker.get(key).or_else(|| self.store.get(key))?;
+        Some((static_key, value))
+    }
 }
 
 fn bad_value(e: remoting::config::ConfigError) -> ProcessError {
@@ -117,20 +201,48 @@ fn check(c: &BrokerConfigs) -> Result<(), ProcessError> {
     if c.broker.transaction_check_interval_ms == 0 {
         return refuse("transactionCheckInterval must be at least 1 ms".to_owned());
     }
+    if c.store.max_message_size < 10 {
+        return refuse(format!("maxMessageSize {} is below 10 bytes", c.store.max_message_size));
+    }
     if c.store.delete_when.split(';').any(|h| h.trim().parse::<u32>().map_or(true, |h| h > 23)) {
         return refuse(format!("deleteWhen {:?} is not a list of hours 0-23 separated by ';'", c.store.delete_when));
     }
     Ok(())
 }
 
+/// Refuses a config the broker would refuse to start with (`mqbroker`'s startup rules).
+fn would_start(c: &BrokerConfigs) -> Result<(), ProcessError> {
+    let mut broker = c.broker.clone();
+    crate::config::apply_startup_rules(&mut broker, &c.store)
+        .map_err(|e| ProcessError::system(format!("the broker would not start with this config: {e}; the config is unchanged")))
+}
+
+/// Every key and value as GET_BROKER_CONFIG shows them and the config file keeps them: the running
+/// values, with the updates that wait for the next start over them.
+pub fn current_entries(configs: &Configs) -> Vec<(&'static str, String)> {
+    let mut entries = crate::config::all_entries(&configs.broker.load(), &configs.store.load());
+    let pending = configs.pending.lock();
+    for (key, value) in entries.iter_mut() {
+        if let Some(next) = pending.get(key) {
+            value.clone_from(next);
+        }
+    }
+    entries
+}
+
+fn persisted_text_of(c: &BrokerConfigs) -> String {
+    persisted_text(&c.broker, &c.store)
+}
+
 /// The config as Java's `Configuration.persist` writes it: every key and value, as
 /// GET_BROKER_CONFIG prints them (keys Java leaves null are left out), and the secret keys that
-/// are set (Java would lose them).
-pub fn persisted_text(broker: &crate::config::BrokerConfig, store: &store::config::MessageStoreConfig) -> String {
+/// are set (Java would lose them); each value escaped as `Properties.store` escapes it so that it
+/// reads back as it is.
+pub fn persisted_text(broker: &BrokerConfig, store: &MessageStoreConfig) -> String {
     let mut text = crate::config::without_unset_paths(&crate::config::print_all(broker, store));
-    for (key, value) in broker.entries().into_iter().filter(|(key, value)| crate::config::SECRET_KEYS.contains(key) && !value.is_empty()) {
-        text.push_str(&format!("{key}={value}\n"));
-    }
+    let secrets: Vec<(&str, String)> =
+        broker.entries().into_iter().filter(|(key, value)| crate::config::SECRET_KEYS.contains(key) && !value.is_empty()).collect();
+    text.push_str(&remoting::properties::write(secrets.iter().map(|(k, v)| (*k, v.as_str()))));
     text
 }
 
@@ -154,4 +266,39 @@ fn write_config_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::fs::copy(path, with_suffix(".bak"))?;
     }
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_black_list_paths_and_credentials_are_refused_by_name() {
+        for key in [
+            "rocketmqHome",
+            "brokerConfigPath",
+            "configBlackList",
+            "storePathRootDir",
+            "storePathCommitLog",
+            "storePathDLedgerCommitLog",
+            "kvConfigPath",
+            "aclFileFullPath",
+        ] {
+            assert!(refusal(key).is_some(), "{key}");
+        }
+        for key in ["accessKey", "secretKey", "rocketmqSecretKey", "authPassword", "someToken"] {
+            assert_eq!(refusal(key), Some("it is a credential"), "{key}");
+        }
+        for key in ["brokerName", "maxMessageSize", "flushIntervalCommitLog", "regionId", "noSuchKey"] {
+            assert_eq!(refusal(key), None, "{key}");
+        }
+    }
+
+    #[test]
+    fn every_live_key_is_a_key() {
+        for key in LIVE_KEYS {
+            assert!(BrokerConfig::keys().contains(key) || MessageStoreConfig::keys().contains(key), "{key}");
+            assert_eq!(refusal(key), None, "{key}");
+        }
+    }
 }

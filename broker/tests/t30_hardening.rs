@@ -408,3 +408,43 @@ async fn sync_flush_answers_on_time_when_the_disk_hangs_and_refuses_writes_once_
     disk.set("works");
     broker.shutdown().await;
 }
+
+/// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG names the file it rewrites: a name that leaves the RocketMQ
+/// home through `..` (or a link) is refused with Java's remark and the file outside is untouched;
+/// the home's own file is rewritten.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_global_white_list_file_must_be_inside_the_rocketmq_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("conf")).unwrap();
+    let acl_file = home.join("conf").join("plain_acl.yml");
+    std::fs::write(&acl_file, "globalWhiteRemoteAddresses:\n- 127.0.0.1\naccounts:\n- accessKey: RocketMQAdmin\n  secretKey: 12345678\n  admin: true\n")
+        .unwrap();
+    let outside = dir.path().join("x.yml");
+    let outside_text = "globalWhiteRemoteAddresses:\n- 10.0.0.1\n";
+    std::fs::write(&outside, outside_text).unwrap();
+    let linked = home.join("conf").join("linked.yml");
+    std::os::unix::fs::symlink(&outside, &linked).unwrap();
+    let broker = start(&dir.path().join("store"), &[("aclEnable", "true"), ("rocketmqHome", home.to_str().unwrap())]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    // An admin's signature from a white address, as the ACL admin codes need.
+    let admin = broker::acl::Credentials { access_key: "RocketMQAdmin".into(), secret_key: "12345678".into() };
+    let update = |file: String| {
+        let mut request = raw(RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, &[("globalWhiteAddrs", "127.0.0.1,10.*"), ("aclFileFullPath", &file)]);
+        admin.sign(&mut request);
+        request
+    };
+
+    let escaping = format!("{}/conf/../../x.yml", home.display());
+    for file in [escaping, linked.display().to_string(), outside.display().to_string()] {
+        let r = c.invoke(&addr, update(file.clone()), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, 211, "{file}: {:?}", r.remark);
+        assert_eq!(r.remark.as_deref(), Some("The globalWhiteAddresses[127.0.0.1,10.*] has been updated failed."));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), outside_text, "{file}");
+    }
+    let r = c.invoke(&addr, update(acl_file.display().to_string()), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    assert!(std::fs::read_to_string(&acl_file).unwrap().contains("10.*"));
+    broker.shutdown().await;
+}

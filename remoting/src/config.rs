@@ -19,8 +19,10 @@ pub trait ConfigValue: Sized {
 
 impl ConfigValue for String {
     const EXPECTED: &'static str = "string";
+    /// Trimmed as Java's `MixAll.properties2Object` trims a `String` (`String.trim()`: every
+    /// character up to U+0020 at either end).
     fn parse(text: &str) -> Option<Self> {
-        Some(text.to_owned())
+        Some(text.trim_matches(|c: char| c <= ' ').to_owned())
     }
     fn to_text(&self) -> String {
         self.clone()

@@ -151,6 +151,8 @@ pub struct CommitLog {
     files: MappedFileQueue,
     writer: Mutex<Writer>,
     config: Arc<MessageStoreConfig>,
+    /// The keys followed at once (`maxMessageSize`, the flush interval and least pages).
+    tunables: Arc<crate::config::Tunables>,
     /// SYNC_FLUSH waiters and the flush-failure latch.
     control: Arc<FlushControl>,
     /// How flushes force bytes to disk: msync, except through the test seam.
@@ -182,6 +184,11 @@ struct Services {
 }
 
 impl CommitLog {
+    /// The keys this log follows at once.
+    pub fn tunables(&self) -> &Arc<crate::config::Tunables> {
+        &self.tunables
+    }
+
     pub fn new(config: Arc<MessageStoreConfig>) -> io::Result<CommitLog> {
         let pool = if config.transient_store_pool_in_use() {
             Some(Arc::new(TransientStorePool::new(config.transient_store_pool_size, config.mapped_file_size_commit_log)?))
@@ -193,6 +200,7 @@ impl CommitLog {
         Ok(CommitLog {
             files: MappedFileQueue::new(config.commit_log_dir(), config.mapped_file_size_commit_log),
             writer: Mutex::new(Writer { queue_offsets: HashMap::new() }),
+            tunables: Arc::new(crate::config::Tunables::new(&config)),
             control: Arc::new(FlushControl::new(timeout, config.sync_flush_max_waiters)),
             file_sync: RwLock::new(Arc::new(Msync)),
             flusher: OnceLock::new(),
@@ -555,7 +563,7 @@ impl CommitLog {
     }
 
     fn check_and_encode(&self, msg: &MessageToStore) -> Result<EncodedRecord, PutMessageResult> {
-        check_and_encode(msg, self.config.max_message_size)
+        check_and_encode(msg, self.tunables.max_message_size())
     }
 
     /// The last file if `len` bytes plus the end marker fit, else a fresh one after writing the
@@ -581,15 +589,16 @@ impl CommitLog {
     /// a last commit and flush, retried up to ten times as Java does.
     fn run_flush(&self, cx: &ServiceContext, on_flushed: &dyn Fn(i64)) {
         let sync = self.config.flush_disk_type == FlushDiskType::SyncFlush;
-        let interval = Duration::from_millis(if sync { 10 } else { self.config.flush_interval_commit_log_ms.max(1) });
+        // Read on each round, as Java's FlushRealTimeService does.
+        let interval = || Duration::from_millis(if sync { 10 } else { self.tunables.flush_interval_commit_log_ms().max(1) });
         let thorough = Duration::from_millis(self.config.flush_commit_log_thorough_interval_ms);
         let mut last_thorough = Instant::now();
-        while cx.wait(interval) {
+        while cx.wait(interval()) {
             let least_pages = if sync || last_thorough.elapsed() >= thorough {
                 last_thorough = Instant::now();
                 0
             } else {
-                self.config.flush_commit_log_least_pages
+                self.tunables.flush_commit_log_least_pages()
             };
             self.flush_once(least_pages, on_flushed);
         }

@@ -1,6 +1,7 @@
 //! `MessageStoreConfig`: the store's keys of `broker.conf`, with Java's names and defaults.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use remoting::config::ConfigValue;
 use remoting::java_config;
@@ -235,6 +236,90 @@ impl MessageStoreConfig {
                 )
             })
             .collect()
+    }
+}
+
+/// The store keys a running store follows at once (UPDATE_BROKER_CONFIG): each is read where it is
+/// used, as Java reads its `MessageStoreConfig` field on each use; the rest of the store's config
+/// is fixed at open.
+#[derive(Debug)]
+pub struct Tunables {
+    max_message_size: AtomicUsize,
+    flush_interval_commit_log_ms: AtomicU64,
+    flush_commit_log_least_pages: AtomicUsize,
+    max_transfer_bytes_on_message_in_memory: AtomicUsize,
+    max_transfer_count_on_message_in_memory: AtomicUsize,
+    max_transfer_bytes_on_message_in_disk: AtomicUsize,
+    max_transfer_count_on_message_in_disk: AtomicUsize,
+    access_message_in_memory_max_ratio: AtomicU32,
+}
+
+impl Tunables {
+    /// The keys, as `broker.conf` spells them. `maxMessageSize` is followed by the plain commit
+    /// log only (a DLedger log keeps the size it opened with, as Java's does).
+    pub const KEYS: [&'static str; 8] = [
+        "maxMessageSize",
+        "flushIntervalCommitLog",
+        "flushCommitLogLeastPages",
+        "maxTransferBytesOnMessageInMemory",
+        "maxTransferCountOnMessageInMemory",
+        "maxTransferBytesOnMessageInDisk",
+        "maxTransferCountOnMessageInDisk",
+        "accessMessageInMemoryMaxRatio",
+    ];
+
+    pub fn new(config: &MessageStoreConfig) -> Tunables {
+        let t = Tunables {
+            max_message_size: AtomicUsize::new(0),
+            flush_interval_commit_log_ms: AtomicU64::new(0),
+            flush_commit_log_least_pages: AtomicUsize::new(0),
+            max_transfer_bytes_on_message_in_memory: AtomicUsize::new(0),
+            max_transfer_count_on_message_in_memory: AtomicUsize::new(0),
+            max_transfer_bytes_on_message_in_disk: AtomicUsize::new(0),
+            max_transfer_count_on_message_in_disk: AtomicUsize::new(0),
+            access_message_in_memory_max_ratio: AtomicU32::new(0),
+        };
+        t.set(config);
+        t
+    }
+
+    /// Takes the values of `config`; each use from now on follows them.
+    pub fn set(&self, c: &MessageStoreConfig) {
+        let relaxed = Ordering::Relaxed;
+        self.max_message_size.store(c.max_message_size, relaxed);
+        self.flush_interval_commit_log_ms.store(c.flush_interval_commit_log_ms, relaxed);
+        self.flush_commit_log_least_pages.store(c.flush_commit_log_least_pages, relaxed);
+        self.max_transfer_bytes_on_message_in_memory.store(c.max_transfer_bytes_on_message_in_memory, relaxed);
+        self.max_transfer_count_on_message_in_memory.store(c.max_transfer_count_on_message_in_memory, relaxed);
+        self.max_transfer_bytes_on_message_in_disk.store(c.max_transfer_bytes_on_message_in_disk, relaxed);
+        self.max_transfer_count_on_message_in_disk.store(c.max_transfer_count_on_message_in_disk, relaxed);
+        self.access_message_in_memory_max_ratio.store(c.access_message_in_memory_max_ratio, relaxed);
+    }
+
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size.load(Ordering::Relaxed)
+    }
+
+    pub fn flush_interval_commit_log_ms(&self) -> u64 {
+        self.flush_interval_commit_log_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn flush_commit_log_least_pages(&self) -> usize {
+        self.flush_commit_log_least_pages.load(Ordering::Relaxed)
+    }
+
+    /// (bytes, count) a pull may take from memory, or from disk when `in_disk`.
+    pub fn max_transfer(&self, in_disk: bool) -> (usize, usize) {
+        let relaxed = Ordering::Relaxed;
+        if in_disk {
+            (self.max_transfer_bytes_on_message_in_disk.load(relaxed), self.max_transfer_count_on_message_in_disk.load(relaxed))
+        } else {
+            (self.max_transfer_bytes_on_message_in_memory.load(relaxed), self.max_transfer_count_on_message_in_memory.load(relaxed))
+        }
+    }
+
+    pub fn access_message_in_memory_max_ratio(&self) -> u32 {
+        self.access_message_in_memory_max_ratio.load(Ordering::Relaxed)
     }
 }
 

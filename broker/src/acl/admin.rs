@@ -186,13 +186,20 @@ impl Acl {
     }
 
     /// `updateGlobalWhiteAddrsConfig`: the list replaces the file's (`plain_acl.yml` unless a file
-    /// of the home's is named).
+    /// of the home's is named). The file must be inside the home once `..` and symbolic links are
+    /// resolved (Java 4.9.7 compares the text of the name, so `<home>/conf/../../x.yml` passes
+    /// there); the resolved file is the one rewritten.
     pub fn update_global_white(&self, addrs: &[String], file: Option<&str>) -> Result<bool, String> {
-        let path = match file.filter(|f| !f.is_empty()) {
+        let named = match file.filter(|f| !f.is_empty()) {
             Some(f) => PathBuf::from(f),
             None => config::default_file(&self.home),
         };
-        if !path.is_file() || !path.starts_with(&self.home) || !path.extension().is_some_and(|e| e == "yml" || e == "yaml") {
+        let (Ok(path), Ok(home)) = (std::fs::canonicalize(&named), std::fs::canonicalize(&self.home)) else {
+            tracing::warn!(file = %named.display(), "updateGlobalWhiteAddrsConfig: the file does not exist");
+            return Ok(false);
+        };
+        if !path.is_file() || !path.starts_with(&home) || !path.extension().is_some_and(|e| e == "yml" || e == "yaml") {
+            tracing::warn!(file = %named.display(), home = %home.display(), "updateGlobalWhiteAddrsConfig: not an ACL file inside the RocketMQ home; refused");
             return Ok(false);
         }
         for a in addrs {

@@ -225,7 +225,8 @@ impl RequestProcessor for AdminProcessor {
             RequestCode::GET_ALL_MESSAGE_REQUEST_MODE => Ok(Some(ok(&request).with_body(b.request_modes.encode_compact()))),
             RequestCode::GET_BROKER_CONFIG => {
                 let version = fastjson::to_string(&b.configs.version.current(), JsonStyle::Fastjson);
-                let text = crate::config::without_unset_paths(&self.current_roles(&crate::config::print_all(&b.config(), &b.store_config())));
+                let entries = crate::runtime_config::current_entries(&b.configs);
+                let text = crate::config::without_unset_paths(&self.current_roles(&crate::config::print_entries(&entries)));
                 Ok(Some(ok(&request).with_ext("version", version).with_body(text)))
             }
             RequestCode::UPDATE_BROKER_CONFIG => self.update_config(channel, &request),
@@ -235,14 +236,17 @@ impl RequestProcessor for AdminProcessor {
 }
 
 impl AdminProcessor {
-    /// UPDATE_BROKER_CONFIG: the keys of [`crate::runtime_config::MUTABLE_KEYS`] take effect at
-    /// once and are persisted; a new permission is registered with the name servers at once.
+    /// UPDATE_BROKER_CONFIG: every key is taken and persisted (see [`crate::runtime_config`]);
+    /// the keys of [`crate::runtime_config::LIVE_KEYS`] take effect at once, and a new permission
+    /// is registered with the name servers at once.
     fn update_config(&self, channel: &Channel, request: &RemotingCommand) -> ProcessResult {
         let b = &self.ctx;
         tracing::info!(peer = %channel.remote_addr(), "updateBrokerConfig called");
         let Some(body) = request.body.as_ref() else { return Ok(Some(ok(request))) };
         let text = std::str::from_utf8(body).map_err(|_| ProcessError::system("string2Properties error"))?;
-        let updated = crate::runtime_config::update(&b.configs, &b.store, &remoting::properties::parse(text))?;
+        // Java's `MixAll.string2Properties` answers null for text `Properties.load` refuses.
+        let properties = remoting::properties::parse_strict(text).map_err(|_| ProcessError::system("string2Properties error"))?;
+        let updated = crate::runtime_config::update(&b.configs, &b.store, &properties)?;
         if updated.permission {
             b.topics.next_data_version();
             b.membership.register_soon(false);

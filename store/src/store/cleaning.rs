@@ -16,6 +16,12 @@ use remoting::protocol::system_topic::TRANS_OP_HALF as TRANS_OP_HALF_TOPIC;
 const MANUAL_DELETE_PASSES: u32 = 20;
 
 impl MessageStore {
+    /// Takes the keys a running store follows ([`crate::config::Tunables`]); the next use of each
+    /// follows it.
+    pub fn set_tunables(&self, config: &crate::config::MessageStoreConfig) {
+        self.commit_log.tunables().set(config);
+    }
+
     /// Replaces the cleaning rules; the next pass follows them.
     pub fn set_clean_policy(&self, policy: cleanup::CleanPolicy) {
         *self.clean_policy.lock() = policy;

@@ -108,7 +108,7 @@ impl MessageStore {
             return r;
         };
         r.status = GetMessageStatus::NoMatchedMessage;
-        let memory = (self.total_memory_bytes as f64 * self.config.access_message_in_memory_max_ratio as f64 / 100.0) as i64;
+        let memory = (self.total_memory_bytes as f64 * self.commit_log.tunables().access_message_in_memory_max_ratio() as f64 / 100.0) as i64;
         let mut next_phy_file_start = i64::MIN;
         let mut max_phy_pulling = 0;
         let mut examined = 0;
@@ -164,11 +164,7 @@ impl MessageStore {
         if max_msg_nums <= count {
             return true;
         }
-        let (max_bytes, max_count) = if in_disk {
-            (self.config.max_transfer_bytes_on_message_in_disk, self.config.max_transfer_count_on_message_in_disk)
-        } else {
-            (self.config.max_transfer_bytes_on_message_in_memory, self.config.max_transfer_count_on_message_in_memory)
-        };
+        let (max_bytes, max_count) = self.commit_log.tunables().max_transfer(in_disk);
         total + size > max_bytes || count > max_count.saturating_sub(1)
     }
 

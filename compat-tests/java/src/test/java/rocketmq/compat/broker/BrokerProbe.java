@@ -177,6 +177,24 @@ public final class BrokerProbe implements AutoCloseable {
             org.apache.rocketmq.remoting.protocol.RemotingCommand.createRequestCommand(code, null), TIMEOUT_MILLIS);
     }
 
+    /** A SEND_MESSAGE of {@code body} to queue 0 of {@code topic} (created from TBW102 if new), answered as the broker answered it. */
+    public org.apache.rocketmq.remoting.protocol.RemotingCommand send(String topic, byte[] body) throws Exception {
+        org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader h = new org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader();
+        h.setProducerGroup("probe_producer");
+        h.setTopic(topic);
+        h.setDefaultTopic("TBW102");
+        h.setDefaultTopicQueueNums(4);
+        h.setQueueId(0);
+        h.setSysFlag(0);
+        h.setBornTimestamp(System.currentTimeMillis());
+        h.setFlag(0);
+        h.setProperties("");
+        org.apache.rocketmq.remoting.protocol.RemotingCommand request =
+            org.apache.rocketmq.remoting.protocol.RemotingCommand.createRequestCommand(org.apache.rocketmq.common.protocol.RequestCode.SEND_MESSAGE, h);
+        request.setBody(body);
+        return api.getRemotingClient().invokeSync(brokerAddress, request, TIMEOUT_MILLIS);
+    }
+
     @Override
     public void close() {
         api.shutdown();

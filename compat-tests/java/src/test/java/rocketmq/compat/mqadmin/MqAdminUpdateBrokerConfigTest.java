@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.broker.BrokerProbe;
 import rocketmq.compat.broker.RustBroker;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
@@ -26,9 +27,10 @@ import rocketmq.compat.namesrv.NamesrvProbe;
 import rocketmq.compat.runtime.Versions;
 
 /**
- * {@code mqadmin updateBrokerConfig} (4.9.7 and 5.3.3) against our broker: an allowed key takes effect at once
- * (getBrokerConfig shows it, and for brokerPermission the route does), is written to the broker.conf the broker was
- * started with and is still there after a restart; a path key is refused with NO_PERMISSION and changes nothing.
+ * {@code mqadmin updateBrokerConfig} (4.9.7 and 5.3.3) against our broker: a key takes effect (getBrokerConfig shows
+ * it, for brokerPermission the route does, for maxMessageSize the next send does), is written to the broker.conf the
+ * broker was started with and is still there after a restart; a path key and Java 5.3.3's black list are refused with
+ * NO_PERMISSION and change nothing.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(DumpLogsOnFailure.class)
@@ -80,8 +82,8 @@ class MqAdminUpdateBrokerConfigTest {
         String persisted = Files.readString(broker.storeDir().getParent().resolve("broker.conf"));
         assertTrue(persisted.contains("fileReservedTime=10\n") && persisted.contains("slaveReadEnable=true\n"), persisted);
 
-        // A path key, a port and the config path are refused with Java's code, and change nothing.
-        for (String[] kv : List.of(new String[] {"4", "storePathRootDir", "/tmp/elsewhere"}, new String[] {"5", "listenPort", "1"},
+        // A path key and Java 5.3.3's black list are refused with Java's code, and change nothing.
+        for (String[] kv : List.of(new String[] {"4", "storePathRootDir", "/tmp/elsewhere"}, new String[] {"5", "rocketmqHome", "/tmp/x"},
             new String[] {"5", "brokerConfigPath", "/tmp/x.conf"})) {
             MqAdminRun refused = (kv[0].equals("4") ? four : five).run("updateBrokerConfig", "-b", broker.address(), "-k", kv[1], "-v", kv[2]);
             String all = refused.stdout() + refused.stderr();
@@ -113,6 +115,45 @@ class MqAdminUpdateBrokerConfigTest {
         assertEquals("10", restarted.get("fileReservedTime"), "after restart");
         assertEquals("true", restarted.get("slaveReadEnable"), "after restart");
         assertEquals("6", restarted.get("brokerPermission"), "after restart");
+    }
+
+    /**
+     * Keys of Java 5.3.3's BrokerConfig and MessageStoreConfig that its updateBrokerConfig takes (each has a setter of a
+     * simple type and is not on the black list): ours takes them too and getBrokerConfig shows them at once, whether the
+     * running broker follows them at once or from its next start. A lower maxMessageSize refuses a bigger message at once.
+     */
+    @Test
+    void everyKeyJavaTakesIsTakenAndMaxMessageSizeIsFollowedAtOnce() throws Exception {
+        MqAdmin five = new MqAdmin(Versions.JAVA_5, "ROCKETMQ", namesrv.address(), dir.resolve("mqadmin-5-keys"));
+        Map<String, String> keys = new LinkedHashMap<>();
+        keys.put("flushIntervalCommitLog", "400");
+        keys.put("accessMessageInMemoryMaxRatio", "35");
+        keys.put("maxTransferCountOnMessageInMemory", "16");
+        keys.put("shortPollingTimeMills", "900");
+        keys.put("waitTimeMillsInSendQueue", "300");
+        keys.put("sendMessageThreadPoolNums", "2");
+        keys.put("defaultTopicQueueNums", "6");
+        for (Map.Entry<String, String> kv : keys.entrySet()) {
+            MqAdminRun run = five.run("updateBrokerConfig", "-b", broker.address(), "-k", kv.getKey(), "-v", kv.getValue());
+            assertTrue(run.succeeded() && run.stdout().contains("update broker config success"), run.describe());
+        }
+        Map<String, String> config = brokerConfig(five);
+        for (Map.Entry<String, String> kv : keys.entrySet()) {
+            assertEquals(kv.getValue(), config.get(kv.getKey()), kv.getKey());
+        }
+
+        byte[] body = new byte[2048];
+        try (BrokerProbe probe = BrokerProbe.connect(broker.address(), BROKER)) {
+            assertEquals(0, probe.send("MaxSizeTopic", body).getCode(), "a 2 KiB message before");
+            MqAdminRun lower = five.run("updateBrokerConfig", "-b", broker.address(), "-k", "maxMessageSize", "-v", "1024");
+            assertTrue(lower.succeeded() && lower.stdout().contains("update broker config success"), lower.describe());
+            org.apache.rocketmq.remoting.protocol.RemotingCommand refused = probe.send("MaxSizeTopic", body);
+            assertEquals(13, refused.getCode(), "MESSAGE_ILLEGAL for a 2 KiB message above maxMessageSize 1024: " + refused.getRemark());
+            assertEquals(0, probe.send("MaxSizeTopic", new byte[512]).getCode(), "a 512 B message");
+            MqAdminRun back = five.run("updateBrokerConfig", "-b", broker.address(), "-k", "maxMessageSize", "-v", "4194304");
+            assertTrue(back.succeeded(), back.describe());
+            assertEquals(0, probe.send("MaxSizeTopic", body).getCode(), "a 2 KiB message after");
+        }
     }
 
     private Map<String, String> brokerConfig(MqAdmin tool) {
