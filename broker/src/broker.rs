@@ -206,6 +206,15 @@ impl Broker {
         }
     }
 
+    /// A request to the master, signed with `innerClientAuthenticationCredentials` when set (an ACL
+    /// master needs it unless this broker's address is white there), as Java 5.3's `BrokerOuterAPI`.
+    pub fn signed_for_master(&self, mut request: remoting::RemotingCommand) -> remoting::RemotingCommand {
+        if let Some(credentials) = crate::acl::Credentials::parse(&self.config().inner_client_authentication_credentials) {
+            credentials.sign(&mut request);
+        }
+        request
+    }
+
     /// Whether the broker acts as a slave now (its configured role; in DLedger mode, its member's).
     pub fn is_slave(&self) -> bool {
         self.membership.is_slave()
@@ -260,7 +269,7 @@ impl Broker {
         // master sent after it answered would otherwise look like bytes it never had.
         let local_end = self.store.commit_log().max_offset();
         use remoting::call::RemotingRequest as _;
-        let ask = crate::slave_sync::signed_for_master(self, remoting::protocol::body::GetBrokerRuntimeInfo.into_command());
+        let ask = self.signed_for_master(remoting::protocol::body::GetBrokerRuntimeInfo.into_command());
         let asked = self.namesrv.invoke(master, ask, Duration::from_secs(3)).await;
         let Ok(info) = asked.map_err(remoting::call::CallError::from).and_then(remoting::protocol::body::GetBrokerRuntimeInfo::parse_response) else {
             return true;

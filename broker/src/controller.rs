@@ -22,7 +22,7 @@ use crate::config::BrokerConfig;
 use crate::config_file::ConfigFileError;
 use crate::long_polling::{HeldPull, PullRequestHoldService};
 use crate::namesrv_client::BrokerIdentity;
-use crate::pop::service::{ParkedPop, PopParking, PopService};
+use crate::popping::service::{ParkedPop, PopParking, PopService};
 use crate::processor::admin::{AdminProcessor, QueuedPools};
 use crate::processor::client_manage::{notify_consumer_ids_changed, ClientManageProcessor};
 use crate::processor::consumer_manage::ConsumerManageProcessor;
@@ -318,7 +318,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     let queued =
         QueuedPools { send: pool_of(Pool::Send), pull: pool_of(Pool::Pull), query: pool_of(Pool::Query), end_transaction: pool_of(Pool::EndTransaction) };
     let order =
-        crate::pop::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
+        crate::popping::order::OrderInfoManager::open(&broker.store.config().root_dir()).map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
     let pop_service = Arc::new(PopService::new(
         broker.live_config.clone(),
         broker.store.clone(),
@@ -498,7 +498,7 @@ fn pop_services(broker: &Arc<Broker>, pop: Arc<PopService>) -> Result<Vec<Servic
             lot.check(Instant::now(), |_, _| 0);
         }
     })?;
-    let revive = crate::pop::revive::ReviveService::new(pop.clone(), broker.timer.get().cloned());
+    let revive = crate::popping::revive::ReviveService::new(pop.clone(), broker.timer.get().cloned());
     let revive = Service::every("PopReviveService", Duration::from_millis(broker.config().revive_interval_ms.max(100)), false, move || revive.run_once())?;
     let order = pop.order.clone();
     let persist = Service::every("ConsumerOrderInfoPersist", Duration::from_secs(5), true, move || {

@@ -37,6 +37,7 @@ pub mod namesrv_client;
 pub mod parking;
 pub mod persister;
 pub mod pop;
+pub mod popping;
 pub mod processor;
 pub mod put;
 pub mod rebalance_lock;

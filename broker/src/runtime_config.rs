@@ -52,6 +52,16 @@ pub const LIVE_KEYS: &[&str] = &[
     "longPollingEnable",
     "shortPollingTimeMills",
     "enablePropertyFilter",
+    // 5.x's server-side offset reset and pop (each read where a pull, pop or revive pass uses it).
+    "useServerSideResetOffset",
+    "popFromRetryProbability",
+    "enableRetryTopicV2",
+    "retrieveMessageFromPopRetryTopicV1",
+    "popResponseReturnActualRetryTopic",
+    "initPopOffsetByCheckMsgInMem",
+    "maxPopPollingSize",
+    "reviveScanTime",
+    "skipWhenCKRePutReachMaxTimes",
     // Transactions.
     "rejectTransactionMessage",
     "transactionTimeOut",

@@ -95,22 +95,13 @@ pub async fn sync_timer_checkpoint(b: &Broker, master: &str) {
 async fn fetch<R: RemotingRequest>(b: &Broker, master: &str, request: R) -> Result<R::Response, SyncError> {
     let timeout = Duration::from_secs(3);
     let (code, master) = (R::CODE, master.to_owned());
-    let response = b.namesrv.invoke(&master, signed_for_master(b, request.into_command()), timeout).await;
+    let response = b.namesrv.invoke(&master, b.signed_for_master(request.into_command()), timeout).await;
     let response = response.map_err(|source| SyncError::Call { code, master: master.clone(), source })?;
     R::parse_response(response).map_err(|e| match e {
         CallError::Client(source) => SyncError::Call { code, master, source },
         CallError::Refused { code: answer, remark } => SyncError::Refused { code, master, answer, remark: remark.unwrap_or_default() },
         CallError::BadResponse { reason } => SyncError::Body { code, master, reason },
     })
-}
-
-/// A request to the master, signed with `innerClientAuthenticationCredentials` when set (an ACL
-/// master needs it unless this broker's address is white there), as Java 5.3's `BrokerOuterAPI`.
-pub fn signed_for_master(b: &Broker, mut request: RemotingCommand) -> RemotingCommand {
-    if let Some(credentials) = crate::acl::Credentials::parse(&b.config().inner_client_authentication_credentials) {
-        credentials.sign(&mut request);
-    }
-    request
 }
 
 /// One round of the four copies; each is tried even when another fails, as Java does. False when

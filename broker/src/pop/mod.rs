@@ -10,8 +10,8 @@
 //!   `startOffsetInfo` / `msgOffsetInfo` / `orderCountInfo` strings;
 //! - [`config_files`]: `config/consumerOrderInfo.json` and `config/messageRequestMode.json`.
 //!
-//! Built on them: [`service`] (POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME), [`revive`]
-//! (unacked messages back into the retry topic), [`order`] (orderly pop's state).
+//! Built on them, in `crate::popping`: the pop service, the revive service and orderly pop's
+//! state. This module depends on nothing else of the broker, so any module may use its names.
 //!
 //! The formats are checked byte for byte against Java 5.3.3's own classes
 //! (`compat-tests/golden/PopGoldenVectors.java`, `broker/tests/t22_pop_formats.rs`).
@@ -21,9 +21,6 @@ pub mod extra_info;
 pub mod formats;
 pub mod headers;
 pub mod names;
-pub mod order;
-pub mod revive;
-pub mod service;
 
 /// A pop string or body that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

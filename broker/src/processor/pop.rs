@@ -5,7 +5,7 @@ use std::sync::Arc;
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
-use crate::pop::service::PopService;
+use crate::popping::service::PopService;
 
 pub struct PopProcessor {
     pub service: Arc<PopService>,

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use parking_lot::Mutex;
 
-use super::config_files::{order_info_key, ConsumerOrderInfoFile, OrderInfo, CONSUMER_ORDER_INFO_FILE};
-use super::extra_info::{append_queue_id_order_count_info, append_queue_offset_order_count_info};
 use crate::config_file::{self, ConfigFile, ConfigFileError};
+use crate::pop::config_files::{order_info_key, ConsumerOrderInfoFile, OrderInfo, CONSUMER_ORDER_INFO_FILE};
+use crate::pop::extra_info::{append_queue_id_order_count_info, append_queue_offset_order_count_info};
 
 pub struct OrderInfoManager {
     file: ConfigFile,

@@ -18,9 +18,9 @@ use store::message::record::{decode_record, RecordAt};
 use store::store::GetMessageStatus;
 use store::timer::TimerStore;
 
-use super::formats::{AckMsg, BatchAckMsg, PopCheckPoint, ReviveMessage};
-use super::names::{self, ACK_TAG, ACK_TIME_INTERVAL_MS, BATCH_ACK_TAG, CK_TAG, REVIVE_GROUP};
-use super::service::{stored, PopService, FIRST_POP_TIME};
+use crate::pop::formats::{AckMsg, BatchAckMsg, PopCheckPoint, ReviveMessage};
+use crate::pop::names::{self, ACK_TAG, ACK_TIME_INTERVAL_MS, BATCH_ACK_TAG, CK_TAG, REVIVE_GROUP};
+use crate::popping::service::{stored, PopService, FIRST_POP_TIME};
 use crate::put::Origin;
 
 /// Java's `ckRewriteIntervalsInSeconds`: how much later a check point whose message could not be

@@ -30,18 +30,18 @@ use store::message::record::{decode_record, encode_record, RecordAt, StampedFiel
 use store::message::{java_string_hash, properties, MessageToStore};
 use store::store::{GetMessageResult, GetMessageStatus, MessageStore};
 
-use super::extra_info::RetryMarker;
-use super::extra_info::{append_msg_offset_info, append_start_offset_info, ExtraInfo, ExtraInfoFields};
-use super::formats::{AckMsg, BatchAckMsg, BatchAckRequestBody, PopCheckPoint, ReviveMessage};
-use super::headers::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
-};
-use super::names::{self, POP_ORDER_REVIVE_QUEUE, SPLIT};
-use super::order::OrderInfoManager;
 use crate::broker::FAQ_SUFFIX;
 use crate::config::LiveConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::parking::{Parked, ParkingLot, QueueKey};
+use crate::pop::extra_info::RetryMarker;
+use crate::pop::extra_info::{append_msg_offset_info, append_start_offset_info, ExtraInfo, ExtraInfoFields};
+use crate::pop::formats::{AckMsg, BatchAckMsg, BatchAckRequestBody, PopCheckPoint, ReviveMessage};
+use crate::pop::headers::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
+};
+use crate::pop::names::{self, POP_ORDER_REVIVE_QUEUE, SPLIT};
+use crate::popping::order::OrderInfoManager;
 use crate::put::{Origin, PutPipeline};
 use crate::stats_manager::BrokerStatsManager;
 use crate::subscription_group::SubscriptionGroupManager;
@@ -600,7 +600,7 @@ impl PopService {
         }
         let fields = ExtraInfoFields::split(&h.extra_info);
         let parsed = (|| {
-            Ok::<_, super::PopFormatError>((
+            Ok::<_, crate::pop::PopFormatError>((
                 fields.revive_qid()?,
                 fields.ck_queue_offset()?,
                 fields.pop_time()?,
