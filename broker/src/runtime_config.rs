@@ -70,22 +70,19 @@ pub const LIVE_KEYS: &[&str] = &[
     // 5.x cold-data thresholds (reported by GET_COLD_DATA_FLOW_CTR_INFO).
     "cgColdReadThreshold",
     "globalColdReadThreshold",
-    // The store: what a put may hold (not in DLedger mode), how often the commit log is flushed,
-    // what a pull takes from memory and disk (`store::config::Tunables`).
-    "maxMessageSize",
-    "flushIntervalCommitLog",
-    "flushCommitLogLeastPages",
-    "maxTransferBytesOnMessageInMemory",
-    "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInDisk",
-    "maxTransferCountOnMessageInDisk",
-    "accessMessageInMemoryMaxRatio",
+    // The store's tunables (`store::config::Tunables::KEYS`: what a put may hold, how often the
+    // commit log is flushed, what a pull takes from memory and disk) are live too; see `is_live_key`.
     // Queries and the store's cleaning (the cleaning keys: not in DLedger mode).
     "defaultQueryMaxNum",
     "deleteWhen",
     "fileReservedTime",
     "diskMaxUsedSpaceRatio",
 ];
+
+/// Whether the running broker follows `key` at once: the broker's live keys and the store's tunables.
+pub fn is_live_key(key: &str) -> bool {
+    LIVE_KEYS.contains(&key) || store::config::Tunables::KEYS.contains(&key)
+}
 
 /// Java 5.3.3's black list: `AdminBrokerProcessor`'s own three, which include the default of
 /// `BrokerConfig.configBlackList` (`configBlackList;brokerConfigPath`). Java 4.9.7 has none.
@@ -134,7 +131,7 @@ pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<Str
         warn!(?unknown, "runtime update names keys no config has; ignored as Java ignores them");
     }
     let dledger = configs.store.load().enable_dleger_commit_log;
-    let is_live = |k: &str| LIVE_KEYS.contains(&k) && !(dledger && NOT_LIVE_IN_DLEDGER.contains(&k));
+    let is_live = |k: &str| is_live_key(k) && !(dledger && NOT_LIVE_IN_DLEDGER.contains(&k));
 
     let _one_at_a_time = configs.version.one_at_a_time();
     let mut live = BrokerConfigs { broker: (**configs.broker.load()).clone(), store: (**configs.store.load()).clone() };
@@ -306,7 +303,7 @@ mod tests {
 
     #[test]
     fn every_live_key_is_a_key() {
-        for key in LIVE_KEYS {
+        for key in LIVE_KEYS.iter().chain(&store::config::Tunables::KEYS) {
             assert!(BrokerConfig::keys().contains(key) || MessageStoreConfig::keys().contains(key), "{key}");
             assert_eq!(refusal(key), None, "{key}");
         }

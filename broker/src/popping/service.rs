@@ -110,6 +110,19 @@ impl QueueLocks {
     }
 }
 
+impl QueueLocks {
+    /// Waits for the lock, as Java's orderly ack and change of invisible time spin on it (a pop
+    /// holds it only while it reads the queue).
+    pub fn lock(&self, key: String) -> QueueLock<'_> {
+        loop {
+            if let Some(lock) = self.try_lock(key.clone()) {
+                return lock;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
 impl Drop for QueueLock<'_> {
     fn drop(&mut self) {
         self.locks.0.lock().remove(&self.key);
@@ -564,6 +577,30 @@ impl PopService {
         self.put.put_through_timer(msg, origin)
     }
 
+    /// The topic and queue an ack or a change of invisible time names must exist, answered as
+    /// Java's processors answer both (TOPIC_NOT_EXIST, MESSAGE_ILLEGAL).
+    fn check_acked_queue(&self, channel: &Channel, request: &RemotingCommand, topic: &str, queue_id: i32) -> Result<(), Box<RemotingCommand>> {
+        let Some(config) = self.topics.select(topic) else {
+            return Err(Box::new(RemotingCommand::error_response(
+                request,
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}"),
+            )));
+        };
+        if queue_id >= config.read_queue_nums || queue_id < 0 {
+            return Err(Box::new(RemotingCommand::error_response(
+                request,
+                ResponseCode::MESSAGE_ILLEGAL,
+                format!(
+                    "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
+                    config.read_queue_nums,
+                    channel.remote_addr()
+                ),
+            )));
+        }
+        Ok(())
+    }
+
     /// ACK_MESSAGE.
     pub fn ack(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
         let h: AckMessageRequestHeader = match request.decode_header() {
@@ -571,24 +608,8 @@ impl PopService {
             Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
         let topic = h.topic.as_str();
-        let Some(config) = self.topics.select(topic) else {
-            return RemotingCommand::error_response(
-                request,
-                ResponseCode::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}"),
-            );
-        };
-        if h.queue_id >= config.read_queue_nums || h.queue_id < 0 {
-            return RemotingCommand::error_response(
-                request,
-                ResponseCode::MESSAGE_ILLEGAL,
-                format!(
-                    "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
-                    h.queue_id,
-                    config.read_queue_nums,
-                    channel.remote_addr()
-                ),
-            );
+        if let Err(refused) = self.check_acked_queue(channel, request, topic, h.queue_id) {
+            return *refused;
         }
         let (min, max) = (self.store.min_offset_in_queue(topic, h.queue_id), self.store.max_offset_in_queue(topic, h.queue_id));
         if h.offset < min || h.offset > max {
@@ -708,12 +729,7 @@ impl PopService {
     ) -> Option<(ResponseCode, String)> {
         let (g, t) = (group.as_str(), topic.as_str());
         let key = lock_key(t, g, queue_id);
-        let _lock = loop {
-            if let Some(lock) = self.locks.try_lock(key.clone()) {
-                break lock;
-            }
-            std::thread::yield_now();
-        };
+        let _lock = self.locks.lock(key.clone());
         let old = self.offsets.query_offset(g, t, queue_id).unwrap_or(-1);
         if ack_offset < old {
             return None;
@@ -782,24 +798,8 @@ impl PopService {
             Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
         };
         let topic = h.topic.as_str();
-        let Some(config) = self.topics.select(topic) else {
-            return RemotingCommand::error_response(
-                request,
-                ResponseCode::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}"),
-            );
-        };
-        if h.queue_id >= config.read_queue_nums || h.queue_id < 0 {
-            return RemotingCommand::error_response(
-                request,
-                ResponseCode::MESSAGE_ILLEGAL,
-                format!(
-                    "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
-                    h.queue_id,
-                    config.read_queue_nums,
-                    channel.remote_addr()
-                ),
-            );
+        if let Err(refused) = self.check_acked_queue(channel, request, topic, h.queue_id) {
+            return *refused;
         }
         let (min, max) = (self.store.min_offset_in_queue(topic, h.queue_id), self.store.max_offset_in_queue(topic, h.queue_id));
         if h.offset < min || h.offset >= max {
@@ -818,12 +818,7 @@ impl PopService {
                     revive_qid: extra.revive_qid,
                 })
             };
-            let _lock = loop {
-                if let Some(lock) = self.locks.try_lock(lock_key(topic, g, h.queue_id)) {
-                    break lock;
-                }
-                std::thread::yield_now();
-            };
+            let _lock = self.locks.lock(lock_key(topic, g, h.queue_id));
             let old = self.offsets.query_offset(g, topic, h.queue_id).unwrap_or(-1);
             if h.offset < old {
                 return RemotingCommand::response_to(request, ResponseCode::SUCCESS);
