@@ -109,7 +109,7 @@ impl Broker {
         let metrics = Arc::new(crate::metrics::BrokerMetrics::new(&config));
         let observer = crate::put::PutObserver { stats: stats.clone(), broker_stats: broker_stats.clone(), metrics: metrics.clone() };
         let replicas = ha.replication().map(|r| r as Arc<dyn crate::put::ReplicaWaiter>);
-        let meta = crate::metadata::Metadata::open(&config, &root)?;
+        let meta = crate::metadata::Metadata::open(&config, store_config.timer_wheel_enable, &root)?;
         let request_modes = Arc::new(crate::load_balance::MessageRequestModes::open(&root)?);
         let live_config: LiveConfig = Arc::new(ArcSwap::from_pointee(config));
         let namesrv = Arc::new(RemotingClient::new(remoting::client::ClientConfig::default()));

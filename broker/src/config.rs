@@ -28,6 +28,8 @@ pub enum ConfigError {
     NoHaPort { listen_port: u16 },
     #[error(transparent)]
     Unsafe(#[from] UnsafeValue),
+    #[error("this broker does not have what these keys ask for: {settings}; remove them or set Java's defaults (see README, \"Store keys\")")]
+    Unsupported { settings: String },
 }
 
 /// The keys whose values the broker puts into every stored message or send response
@@ -373,6 +375,10 @@ pub fn apply_startup_rules(broker: &mut BrokerConfig, store: &MessageStoreConfig
         BrokerRole::Slave if broker.broker_id <= 0 => return Err(ConfigError::SlaveBrokerId { broker_id: broker.broker_id }),
         BrokerRole::Slave => {}
     }
+    let unsupported = store.unsupported();
+    if !unsupported.is_empty() {
+        return Err(ConfigError::Unsupported { settings: unsupported.join(", ") });
+    }
     if store.enable_dleger_commit_log {
         // Java: the group decides the id (0 for its leader); -1 until then.
         broker.broker_id = -1;
@@ -392,8 +398,18 @@ fn namesrv_addr_is_valid(addr: &str) -> bool {
 
 /// The store's keys that Java leaves null unless they are set; GET_BROKER_CONFIG prints no line
 /// for a null (`MixAll.object2Properties` skips it).
-const NULL_UNLESS_SET: [&str; 7] =
-    ["storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId"];
+const NULL_UNLESS_SET: [&str; 10] = [
+    "storePathCommitLog",
+    "storePathDLedgerCommitLog",
+    "haMasterAddress",
+    "dLegerGroup",
+    "dLegerPeers",
+    "dLegerSelfId",
+    "preferredLeaderId",
+    "readOnlyCommitLogStorePaths",
+    "storePathBrokerIdentity",
+    "storePathEpochFile",
+];
 
 pub fn without_unset_paths(printed: &str) -> String {
     printed.lines().filter(|line| !line.strip_suffix('=').is_some_and(|key| NULL_UNLESS_SET.contains(&key))).flat_map(|line| [line, "\n"]).collect()
@@ -539,6 +555,27 @@ mod tests {
         let (broker, _, _) = apply_properties(&props(&[("brokerId", "2"), ("brokerRole", "SLAVE")])).unwrap();
         assert_eq!(broker.broker_id, 2);
         assert!(matches!(apply_properties(&props(&[("brokerRole", "SLAVE")])), Err(ConfigError::SlaveBrokerId { broker_id: 0 })));
+    }
+
+    #[test]
+    fn every_store_key_of_java_5_is_taken_and_features_not_built_refuse_the_start() {
+        // Java's defaults, said explicitly, start; so do keys that tune only Java's implementation.
+        let (_, store, unknown) =
+            apply_properties(&props(&[("storeType", "default"), ("enableLmq", "false"), ("dispatchCqThreads", "4"), ("cleanFileForciblyEnable", "false")]))
+                .unwrap();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        assert_eq!(store.inert_settings(), vec!["dispatchCqThreads=4".to_owned()]);
+        assert!(!store.clean_file_forcibly_enable);
+        let refused = apply_properties(&props(&[("storeType", "defaultRocksDB"), ("enableLmq", "true"), ("dispatchCqThreads", "4")])).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "this broker does not have what these keys ask for: storeType=defaultRocksDB, enableLmq=true; remove them or set Java's defaults (see README, \"Store keys\")"
+        );
+        // Every key the unsupported list names is a key, and none of them is inert.
+        for key in store::config::UNSUPPORTED_KEYS {
+            assert!(MessageStoreConfig::keys().contains(&key), "{key}");
+        }
+        assert!(MessageStoreConfig::default().unsupported().is_empty() && MessageStoreConfig::default().inert_settings().is_empty());
     }
 
     #[test]

@@ -293,7 +293,7 @@ mod tests {
         store.start().unwrap();
         let config = BrokerConfig::default();
         let root = store_config.root_dir();
-        let topics = Arc::new(TopicConfigManager::open(&config, &root).unwrap());
+        let topics = Arc::new(TopicConfigManager::open(&config, true, &root).unwrap());
         topics.update(&TopicName::new("T").unwrap(), TopicConfig::new("T")).unwrap();
         let service = Arc::new(PullService {
             config: Arc::new(arc_swap::ArcSwap::from_pointee(config)),

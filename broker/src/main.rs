@@ -54,6 +54,9 @@ fn main() -> ExitCode {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
+    for setting in store_config.inert_settings() {
+        tracing::warn!(setting, "this key tunes a part of Java's store this broker does not have; taken, with no effect");
+    }
     // Where UPDATE_BROKER_CONFIG persists the config: the -c file, as Java's
     // `BrokerPathConfigHelper`, else `~/store/config/broker.properties`.
     let config_path = args

@@ -24,9 +24,10 @@ pub struct Metadata {
 impl Metadata {
     /// Loads the files under `<storePathRootDir>/config/` (a corrupt file stops the start, as in
     /// Java; a missing one is an empty table).
-    pub fn open(config: &BrokerConfig, store_root_dir: &Path) -> Result<Metadata, ConfigFileError> {
+    /// `timer_wheel_enable` adds the timer's topic to the system topics, as Java does.
+    pub fn open(config: &BrokerConfig, timer_wheel_enable: bool, store_root_dir: &Path) -> Result<Metadata, ConfigFileError> {
         Ok(Metadata {
-            topics: Arc::new(TopicConfigManager::open(config, store_root_dir)?),
+            topics: Arc::new(TopicConfigManager::open(config, timer_wheel_enable, store_root_dir)?),
             groups: Arc::new(SubscriptionGroupManager::open(store_root_dir)?),
             offsets: Arc::new(ConsumerOffsetManager::open(store_root_dir)?),
             delay_offsets: Arc::new(DelayOffsets::open(store_root_dir)?),

@@ -77,6 +77,10 @@ pub const LIVE_KEYS: &[&str] = &[
     "deleteWhen",
     "fileReservedTime",
     "diskMaxUsedSpaceRatio",
+    "cleanFileForciblyEnable",
+    "diskSpaceCleanForciblyRatio",
+    "diskSpaceWarningLevelRatio",
+    "deleteFileBatchMax",
 ];
 
 /// Whether the running broker follows `key` at once: the broker's live keys and the store's tunables.
@@ -90,7 +94,16 @@ pub const JAVA_BLACK_LIST: [&str; 3] = ["configBlackList", "brokerConfigPath", "
 
 /// The keys a DLedger broker follows from the next start only: the member's own expiry was set
 /// from the cleaning keys at start, and its log keeps the message size it opened with (as Java's).
-const NOT_LIVE_IN_DLEDGER: [&str; 4] = ["deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio", "maxMessageSize"];
+const NOT_LIVE_IN_DLEDGER: [&str; 8] = [
+    "deleteWhen",
+    "fileReservedTime",
+    "diskMaxUsedSpaceRatio",
+    "cleanFileForciblyEnable",
+    "diskSpaceCleanForciblyRatio",
+    "diskSpaceWarningLevelRatio",
+    "deleteFileBatchMax",
+    "maxMessageSize",
+];
 
 /// Why a key can never be changed at runtime, or `None`.
 pub fn refusal(key: &str) -> Option<&'static str> {

@@ -65,9 +65,9 @@ fn topic(name: &str, queues: i32, perm: i32) -> TopicConfig {
     TopicConfig { read_queue_nums: queues, write_queue_nums: queues, perm, ..TopicConfig::new(name) }
 }
 
-/// The topics Java's `TopicConfigManager` constructor creates (4.9.7; 5.x adds more of its own
-/// system topics, which a 5.x file brings along).
-pub fn system_topics(broker: &BrokerConfig) -> Vec<TopicConfig> {
+/// The topics Java 5.3.3's `TopicConfigManager` constructor creates (4.9.7's, then 5.x's own);
+/// the timer's topic only while the store runs the timer (`timerWheelEnable`).
+pub fn system_topics(broker: &BrokerConfig, timer_wheel_enable: bool) -> Vec<TopicConfig> {
     let rw = perm::READ | perm::WRITE;
     let inherit_if = |enabled: bool| if enabled { perm::INHERIT | rw } else { perm::INHERIT };
     let mut topics = vec![topic(system_topic::SELF_TEST, 1, rw)];
@@ -90,15 +90,22 @@ pub fn system_topics(broker: &BrokerConfig) -> Vec<TopicConfig> {
     topics.push(topic(system_topic::TRANS_OP_HALF, 1, rw));
     // 5.x: pop's revive topic, one queue per revive queue.
     topics.push(topic(&crate::pop::names::revive_topic(&broker.broker_cluster_name), broker.revive_queue_num, rw));
+    // 5.x: the broker member group's topic, inherit-only (no client reads or writes it).
+    topics.push(topic(&system_topic::sync_broker_member_topic(&broker.broker_name), 1, perm::INHERIT));
+    if timer_wheel_enable {
+        topics.push(topic(system_topic::WHEEL_TIMER, 1, rw));
+    }
     topics
 }
 
 impl TopicConfigManager {
     /// The system topics, then `<storePathRootDir>/config/topics.json` (or its backup) over them.
-    pub fn open(broker: &BrokerConfig, store_root_dir: &Path) -> Result<TopicConfigManager, ConfigFileError> {
+    pub fn open(broker: &BrokerConfig, timer_wheel_enable: bool, store_root_dir: &Path) -> Result<TopicConfigManager, ConfigFileError> {
         let file = ConfigFile::new(config_file::config_dir(store_root_dir).join(TOPICS_FILE));
-        let mut table =
-            Table { version: config_file::new_data_version(), topics: system_topics(broker).into_iter().map(|tc| (tc.topic_name.clone(), tc)).collect() };
+        let mut table = Table {
+            version: config_file::new_data_version(),
+            topics: system_topics(broker, timer_wheel_enable).into_iter().map(|tc| (tc.topic_name.clone(), tc)).collect(),
+        };
         if let Some(wrapper) = file.load::<TopicConfigSerializeWrapper>()? {
             table.topics.extend(wrapper.topic_config_table);
             table.version = wrapper.data_version;
@@ -317,7 +324,7 @@ mod tests {
     }
 
     fn open(dir: &Path, broker: &BrokerConfig) -> TopicConfigManager {
-        TopicConfigManager::open(broker, dir).unwrap()
+        TopicConfigManager::open(broker, true, dir).unwrap()
     }
 
     fn name(topic: &str) -> TopicName {
@@ -346,6 +353,8 @@ mod tests {
             ("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6),
             ("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, 6),
             ("rmq_sys_REVIVE_LOG_DefaultCluster", 8, 6),
+            ("rmq_sys_SYNC_BROKER_MEMBER_broker-a", 1, 1),
+            ("rmq_sys_wheel_timer", 1, 6),
         ];
         for (name, queues, perm) in expect {
             let tc = m.select(name).unwrap_or_else(|| panic!("{name} missing"));

@@ -52,7 +52,7 @@ fn config_path(dir: &Path, file: &str) -> PathBuf {
 fn topics_from_java_5_are_rewritten_byte_for_byte_in_key_order() {
     for source in ["topics.json", "topics.sorted.json", "topics.compact.json"] {
         let dir = store_with("topics.json", &golden("5.3.3", source));
-        let m = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
+        let m = TopicConfigManager::open(&broker_a(), true, dir.path()).unwrap();
         m.persist().unwrap();
         assert_eq!(written(dir.path(), "topics.json"), text(golden("5.3.3", "topics.sorted.json")), "from {source}");
     }
@@ -167,7 +167,7 @@ fn the_pretty_writer_matches_fastjson_1_2_69_byte_for_byte() {
 fn topics_written_by_java_4_9_load_with_every_member() {
     for source in ["topics.json", "topics.compact.json"] {
         let dir = store_with("topics.json", &golden("4.9.7", source));
-        let m = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
+        let m = TopicConfigManager::open(&broker_a(), true, dir.path()).unwrap();
         let version = m.data_version();
         assert_eq!((version.counter, version.timestamp, version.state_version), (7, 1_700_000_000_123, 0));
         let weird = m.select(WEIRD_TOPIC).unwrap_or_else(|| panic!("{source}: special topic missing"));
@@ -176,9 +176,9 @@ fn topics_written_by_java_4_9_load_with_every_member() {
         assert!(weird.attributes.is_empty());
         assert!(m.select("OrderTopic").unwrap().order);
         assert_eq!(m.select("BenchmarkTest").unwrap().write_queue_nums, 1024);
-        // 12 in the file, and the two transaction topics and pop's revive topic ours makes at
-        // start as 5.x does.
-        assert_eq!(m.wrapper().topic_config_table.len(), 15, "{source}");
+        // 12 in the file, and what ours makes at start as 5.x does: the two transaction topics,
+        // pop's revive topic, the broker member group's topic and the timer's.
+        assert_eq!(m.wrapper().topic_config_table.len(), 17, "{source}");
     }
 }
 
@@ -245,19 +245,19 @@ fn java_5_members_survive_a_round_trip_through_us() {
     assert_eq!(c.group_retry_policy.customized_retry_policy.as_ref().map(|p| p.next.clone()), Some(vec![1000, 5000]));
 
     let dir = store_with("topics.json", &golden("5.3.3", "topics.json"));
-    let m = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
+    let m = TopicConfigManager::open(&broker_a(), true, dir.path()).unwrap();
     assert_eq!(m.select("OrderTopic").unwrap().attributes["message.type"], "FIFO");
 }
 
 #[test]
 fn a_change_after_loading_java_files_keeps_javas_version_counting() {
     let dir = store_with("topics.json", &golden("4.9.7", "topics.json"));
-    let m = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
+    let m = TopicConfigManager::open(&broker_a(), true, dir.path()).unwrap();
     m.create_topic_in_send_message_back_method(&remoting::protocol::name::TopicName::new("%RETRY%group-b").unwrap(), 1, 6, 0);
     assert_eq!(m.data_version().counter, 8);
     m.persist_if_dirty().unwrap();
     assert_eq!(std::fs::read(config_path(dir.path(), "topics.json.bak")).unwrap(), golden("4.9.7", "topics.json"), "Java's file is kept as the backup");
-    let again = TopicConfigManager::open(&broker_a(), dir.path()).unwrap();
+    let again = TopicConfigManager::open(&broker_a(), true, dir.path()).unwrap();
     assert!(again.contains("%RETRY%group-b"));
     assert!(again.contains(WEIRD_TOPIC));
 }

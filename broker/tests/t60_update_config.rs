@@ -283,9 +283,9 @@ async fn every_key_is_taken_live_keys_at_once_the_rest_at_the_next_start() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 
-    // Store keys read on each use, a broker key read at each start, a key of Java's that this
-    // broker does not have and a key nobody has: all taken.
-    let body = "maxMessageSize=1024\nmaxTransferCountOnMessageInMemory=1\nsendMessageThreadPoolNums=3\nenableLmq=true\nnoSuchKey=1\n";
+    // Store keys read on each use, a broker key read at each start, a key of Java's store that
+    // tunes nothing here and a key nobody has: all taken.
+    let body = "maxMessageSize=1024\nmaxTransferCountOnMessageInMemory=1\nsendMessageThreadPoolNums=3\ndispatchCqThreads=4\nnoSuchKey=1\n";
     let r = c.invoke(&addr, update(body), TIMEOUT).await.unwrap();
     assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::SUCCESS, None));
 
@@ -301,7 +301,13 @@ async fn every_key_is_taken_live_keys_at_once_the_rest_at_the_next_start() {
     let config = config_map(&c, &addr).await;
     assert_eq!((config["maxMessageSize"].as_str(), config["maxTransferCountOnMessageInMemory"].as_str()), ("1024", "1"));
     assert_eq!(config["sendMessageThreadPoolNums"], "3");
-    assert!(!config.contains_key("enableLmq") && !config.contains_key("noSuchKey"));
+    assert_eq!((config["dispatchCqThreads"].as_str(), config["enableLmq"].as_str()), ("4", "false"));
+    assert!(!config.contains_key("noSuchKey"));
+    // A feature this store does not have is refused: the broker would not start with it.
+    let r = c.invoke(&addr, update("enableLmq=true"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap_or("").contains("enableLmq=true"), "{:?}", r.remark);
+    assert_eq!(config_map(&c, &addr).await["enableLmq"], "false");
     let persisted = remoting::properties::parse(&std::fs::read_to_string(&file).unwrap());
     assert_eq!((persisted["maxMessageSize"].as_str(), persisted["sendMessageThreadPoolNums"].as_str()), ("1024", "3"));
     // A later update keeps what waits for the next start.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use remoting::config::ConfigValue;
+use remoting::config::{ConfigValue, JavaConfig};
 use remoting::java_config;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +162,127 @@ java_config! {
         pub timer_cold_data_check_interval_ms: u64 = "timerColdDataCheckIntervalMs" => 60_000,
         /// Milliseconds after start before the timer dequeues (and pop revives); -1: at once.
         pub disappear_time_after_start: i64 = "disappearTimeAfterStart" => -1,
+        /// The cleaning keys Java reads on each pass (live here too): forced deletion above the
+        /// forcible ratio, the ratios in whole percents (Java clamps them to 30-85 and 35-90),
+        /// and how many files one pass may delete.
+        pub clean_file_forcibly_enable: bool = "cleanFileForciblyEnable" => true,
+        pub disk_space_clean_forcibly_ratio: i32 = "diskSpaceCleanForciblyRatio" => 85,
+        pub disk_space_warning_level_ratio: i32 = "diskSpaceWarningLevelRatio" => 90,
+        pub delete_file_batch_max: usize = "deleteFileBatchMax" => 10,
+        // ---- Java 5.3.3 features this store does not have. Taken, printed and persisted as Java
+        // does; a value other than the default refuses the start ([`MessageStoreConfig::unsupported`]).
+        /// `default` only; `defaultRocksDB` keeps consume queues in RocksDB.
+        pub store_type: String = "storeType" => "default".to_owned(),
+        pub enable_lmq: bool = "enableLmq" => false,
+        pub enable_multi_dispatch: bool = "enableMultiDispatch" => false,
+        pub enable_consume_queue_ext: bool = "enableConsumeQueueExt" => false,
+        pub duplication_enable: bool = "duplicationEnable" => false,
+        /// Java: null unless set.
+        pub read_only_commit_log_store_paths: String = "readOnlyCommitLogStorePaths" => String::new(),
+        pub enabled_append_prop_crc: bool = "enabledAppendPropCRC" => false,
+        pub force_verify_prop_crc: bool = "forceVerifyPropCRC" => false,
+        pub read_un_committed: bool = "readUnCommitted" => false,
+        pub sync_from_last_file: bool = "syncFromLastFile" => false,
+        pub offset_check_in_slave: bool = "offsetCheckInSlave" => false,
+        pub ha_flow_control_enable: bool = "haFlowControlEnable" => false,
+        pub cold_data_flow_control_enable: bool = "coldDataFlowControlEnable" => false,
+        pub cold_data_scan_enable: bool = "coldDataScanEnable" => false,
+        /// Controller mode's in-sync set (not built).
+        pub all_ack_in_sync_state_set: bool = "allAckInSyncStateSet" => false,
+        pub enable_auto_in_sync_replicas: bool = "enableAutoInSyncReplicas" => false,
+        pub async_learner: bool = "asyncLearner" => false,
+        pub rocksdb_cq_double_write_enable: bool = "rocksdbCQDoubleWriteEnable" => false,
+        // ---- Java 5.3.3 keys that tune parts of Java's implementation this store does not have
+        // (its thread pools, locks, swap of mapped files, RocksDB, compaction, the consume-queue
+        // extension and LMQ when those are off, controller mode): taken, printed and persisted,
+        // with no effect; a value other than the default is named at start
+        // ([`MessageStoreConfig::inert_settings`]).
+        pub access_message_in_memory_hot_ratio: i32 = "accessMessageInMemoryHotRatio" => 26,
+        pub auto_message_version_on_topic_len: bool = "autoMessageVersionOnTopicLen" => true,
+        pub batch_dispatch_request_thread_pool_nums: i32 = "batchDispatchRequestThreadPoolNums" => 16,
+        pub bit_map_length_consume_queue_ext: i32 = "bitMapLengthConsumeQueueExt" => 64,
+        pub bottom_most_compression_type_for_consume_queue_store: String = "bottomMostCompressionTypeForConsumeQueueStore" => "zstd".to_owned(),
+        pub clean_rocks_db_dirty_cq_interval_min: i64 = "cleanRocksDBDirtyCQIntervalMin" => 60,
+        pub clean_swaped_map_interval: i64 = "cleanSwapedMapInterval" => 5 * 60 * 1000,
+        pub commit_log_force_swap_map_interval: i64 = "commitLogForceSwapMapInterval" => 12 * 60 * 60 * 1000,
+        pub commit_log_swap_map_interval: i64 = "commitLogSwapMapInterval" => 60 * 60 * 1000,
+        pub commit_log_swap_map_reserve_file_num: i32 = "commitLogSwapMapReserveFileNum" => 100,
+        pub compaction_cq_mapped_file_size: i32 = "compactionCqMappedFileSize" => 10 * 1024 * 1024,
+        pub compaction_mapped_file_size: i32 = "compactionMappedFileSize" => 100 * 1024 * 1024,
+        pub compaction_schedule_internal: i32 = "compactionScheduleInternal" => 15 * 60 * 1000,
+        pub compaction_thread_num: i32 = "compactionThreadNum" => 6,
+        pub correct_logic_min_offset_force_interval: i32 = "correctLogicMinOffsetForceInterval" => 5 * 60 * 1000,
+        pub correct_logic_min_offset_sleep_interval: i32 = "correctLogicMinOffsetSleepInterval" => 1,
+        pub data_read_ahead_enable: bool = "dataReadAheadEnable" => true,
+        pub debug_lock_enable: bool = "debugLockEnable" => false,
+        pub delete_commit_log_files_interval: i32 = "deleteCommitLogFilesInterval" => 100,
+        pub delete_consume_queue_files_interval: i32 = "deleteConsumeQueueFilesInterval" => 100,
+        pub destroy_maped_file_interval_forcibly: i32 = "destroyMapedFileIntervalForcibly" => 1000 * 120,
+        pub disk_fall_recorded: bool = "diskFallRecorded" => true,
+        pub dispatch_cq_cache_num: i32 = "dispatchCqCacheNum" => 1024 * 4,
+        pub dispatch_cq_threads: i32 = "dispatchCqThreads" => 10,
+        pub dispatch_from_sender_thread: bool = "dispatchFromSenderThread" => false,
+        pub enable_async_reput: bool = "enableAsyncReput" => true,
+        pub enable_build_consume_queue_concurrently: bool = "enableBuildConsumeQueueConcurrently" => false,
+        pub enable_clean_expired_offset: bool = "enableCleanExpiredOffset" => false,
+        /// Java compacts only topics whose `cleanup.policy` is COMPACTION.
+        pub enable_compaction: bool = "enableCompaction" => true,
+        pub enable_rocks_db_log: bool = "enableRocksDBLog" => false,
+        pub enable_schedule_async_deliver: bool = "enableScheduleAsyncDeliver" => false,
+        pub enable_schedule_message_stats: bool = "enableScheduleMessageStats" => true,
+        pub flush_delay_offset_interval: i64 = "flushDelayOffsetInterval" => 1000 * 10,
+        pub ha_max_time_slave_not_catchup: i64 = "haMaxTimeSlaveNotCatchup" => 1000 * 15,
+        pub logic_queue_force_swap_map_interval: i64 = "logicQueueForceSwapMapInterval" => 12 * 60 * 60 * 1000,
+        pub logic_queue_swap_map_interval: i64 = "logicQueueSwapMapInterval" => 60 * 60 * 1000,
+        pub logic_queue_swap_map_reserve_file_num: i32 = "logicQueueSwapMapReserveFileNum" => 20,
+        pub logical_disk_space_clean_forcibly_threshold: f64 = "logicalDiskSpaceCleanForciblyThreshold" => 0.8,
+        pub mapped_file_size_consume_queue_ext: i32 = "mappedFileSizeConsumeQueueExt" => 48 * 1024 * 1024,
+        pub mapped_file_swap_enable: bool = "mappedFileSwapEnable" => true,
+        /// 300,000 units of the batch consume queue's 46 bytes.
+        pub mapper_file_size_batch_consume_queue: i32 = "mapperFileSizeBatchConsumeQueue" => 300_000 * 46,
+        pub max_async_put_message_requests: i32 = "maxAsyncPutMessageRequests" => 5000,
+        pub max_batch_delete_files_num: i32 = "maxBatchDeleteFilesNum" => 50,
+        pub max_checksum_range: i64 = "maxChecksumRange" => 1024 * 1024 * 1024,
+        pub max_consume_queue_scan: i32 = "maxConsumeQueueScan" => 20_000,
+        pub max_filter_message_size: i32 = "maxFilterMessageSize" => 16000,
+        pub max_ha_transfer_byte_in_second: i64 = "maxHaTransferByteInSecond" => 100 * 1024 * 1024,
+        pub max_lmq_consume_queue_num: i32 = "maxLmqConsumeQueueNum" => 20000,
+        pub max_offset_map_size: i32 = "maxOffsetMapSize" => 100 * 1024 * 1024,
+        pub max_recovery_commitlog_files: i32 = "maxRecoveryCommitlogFiles" => 30,
+        pub max_slave_resend_length: i64 = "maxSlaveResendLength" => 256 * 1024 * 1024,
+        /// Topics are at most 127 bytes here whatever this says (Java's topic validator's limit).
+        pub max_topic_length: i32 = "maxTopicLength" => 127,
+        pub mem_table_flush_interval_ms: i64 = "memTableFlushIntervalMs" => 60 * 60 * 1000,
+        pub min_in_sync_replicas: i32 = "minInSyncReplicas" => 1,
+        pub pull_batch_max_message_count: i32 = "pullBatchMaxMessageCount" => 160,
+        pub put_consume_queue_data_by_file_channel: bool = "putConsumeQueueDataByFileChannel" => true,
+        pub put_message_timeout: i32 = "putMessageTimeout" => 1000 * 8,
+        pub put_msg_index_hight_water: i32 = "putMsgIndexHightWater" => 600000,
+        pub real_time_persist_rocks_db_config: bool = "realTimePersistRocksDBConfig" => true,
+        pub recheck_reput_offset_from_cq: bool = "recheckReputOffsetFromCq" => false,
+        pub redelete_hanged_file_interval: i32 = "redeleteHangedFileInterval" => 1000 * 120,
+        pub replicas_per_disk_partition: i32 = "replicasPerDiskPartition" => 1,
+        pub rocksdb_compression_type: String = "rocksdbCompressionType" => "lz4".to_owned(),
+        pub rocksdb_flush_wal_frequency: i32 = "rocksdbFlushWalFrequency" => 1024,
+        pub rocksdb_wal_file_rolling_threshold: i64 = "rocksdbWalFileRollingThreshold" => 1024 * 1024 * 1024,
+        pub sample_count_threshold: i32 = "sampleCountThreshold" => 5000,
+        pub sample_steps: i32 = "sampleSteps" => 32,
+        pub schedule_async_deliver_max_pending_limit: i32 = "scheduleAsyncDeliverMaxPendingLimit" => 2000,
+        pub schedule_async_deliver_max_resend_num2_blocked: i32 = "scheduleAsyncDeliverMaxResendNum2Blocked" => 3,
+        pub search_bcq_by_cache_enable: bool = "searchBcqByCacheEnable" => true,
+        pub spin_lock_collision_retreat_optimal_degree: i32 = "spinLockCollisionRetreatOptimalDegree" => 1000,
+        pub stat_rocks_db_cq_interval_sec: i64 = "statRocksDBCQIntervalSec" => 10,
+        /// Controller mode's files (Java: null unless set).
+        pub store_path_broker_identity: String = "storePathBrokerIdentity" => String::new(),
+        pub store_path_epoch_file: String = "storePathEpochFile" => String::new(),
+        pub sync_master_flush_offset_when_startup: bool = "syncMasterFlushOffsetWhenStartup" => false,
+        pub topic_queue_lock_num: i32 = "topicQueueLockNum" => 32,
+        pub total_replicas: i32 = "totalReplicas" => 1,
+        pub travel_cq_file_num_when_get_message: i32 = "travelCqFileNumWhenGetMessage" => 1,
+        pub use_abs_lock: bool = "useABSLock" => false,
+        pub use_reentrant_lock_when_put_message: bool = "useReentrantLockWhenPutMessage" => true,
+        pub wake_commit_when_put_message: bool = "wakeCommitWhenPutMessage" => true,
+        pub wake_flush_when_put_message: bool = "wakeFlushWhenPutMessage" => false,
     }
 }
 
@@ -218,6 +339,24 @@ impl MessageStoreConfig {
         self.in_sync_replicas.saturating_sub(1).max(1)
     }
 
+    /// The keys of features this store does not have that are set to other than Java's default,
+    /// as `key=value`: the broker refuses to start with any (it would not do what they ask).
+    pub fn unsupported(&self) -> Vec<String> {
+        Self::differing_from_default(self, &UNSUPPORTED_KEYS)
+    }
+
+    /// The keys of Java's implementation details that are set to other than Java's default, as
+    /// `key=value`: taken, with no effect on this store (the broker says so at start).
+    pub fn inert_settings(&self) -> Vec<String> {
+        let keys: Vec<&str> = Self::keys().iter().skip_while(|k| **k != FIRST_INERT_KEY).copied().collect();
+        Self::differing_from_default(self, &keys)
+    }
+
+    fn differing_from_default(&self, keys: &[&str]) -> Vec<String> {
+        let default = MessageStoreConfig::default();
+        keys.iter().filter_map(|k| Some((k, self.get(k)?, default.get(k)?))).filter(|(_, v, d)| v != d).map(|(k, v, _)| format!("{k}={v}")).collect()
+    }
+
     /// Delay per level (index 0 = level 1) in milliseconds, parsed from `messageDelayLevel`.
     pub fn delay_levels_ms(&self) -> Vec<u64> {
         self.message_delay_level
@@ -238,6 +377,31 @@ impl MessageStoreConfig {
             .collect()
     }
 }
+
+/// Java 5.3.3's keys of features this store does not have ([`MessageStoreConfig::unsupported`]).
+pub const UNSUPPORTED_KEYS: [&str; 18] = [
+    "storeType",
+    "enableLmq",
+    "enableMultiDispatch",
+    "enableConsumeQueueExt",
+    "duplicationEnable",
+    "readOnlyCommitLogStorePaths",
+    "enabledAppendPropCRC",
+    "forceVerifyPropCRC",
+    "readUnCommitted",
+    "syncFromLastFile",
+    "offsetCheckInSlave",
+    "haFlowControlEnable",
+    "coldDataFlowControlEnable",
+    "coldDataScanEnable",
+    "allAckInSyncStateSet",
+    "enableAutoInSyncReplicas",
+    "asyncLearner",
+    "rocksdbCQDoubleWriteEnable",
+];
+
+/// The first of the keys that tune only Java's implementation; every key after it is one too.
+const FIRST_INERT_KEY: &str = "accessMessageInMemoryHotRatio";
 
 /// The store keys a running store follows at once (UPDATE_BROKER_CONFIG): each is read where it is
 /// used, as Java reads its `MessageStoreConfig` field on each use; the rest of the store's config

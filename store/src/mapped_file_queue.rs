@@ -226,9 +226,9 @@ impl MappedFileQueue {
     }
 
     /// Deletes the oldest files that [`crate::cleanup::expired_prefix`] picks; returns how many.
-    pub fn delete_expired(&self, now: std::time::SystemTime, reserved: std::time::Duration, force: bool) -> usize {
+    pub fn delete_expired(&self, now: std::time::SystemTime, reserved: std::time::Duration, force: bool, batch_max: usize) -> usize {
         let modified: Vec<std::time::SystemTime> = self.files().iter().map(|f| std::fs::metadata(f.path()).and_then(|m| m.modified()).unwrap_or(now)).collect();
-        let count = crate::cleanup::expired_prefix(&modified, now, reserved, force);
+        let count = crate::cleanup::expired_prefix(&modified, now, reserved, force, batch_max);
         self.remove_first(count);
         count
     }

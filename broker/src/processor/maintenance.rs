@@ -49,17 +49,11 @@ pub fn producer_table_json(table: &BTreeMap<String, Vec<ProducerInfo>>) -> Vec<u
     fastjson::to_vec(&serde_json::json!({ "data": table }), JsonStyle::Fastjson)
 }
 
-/// What Java's `TopicValidator.getSystemTopicSet()` holds on a running broker: the static set,
-/// the cluster's and the broker's own topics, the reply topic, and the trace topic when enabled.
-pub fn system_topics(config: &crate::config::BrokerConfig) -> Vec<String> {
-    // 5.x adds its `rmq_sys_` topics as it creates them; this broker creates none.
+/// What Java 5.3.3's `TopicValidator.getSystemTopicSet()` holds on a running broker: the static
+/// set and every topic the broker creates as a system topic at start.
+pub fn system_topics(config: &crate::config::BrokerConfig, timer_wheel_enable: bool) -> Vec<String> {
     let mut topics: Vec<String> = system_topic::SYSTEM_TOPICS.iter().map(|t| t.to_string()).collect();
-    topics.push(config.broker_cluster_name.clone());
-    topics.push(config.broker_name.clone());
-    topics.push(system_topic::reply_topic(&config.broker_cluster_name));
-    if config.trace_topic_enable {
-        topics.push(config.msg_trace_topic_name.clone());
-    }
+    topics.extend(crate::topic_config::system_topics(config, timer_wheel_enable).into_iter().map(|tc| tc.topic_name));
     topics.sort();
     topics.dedup();
     topics
@@ -78,7 +72,7 @@ impl RequestProcessor for MaintenanceProcessor {
     fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
         let b = &self.ctx;
         match request.request_code() {
-            RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => Ok(Some(ok(&request).with_body(topic_list_json(&system_topics(&b.config()))))),
+            RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => Ok(Some(ok(&request).with_body(topic_list_json(&system_topics(&b.config(), b.timer.is_some()))))),
             RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
                 let destroyed = b.store.clean_expired_consume_queues();
                 tracing::info!(destroyed, "cleanExpiredConsumeQueue done");
@@ -143,8 +137,19 @@ mod tests {
     #[test]
     fn the_system_topics_include_the_brokers_own() {
         let config = crate::config::BrokerConfig { broker_cluster_name: "C".into(), broker_name: "B".into(), ..Default::default() };
-        let topics = system_topics(&config);
-        for t in ["C", "B", "C_REPLY_TOPIC", "TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC"] {
+        let topics = system_topics(&config, true);
+        for t in [
+            "C",
+            "B",
+            "C_REPLY_TOPIC",
+            "TBW102",
+            "SCHEDULE_TOPIC_XXXX",
+            "RMQ_SYS_TRACE_TOPIC",
+            "CHECKPOINT_TOPIC",
+            "rmq_sys_REVIVE_LOG_C",
+            "rmq_sys_SYNC_BROKER_MEMBER_B",
+            "rmq_sys_wheel_timer",
+        ] {
             assert!(topics.iter().any(|x| x == t), "{t} in {topics:?}");
         }
         assert_eq!(String::from_utf8(topic_list_json(&["A".into()])).unwrap(), r#"{"topicList":["A"]}"#);

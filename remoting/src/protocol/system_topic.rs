@@ -15,6 +15,8 @@ pub const TRANS_OP_HALF: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 pub const TRANS_CHECK_MAX_TIME: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 pub const SELF_TEST: &str = "SELF_TEST_TOPIC";
 pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+/// 5.x's RocksDB offset checkpoint topic (`RMQ_SYS_ROCKSDB_OFFSET_TOPIC`), reserved though unused.
+pub const ROCKSDB_OFFSET: &str = "CHECKPOINT_TOPIC";
 /// 5.x's timer wheel (`TimerMessageStore.TIMER_TOPIC`).
 pub const WHEEL_TIMER: &str = "rmq_sys_wheel_timer";
 pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
@@ -23,15 +25,23 @@ pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 /// 5.x system topics start with this (Java `TopicValidator.SYSTEM_TOPIC_PREFIX`).
 pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 
-/// Java 4.9.7's static `TopicValidator` system topic set, in its order. A running broker adds
-/// its cluster's and its own name, the reply topic and the trace topic when enabled.
-pub const SYSTEM_TOPICS: [&str; 9] =
-    [AUTO_CREATE_TEMPLATE, SCHEDULE, BENCHMARK, TRANS_HALF, TRACE, TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT];
+/// Java 5.3.3's static `TopicValidator` system topic set, in its order (4.9.7's lacks the last).
+/// A running broker adds the system topics it creates at start (`topic_config::system_topics`).
+pub const SYSTEM_TOPICS: [&str; 10] =
+    [AUTO_CREATE_TEMPLATE, SCHEDULE, BENCHMARK, TRANS_HALF, TRACE, TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT, ROCKSDB_OFFSET];
 
 /// Java's `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`: topics only the broker itself writes.
 /// A client writing them could forge delayed deliveries, half messages or the op records that
 /// end other producers' transactions.
 pub const NOT_ALLOWED_SEND: [&str; 6] = [SCHEDULE, TRANS_HALF, TRANS_OP_HALF, TRANS_CHECK_MAX_TIME, SELF_TEST, OFFSET_MOVED_EVENT];
+
+/// 5.x's broker member group topic (`TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX`).
+pub const SYNC_BROKER_MEMBER_GROUP_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
+
+/// `rmq_sys_SYNC_BROKER_MEMBER_<brokerName>`.
+pub fn sync_broker_member_topic(broker_name: &str) -> String {
+    format!("{SYNC_BROKER_MEMBER_GROUP_PREFIX}{broker_name}")
+}
 
 /// `<cluster>_REPLY_TOPIC`.
 pub fn reply_topic(cluster: &str) -> String {

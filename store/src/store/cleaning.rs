@@ -48,7 +48,7 @@ impl MessageStore {
         let dledger_moved = self.log.first_offset_moved();
         let deleted = if decision.delete {
             let reserved = Duration::from_secs(policy.file_reserved_time_hours * 3600);
-            self.commit_log.files().delete_expired(now, reserved, decision.force)
+            self.commit_log.files().delete_expired(now, reserved, decision.force, decision.batch_max)
         } else {
             0
         };
