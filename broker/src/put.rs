@@ -233,22 +233,22 @@ impl PutPipeline {
         &self.observer
     }
 
-    /// What Java does to a message before storing it, by origin: a prepared send (not a batch)
-    /// becomes its half message; any other single send with timer properties goes to the timer
-    /// topic ([`crate::timer::admit`], which may refuse it), and a send-back's likewise; a single
-    /// send or send-back with a positive `DELAY` goes
-    /// to the schedule topic, levels above the highest clamped to it. A batch, a reply and the
-    /// broker's own puts are stored as they are.
+    /// What Java does to a message before storing it, by origin (5.3.3's put hooks): a prepared
+    /// send (not a batch) becomes its half message; any other single send with timer properties
+    /// goes to the timer topic ([`crate::timer::admit`], which may refuse it), and a send-back's
+    /// and a committed transaction's likewise; those with a positive `DELAY` go to the schedule
+    /// topic, levels above the highest clamped to it. Recall markers and pop's records go through
+    /// the timer only. A batch, a reply and the broker's other puts are stored as they are.
     pub fn rewrite(&self, origin: &Origin, msgs: &mut [MessageToStore]) -> Result<(), PutMessageResult> {
         let levels = self.store.config().delay_levels_ms().len();
         for msg in msgs {
             match origin {
                 Origin::Send { batch: false, half_for: Some(_), .. } => to_half(msg),
-                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } => {
+                Origin::Send { batch: false, half_for: None, .. } | Origin::SendBack { .. } | Origin::Commit { .. } => {
                     self.admit_timer(msg)?;
                     apply_delay(msg, levels);
                 }
-                Origin::Recall => self.admit_timer(msg)?,
+                Origin::Recall | Origin::PopCheckPoint | Origin::PopAck | Origin::PopRevive => self.admit_timer(msg)?,
                 _ => {}
             }
         }
@@ -351,11 +351,11 @@ impl PutPipeline {
         result
     }
 
-    /// Stores one message from a broker service through the timer's admission (pop's revive-topic
-    /// records and retries, as Java's escape bridge puts through the store's hooks); the store
-    /// waits as the message's `WAIT` says.
-    pub fn put_through_timer(&self, mut msg: MessageToStore, origin: Origin) -> PutMessageResult {
-        if let Err(refused) = self.admit_timer(&mut msg) {
+    /// Stores one message from a broker service after its origin's rewrite ([`PutPipeline::rewrite`]:
+    /// a committed transaction's timer or delay, pop's records through the timer), as Java's
+    /// services put through the store's hooks; the store waits as the message's `WAIT` says.
+    pub fn put_rewritten(&self, mut msg: MessageToStore, origin: Origin) -> PutMessageResult {
+        if let Err(refused) = self.rewrite(&origin, std::slice::from_mut(&mut msg)) {
             return refused;
         }
         self.put(&msg, origin)

@@ -154,7 +154,8 @@ impl Transactions {
                 }
                 p.insert(properties::WAIT.to_owned(), "false".to_owned());
             });
-            let r = b.put.put(&msg, Origin::Commit { born_ms: half.born_timestamp });
+            // Through Java's put hooks: a timer or delay the producer set takes effect now.
+            let r = b.put.put_rewritten(msg, Origin::Commit { born_ms: half.born_timestamp });
             if !r.is_ok() {
                 return Err((C::SYSTEM_ERROR, format!("{:?}", r.status)));
             }

@@ -15,7 +15,12 @@ use store::message::record::TRANSACTION_COMMIT_TYPE;
 /// Stores a prepared message of `group` for topic `T` as the send processor does; gives its
 /// queue offset and commit-log offset in the half topic.
 fn prepare(b: &Broker, group: &str) -> (i64, i64) {
-    let mut msg = crate::testing::message("T", &format!("{PGROUP}\u{1}{group}\u{2}{TRAN_MSG}\u{1}true\u{2}"));
+    prepare_with(b, group, "")
+}
+
+/// [`prepare`] with more properties (`key\u{1}value\u{2}...`).
+fn prepare_with(b: &Broker, group: &str, more: &str) -> (i64, i64) {
+    let mut msg = crate::testing::message("T", &format!("{PGROUP}\u{1}{group}\u{2}{TRAN_MSG}\u{1}true\u{2}{more}"));
     msg.sys_flag = store::message::record::TRANSACTION_PREPARED_TYPE;
     ensure_topics(&b.topics);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -62,4 +67,28 @@ async fn a_commit_is_counted_under_its_real_topic_and_a_rollback_is_not() {
     assert_eq!(counted(names::TOPIC_PUT_NUMS, "T"), Some(1), "the commit only");
     assert_eq!(counted(names::TOPIC_PUT_NUMS, system_topic::TRANS_OP_HALF), None, "op records are not counted");
     assert_eq!(counted(names::BROKER_PUT_NUMS, "DefaultCluster"), Some(3));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_committed_message_takes_its_timer_or_delay_at_the_commit_as_javas_put_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = crate::testing::broker(dir.path(), FlushDiskType::AsyncFlush, BrokerRole::AsyncMaster);
+    let timed = prepare_with(&b, "pg", "TIMER_DELAY_SEC\u{1}60\u{2}");
+    let delayed = prepare_with(&b, "pg", "DELAY\u{1}2\u{2}");
+    let plain = prepare(&b, "pg");
+    // Prepared, nothing is in the timer or the schedule yet.
+    assert_eq!(b.store.max_offset_in_queue(system_topic::WHEEL_TIMER, 0), 0);
+    for half in [timed, delayed, plain] {
+        assert_eq!(b.transactions().end(&end_header("pg", half, true)), Ok(()));
+    }
+    // The timed one waits in the timer, the delayed one at its level, the plain one is in T
+    // (once the store's dispatch, which runs behind the appends, has caught up).
+    let queues = [(system_topic::WHEEL_TIMER, 0), (system_topic::SCHEDULE, 1), ("T", 0)];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while queues.iter().any(|(topic, queue)| b.store.max_offset_in_queue(topic, *queue) < 1) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    for (topic, queue) in queues {
+        assert_eq!(b.store.max_offset_in_queue(topic, queue), 1, "{topic}");
+    }
 }

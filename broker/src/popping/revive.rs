@@ -216,7 +216,7 @@ impl ReviveService {
         msg.store_host = self.pop.store_host;
         msg.reconsume_times = r.reconsume_times.saturating_add(1);
         self.pop.ensure_retry_topic(&retry_topic, cid);
-        let result = self.pop.put.put_through_timer(msg, Origin::PopRevive);
+        let result = self.pop.put.put_rewritten(msg, Origin::PopRevive);
         if !stored(&result) {
             tracing::error!(topic, ?result.status, "revive: cannot put the retry message");
             return false;

@@ -574,7 +574,7 @@ impl PopService {
             body: bytes::Bytes::from(m.body.clone()),
             properties: properties::serialize(props.iter().map(|(k, v)| (*k, v.as_str()))),
         };
-        self.put.put_through_timer(msg, origin)
+        self.put.put_rewritten(msg, origin)
     }
 
     /// The topic and queue an ack or a change of invisible time names must exist, answered as
