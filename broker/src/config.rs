@@ -267,6 +267,88 @@ java_config! {
         pub default_pop_share_queue_num: i32 = "defaultPopShareQueueNum" => -1,
         pub enable_mixed_message_type: bool = "enableMixedMessageType" => false,
 
+        // ---- Java 5.3.3 features this broker does not have: taken, printed and persisted as Java
+        // does; a value other than the default refuses the start (`BrokerConfig::unsupported`).
+        pub enable_controller_mode: bool = "enableControllerMode" => false,
+        pub enable_slave_acting_master: bool = "enableSlaveActingMaster" => false,
+        pub use_static_subscription: bool = "useStaticSubscription" => false,
+        pub reject_pull_consumer_enable: bool = "rejectPullConsumerEnable" => false,
+        pub lock_in_strict_mode: bool = "lockInStrictMode" => false,
+        pub enable_net_work_flow_control: bool = "enableNetWorkFlowControl" => false,
+        pub cold_ctr_strategy_enable: bool = "coldCtrStrategyEnable" => false,
+        pub fetch_name_srv_addr_by_dns_lookup: bool = "fetchNameSrvAddrByDnsLookup" => false,
+        pub fetch_controller_addr_by_dns_lookup: bool = "fetchControllerAddrByDnsLookup" => false,
+        pub enable_remote_escape: bool = "enableRemoteEscape" => false,
+        // ---- Java 5.3.3 keys that tune parts of Java's broker this one does not have (controller
+        // mode, its Netty groups, account stats, split registration, the gRPC metrics exporter, ...):
+        // taken, printed and persisted, with no effect; one set to other than the default is named
+        // at start (`BrokerConfig::inert_settings`).
+        pub account_stats_enable: bool = "accountStatsEnable" => true,
+        pub account_stats_print_zero_values: bool = "accountStatsPrintZeroValues" => true,
+        pub admin_broker_thread_pool_queue_capacity: i32 = "adminBrokerThreadPoolQueueCapacity" => 10000,
+        pub async_send_enable: bool = "asyncSendEnable" => true,
+        pub broadcast_offset_expire_max_second: i64 = "broadcastOffsetExpireMaxSecond" => 5 * 60,
+        pub broadcast_offset_expire_second: i64 = "broadcastOffsetExpireSecond" => 2 * 60,
+        pub broker_election_priority: i32 = "brokerElectionPriority" => i32::MAX,
+        pub broker_heartbeat_interval: i32 = "brokerHeartbeatInterval" => 1000,
+        pub broker_not_active_timeout_millis: i64 = "brokerNotActiveTimeoutMillis" => 10 * 1000,
+        pub channel_expired_timeout: i64 = "channelExpiredTimeout" => 1000 * 120,
+        pub check_sync_state_set_period: i64 = "checkSyncStateSetPeriod" => 5 * 1000,
+        pub clean_offline_broker_interval: i32 = "cleanOfflineBrokerInterval" => 1000 * 30,
+        pub clear_retry_topic_when_delete_topic: bool = "clearRetryTopicWhenDeleteTopic" => true,
+        pub commercial_size_per_msg: i32 = "commercialSizePerMsg" => 4 * 1024,
+        pub compatible_with_old_name_srv: bool = "compatibleWithOldNameSrv" => true,
+        pub config_manager_version: String = "configManagerVersion" => "v1".to_owned(),
+        pub consumer_offset_update_version_step: i64 = "consumerOffsetUpdateVersionStep" => 500,
+        pub controller_addr: String = "controllerAddr" => String::new(),
+        pub controller_heart_beat_timeout_mills: i64 = "controllerHeartBeatTimeoutMills" => 10 * 1000,
+        pub delay_offset_update_version_step: i64 = "delayOffsetUpdateVersionStep" => 200,
+        pub disable_callback_executor: bool = "disableCallbackExecutor" => false,
+        pub disable_netty_worker_group: bool = "disableNettyWorkerGroup" => false,
+        pub enable_broadcast_offset_store: bool = "enableBroadcastOffsetStore" => true,
+        pub enable_create_sys_group: bool = "enableCreateSysGroup" => true,
+        pub enable_fast_channel_event_process: bool = "enableFastChannelEventProcess" => false,
+        pub enable_lmq_stats: bool = "enableLmqStats" => false,
+        pub enable_reconnect_for_go_away: bool = "enableReconnectForGoAway" => true,
+        pub enable_register_producer: bool = "enableRegisterProducer" => true,
+        pub enable_shutdown_gracefully: bool = "enableShutdownGracefully" => false,
+        pub enable_single_topic_register: bool = "enableSingleTopicRegister" => false,
+        pub enable_split_registration: bool = "enableSplitRegistration" => false,
+        pub estimate_accumulation: bool = "estimateAccumulation" => true,
+        pub fetch_namesrv_addr_interval: i64 = "fetchNamesrvAddrInterval" => 10 * 1000,
+        pub forward_timeout: i64 = "forwardTimeout" => 3 * 1000,
+        pub lite_pull_message_enable: bool = "litePullMessageEnable" => true,
+        pub lite_pull_message_thread_pool_nums: usize = "litePullMessageThreadPoolNums" => 16 + cpus() * 2,
+        pub lite_pull_thread_pool_queue_capacity: i32 = "litePullThreadPoolQueueCapacity" => 100000,
+        pub max_reconnect_interval_time_seconds: i64 = "maxReconnectIntervalTimeSeconds" => 60,
+        pub max_stats_idle_time_in_minutes: i32 = "maxStatsIdleTimeInMinutes" => -1,
+        pub metric_grpc_exporter_interval_in_mills: i64 = "metricGrpcExporterIntervalInMills" => 60 * 1000,
+        pub metric_grpc_exporter_time_out_in_mills: i64 = "metricGrpcExporterTimeOutInMills" => 3 * 1000,
+        pub metric_logging_exporter_interval_in_mills: i64 = "metricLoggingExporterIntervalInMills" => 10 * 1000,
+        pub metrics_grpc_exporter_header: String = "metricsGrpcExporterHeader" => String::new(),
+        pub metrics_grpc_exporter_target: String = "metricsGrpcExporterTarget" => String::new(),
+        pub print_channel_groups: bool = "printChannelGroups" => false,
+        pub print_channel_groups_min_num: i32 = "printChannelGroupsMinNum" => 5,
+        pub real_time_notify_consumer_change: bool = "realTimeNotifyConsumerChange" => true,
+        pub recover_concurrently: bool = "recoverConcurrently" => false,
+        pub recover_thread_pool_nums: i32 = "recoverThreadPoolNums" => 32,
+        pub send_heartbeat_timeout_millis: i32 = "sendHeartbeatTimeoutMillis" => 1000,
+        pub server_netty_worker_group_enable: bool = "serverNettyWorkerGroupEnable" => true,
+        pub shutdown_wait_time_seconds: i32 = "shutdownWaitTimeSeconds" => 30,
+        pub skip_pre_online: bool = "skipPreOnline" => false,
+        pub socks_proxy_config: String = "socksProxyConfig" => "{}".to_owned(),
+        pub split_registration_size: i32 = "splitRegistrationSize" => 800,
+        pub subscription_expired_timeout: i64 = "subscriptionExpiredTimeout" => 1000 * 60 * 10,
+        pub sync_broker_member_group_period: i32 = "syncBrokerMemberGroupPeriod" => 1000,
+        pub sync_broker_metadata_period: i64 = "syncBrokerMetadataPeriod" => 5 * 1000,
+        pub sync_controller_metadata_period: i64 = "syncControllerMetadataPeriod" => 10 * 1000,
+        pub transaction_metric_flush_interval: i64 = "transactionMetricFlushInterval" => 3 * 1000,
+        pub transaction_op_batch_interval: i32 = "transactionOpBatchInterval" => 3000,
+        pub transaction_op_msg_max_size: i32 = "transactionOpMsgMaxSize" => 4096,
+        pub update_name_server_addr_period: i32 = "updateNameServerAddrPeriod" => 1000 * 120,
+        pub use_pid_cold_ctr_strategy: bool = "usePIDColdCtrStrategy" => true,
+        pub validate_system_topic_when_update_topic: bool = "validateSystemTopicWhenUpdateTopic" => true,
+
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
         /// The most read or write queues a topic (or a group's retry topic) may be given; Java has
         /// no limit, and 4096 is four times RocketMQ's own 1024-queue BenchmarkTest.
@@ -317,6 +399,18 @@ java_config! {
 }
 
 impl BrokerConfig {
+    /// The keys of features this broker does not have set to other than Java's default, as
+    /// `key=value`: the broker refuses to start with any.
+    pub fn unsupported(&self) -> Vec<String> {
+        self.differing_from_default(&Self::keys_between("enableControllerMode", "enableRemoteEscape"))
+    }
+
+    /// The keys of Java's implementation details set to other than Java's default, as
+    /// `key=value`: taken, with no effect (the broker says so at start).
+    pub fn inert_settings(&self) -> Vec<String> {
+        self.differing_from_default(&Self::keys_between("accountStatsEnable", "validateSystemTopicWhenUpdateTopic"))
+    }
+
     /// The name-server addresses, `namesrvAddr` split at `;`.
     pub fn namesrv_addrs(&self) -> Vec<String> {
         self.namesrv_addr.split(';').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
@@ -375,7 +469,7 @@ pub fn apply_startup_rules(broker: &mut BrokerConfig, store: &MessageStoreConfig
         BrokerRole::Slave if broker.broker_id <= 0 => return Err(ConfigError::SlaveBrokerId { broker_id: broker.broker_id }),
         BrokerRole::Slave => {}
     }
-    let unsupported = store.unsupported();
+    let unsupported: Vec<String> = broker.unsupported().into_iter().chain(store.unsupported()).collect();
     if !unsupported.is_empty() {
         return Err(ConfigError::Unsupported { settings: unsupported.join(", ") });
     }
@@ -576,6 +670,15 @@ mod tests {
             assert!(MessageStoreConfig::keys().contains(&key), "{key}");
         }
         assert!(MessageStoreConfig::default().unsupported().is_empty() && MessageStoreConfig::default().inert_settings().is_empty());
+        assert_eq!(MessageStoreConfig::keys_between("accessMessageInMemoryHotRatio", "wakeFlushWhenPutMessage").len(), 82);
+        // The broker's own: controller mode refuses the start; a Netty group switch is only named.
+        let refused = apply_properties(&props(&[("enableControllerMode", "true")])).unwrap_err();
+        assert!(refused.to_string().contains("enableControllerMode=true"), "{refused}");
+        let (broker, _, _) = apply_properties(&props(&[("serverNettyWorkerGroupEnable", "false")])).unwrap();
+        assert_eq!(broker.inert_settings(), vec!["serverNettyWorkerGroupEnable=false".to_owned()]);
+        assert_eq!(BrokerConfig::keys_between("enableControllerMode", "enableRemoteEscape").len(), 10);
+        assert_eq!(BrokerConfig::keys_between("accountStatsEnable", "validateSystemTopicWhenUpdateTopic").len(), 65);
+        assert!(BrokerConfig::default().unsupported().is_empty() && BrokerConfig::default().inert_settings().is_empty());
     }
 
     #[test]

@@ -54,8 +54,8 @@ fn main() -> ExitCode {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
-    for setting in store_config.inert_settings() {
-        tracing::warn!(setting, "this key tunes a part of Java's store this broker does not have; taken, with no effect");
+    for setting in broker_config.inert_settings().into_iter().chain(store_config.inert_settings()) {
+        tracing::warn!(setting, "this key tunes a part of Java's broker this one does not have; taken, with no effect");
     }
     // Where UPDATE_BROKER_CONFIG persists the config: the -c file, as Java's
     // `BrokerPathConfigHelper`, else `~/store/config/broker.properties`.

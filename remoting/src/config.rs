@@ -77,6 +77,24 @@ pub trait JavaConfig {
         Self::keys().iter().filter_map(|k| self.get(k).map(|v| (*k, v))).collect()
     }
 
+    /// `key=value` for each of `keys` set to other than its default.
+    fn differing_from_default(&self, keys: &[&str]) -> Vec<String>
+    where
+        Self: Default,
+    {
+        let default = Self::default();
+        keys.iter().filter_map(|k| Some((k, self.get(k)?, default.get(k)?))).filter(|(_, v, d)| v != d).map(|(k, v, _)| format!("{k}={v}")).collect()
+    }
+
+    /// The keys from `first` to `last` (both included), in declaration order: a block of keys
+    /// declared together for one reason.
+    fn keys_between(first: &str, last: &str) -> Vec<&'static str> {
+        let keys = Self::keys();
+        let start = keys.iter().position(|k| *k == first).unwrap_or(keys.len());
+        let end = keys.iter().position(|k| *k == last).map_or(start, |e| e + 1).max(start);
+        keys[start..end].to_vec()
+    }
+
     /// Applies properties; returns the keys that are not ours (Java ignores them; callers log them).
     fn apply(&mut self, properties: &IndexMap<String, String>) -> Result<Vec<String>, ConfigError> {
         let mut unknown = Vec::new();

@@ -342,19 +342,13 @@ impl MessageStoreConfig {
     /// The keys of features this store does not have that are set to other than Java's default,
     /// as `key=value`: the broker refuses to start with any (it would not do what they ask).
     pub fn unsupported(&self) -> Vec<String> {
-        Self::differing_from_default(self, &UNSUPPORTED_KEYS)
+        self.differing_from_default(&UNSUPPORTED_KEYS)
     }
 
     /// The keys of Java's implementation details that are set to other than Java's default, as
     /// `key=value`: taken, with no effect on this store (the broker says so at start).
     pub fn inert_settings(&self) -> Vec<String> {
-        let keys: Vec<&str> = Self::keys().iter().skip_while(|k| **k != FIRST_INERT_KEY).copied().collect();
-        Self::differing_from_default(self, &keys)
-    }
-
-    fn differing_from_default(&self, keys: &[&str]) -> Vec<String> {
-        let default = MessageStoreConfig::default();
-        keys.iter().filter_map(|k| Some((k, self.get(k)?, default.get(k)?))).filter(|(_, v, d)| v != d).map(|(k, v, _)| format!("{k}={v}")).collect()
+        self.differing_from_default(&Self::keys_between(INERT_KEYS.0, INERT_KEYS.1))
     }
 
     /// Delay per level (index 0 = level 1) in milliseconds, parsed from `messageDelayLevel`.
@@ -400,8 +394,8 @@ pub const UNSUPPORTED_KEYS: [&str; 18] = [
     "rocksdbCQDoubleWriteEnable",
 ];
 
-/// The first of the keys that tune only Java's implementation; every key after it is one too.
-const FIRST_INERT_KEY: &str = "accessMessageInMemoryHotRatio";
+/// The first and last of the keys that tune only Java's implementation, declared together.
+const INERT_KEYS: (&str, &str) = ("accessMessageInMemoryHotRatio", "wakeFlushWhenPutMessage");
 
 /// The store keys a running store follows at once (UPDATE_BROKER_CONFIG): each is read where it is
 /// used, as Java reads its `MessageStoreConfig` field on each use; the rest of the store's config

@@ -10,6 +10,8 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
@@ -21,6 +23,11 @@ import org.junit.jupiter.api.io.TempDir;
 import rocketmq.compat.broker.BrokerProbe;
 import rocketmq.compat.broker.RustBroker;
 import rocketmq.compat.harness.Await;
+import rocketmq.compat.harness.ChildProcess;
+import rocketmq.compat.harness.JavaCommand;
+import rocketmq.compat.runtime.CompatDirs;
+import rocketmq.compat.runtime.RocketmqHome;
+import rocketmq.compat.runtime.RuntimeClasspath;
 import rocketmq.compat.harness.DumpLogsOnFailure;
 import rocketmq.compat.namesrv.NameServer;
 import rocketmq.compat.namesrv.NamesrvProbe;
@@ -154,6 +161,47 @@ class MqAdminUpdateBrokerConfigTest {
             assertTrue(back.succeeded(), back.describe());
             assertEquals(0, probe.send("MaxSizeTopic", body).getCode(), "a 2 KiB message after");
         }
+    }
+
+    /**
+     * Keys Java 5.3.3's {@code mqbroker -p} prints that ours does not: its black list (refused by updateBrokerConfig,
+     * so never set at runtime) and the fields Java prints under their field name while its setter takes another name
+     * ({@code isScanAvailableNameSrv}: no broker.conf line sets it under the printed name).
+     */
+    private static final Set<String> NOT_KEYS_OF_OURS = Set.of("configBlackList", "brokerConfigPath", "isScanAvailableNameSrv");
+
+    /**
+     * Every key Java 5.3.3's broker prints with {@code -p} (its BrokerConfig, Netty configs, MessageStoreConfig: what its
+     * updateBrokerConfig sets) is printed by ours with the same broker.conf, so each is taken, shown and persisted; and
+     * where ours prints a key of Java's it prints Java's default unless broker.conf sets it.
+     */
+    @Test
+    void everyKeyJava5PrintsIsAKeyOfOurs() {
+        Path conf = broker.storeDir().getParent().resolve("broker.conf");
+        Map<String, String> java = printed("Java 5.3.3 mqbroker -p", RocketmqHome.create(dir.resolve("java-p-home")).applyTo(
+            JavaCommand.main("org.apache.rocketmq.broker.BrokerStartup", RuntimeClasspath.of("rocketmq-broker", Versions.JAVA_5))
+                .heapMb(128, 256).shortLived().args("-c", conf.toString(), "-p")).toList(), "java-p");
+        Map<String, String> ours = printed("our mqbroker -p",
+            List.of(CompatDirs.binDir().resolve("mqbroker").toString(), "-c", conf.toString(), "-p"), "our-p");
+        Set<String> missing = new TreeSet<>(java.keySet());
+        missing.removeAll(ours.keySet());
+        missing.removeAll(NOT_KEYS_OF_OURS);
+        assertEquals(Set.of(), missing, "keys Java 5.3.3 prints and ours does not");
+        assertTrue(java.size() > 300, "Java printed " + java.size() + " keys");
+    }
+
+    private Map<String, String> printed(String name, List<String> command, String out) {
+        ChildProcess child = ChildProcess.builder(name).command(command)
+            .output(dir.resolve(out + ".out"), dir.resolve(out + ".err")).start();
+        assertEquals(0, child.awaitExit(Duration.ofSeconds(60)), child.describe(40));
+        Map<String, String> config = new LinkedHashMap<>();
+        for (String line : child.stdout().split("\n")) {
+            int eq = line.indexOf('=');
+            if (eq > 0 && line.substring(0, eq).matches("[A-Za-z0-9_]+")) {
+                config.put(line.substring(0, eq), line.substring(eq + 1).strip());
+            }
+        }
+        return config;
     }
 
     private Map<String, String> brokerConfig(MqAdmin tool) {
