@@ -66,3 +66,52 @@ command_header! {
         pub revive_qid: i32 => "reviveQid",
     }
 }
+
+command_header! {
+    /// PEEK_MESSAGE (200052). Topic and group as sent: Java looks them up, so a name no topic or
+    /// group can have is answered TOPIC_NOT_EXIST or SUBSCRIPTION_GROUP_NOT_EXIST, not refused.
+    pub struct PeekMessageRequestHeader {
+        pub topic: String => "topic",
+        /// Negative: every queue of the topic.
+        pub queue_id: i32 => "queueId",
+        pub max_msg_nums: i32 => "maxMsgNums",
+        pub consumer_group: String => "consumerGroup",
+    }
+}
+
+command_header! {
+    /// NOTIFICATION (200054): whether the group has a message to pop, waiting up to `pollTime`.
+    pub struct NotificationRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: String => "topic",
+        /// Negative (Java reads it as -1): every queue of the topic.
+        pub queue_id: i32 => "queueId",
+        pub poll_time: i64 => "pollTime",
+        pub born_time: i64 => "bornTime",
+        pub order: Option<bool> => "order",
+        pub attempt_id: Option<String> => "attemptId",
+    }
+}
+
+command_header! {
+    pub struct NotificationResponseHeader {
+        pub has_msg: bool => "hasMsg",
+        pub polling_full: bool => "pollingFull",
+    }
+}
+
+command_header! {
+    /// POLLING_INFO (200055): how many pops of the group wait on the topic's queue.
+    pub struct PollingInfoRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: String => "topic",
+        /// Negative (Java reads it as -1): the pops that wait on any queue.
+        pub queue_id: i32 => "queueId",
+    }
+}
+
+command_header! {
+    pub struct PollingInfoResponseHeader {
+        pub polling_num: i32 => "pollingNum",
+    }
+}
