@@ -111,9 +111,11 @@ impl BrokerController {
         let (registry, hold, pop, watermarks) = processors(&broker)?;
         // As Java, a metrics port that cannot be had stops the start.
         let me = Arc::downgrade(&broker);
+        let pop_for_metrics = Arc::downgrade(&pop);
         let sources = move |refresh: &mut dyn FnMut(&crate::metrics::gauges::Sources)| {
             if let Some(b) = me.upgrade() {
                 let (config, store_config) = (b.config(), b.store_config());
+                let pop = pop_for_metrics.upgrade();
                 refresh(&crate::metrics::gauges::Sources {
                     config: &config,
                     store_config: &store_config,
@@ -124,6 +126,7 @@ impl BrokerController {
                     consumers: &b.consumers,
                     producers: &b.producers,
                     timer: b.timer.get().map(Arc::as_ref),
+                    pop: pop.as_deref(),
                 });
             }
         };
@@ -328,6 +331,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         broker.offsets.clone(),
         Arc::new(order),
         broker.broker_stats.clone(),
+        broker.metrics.clone(),
         broker.store_host,
     ));
     let pop = Arc::new(crate::processor::pop::PopProcessor { service: pop_service.clone() });

@@ -164,9 +164,9 @@ pub const ROUTES: &[Route] = &[
     route(R::BATCH_ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::batch_ack)),
     route(R::CHANGE_MESSAGE_INVISIBLETIME, Handler::Pop, Pool::Pull, T(touches::change_invisible_time)),
     // Pop's reads without a pop: a peek and a notification SUB, polling info GET (as SUB).
-    route(R::PEEK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::peek)),
-    route(R::NOTIFICATION, Handler::Pop, Pool::Pull, T(touches::notification)),
-    route(R::POLLING_INFO, Handler::Pop, Pool::Pull, T(touches::polling_info)),
+    route(R::PEEK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
+    route(R::NOTIFICATION, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
+    route(R::POLLING_INFO, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),
     route(R::UNREGISTER_CLIENT, Handler::ClientManage, Pool::ClientManage, T(touches::unregister)),
@@ -361,19 +361,11 @@ mod touches {
         Ok(vec![group(h.consumer_group.as_str()), topic(h.topic.as_str(), perm::SUB)])
     }
 
-    pub(super) fn peek(request: &RemotingCommand) -> Result<Resources, String> {
-        let h: crate::pop::headers::PeekMessageRequestHeader = header(request)?;
-        Ok(vec![group(&h.consumer_group), topic(&h.topic, perm::SUB)])
-    }
-
-    pub(super) fn notification(request: &RemotingCommand) -> Result<Resources, String> {
-        let h: crate::pop::headers::NotificationRequestHeader = header(request)?;
-        Ok(vec![group(&h.consumer_group), topic(&h.topic, perm::SUB)])
-    }
-
-    pub(super) fn polling_info(request: &RemotingCommand) -> Result<Resources, String> {
-        let h: crate::pop::headers::PollingInfoRequestHeader = header(request)?;
-        Ok(vec![group(&h.consumer_group), topic(&h.topic, perm::SUB)])
+    /// PEEK_MESSAGE, NOTIFICATION, POLLING_INFO: the group and the topic the header names (Java
+    /// 5.3.3 reads these headers leniently, so nothing else in them is refused here).
+    pub(super) fn group_and_topic(request: &RemotingCommand) -> Result<Resources, String> {
+        let named = [field(request, "consumerGroup").map(group), field(request, "topic").map(|t| topic(t, perm::SUB))];
+        Ok(named.into_iter().flatten().collect())
     }
 
     /// BATCH_ACK_MESSAGE: each ack's group and topic, as ACK_MESSAGE's (no body: nothing).
@@ -596,7 +588,7 @@ mod tests {
         let note = [("consumerGroup", "cg"), ("topic", "T"), ("queueId", "-1"), ("pollTime", "0"), ("bornTime", "1")];
         assert_eq!(touched(&request(R::NOTIFICATION, &note)), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
         assert_eq!(touched(&request(R::POLLING_INFO, &note[..3])), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
-        assert!(touched(&request(R::POLLING_INFO, &note[..2])).is_err(), "no queueId: refused before the processor");
+        assert_eq!(touched(&request(R::POLLING_INFO, &note[..1])), res(&[("%RETRY%cg", perm::SUB)]), "what is named is checked");
         let batch = br#"{"acks":[{"c":"cg","t":"T","r":"0","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="},{"c":"victimGroup","t":"Secret","so":0,"q":0}]}"#;
         assert_eq!(
             touched(&request(R::BATCH_ACK_MESSAGE, &[]).with_body(batch.to_vec())),

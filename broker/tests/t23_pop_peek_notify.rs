@@ -20,14 +20,14 @@ use common::*;
 const GROUP: &str = "peek-g";
 
 fn peek(topic_name: &str, queue: i32, max: i32) -> RemotingCommand {
-    let h = PeekMessageRequestHeader { topic: topic_name.into(), queue_id: queue, max_msg_nums: max, consumer_group: GROUP.into() };
+    let h = PeekMessageRequestHeader { topic: Some(topic_name.into()), queue_id: queue, max_msg_nums: max, consumer_group: Some(GROUP.into()) };
     RemotingCommand::request_with_header(RequestCode::PEEK_MESSAGE, &h)
 }
 
 fn notification(topic_name: &str, queue: i32, poll_ms: i64) -> RemotingCommand {
     let h = NotificationRequestHeader {
-        consumer_group: GROUP.into(),
-        topic: topic_name.into(),
+        consumer_group: Some(GROUP.into()),
+        topic: Some(topic_name.into()),
         queue_id: queue,
         poll_time: poll_ms,
         born_time: remoting::clock::now_ms(),
@@ -38,7 +38,7 @@ fn notification(topic_name: &str, queue: i32, poll_ms: i64) -> RemotingCommand {
 }
 
 fn polling_info(topic_name: &str, queue: i32) -> RemotingCommand {
-    let h = PollingInfoRequestHeader { consumer_group: GROUP.into(), topic: topic_name.into(), queue_id: queue };
+    let h = PollingInfoRequestHeader { consumer_group: Some(GROUP.into()), topic: Some(topic_name.into()), queue_id: queue };
     RemotingCommand::request_with_header(RequestCode::POLLING_INFO, &h)
 }
 
@@ -97,7 +97,7 @@ async fn a_peek_shows_what_a_pop_would_find_without_hiding_it() {
     let h: PopMessageResponseHeader = r.decode_header().unwrap();
     assert_eq!(h.rest_num, 0);
 
-    // Refusals, as Java's: the topic, the queue, the group, a negative count, a missing field.
+    // Refusals, as Java's: the topic, the queue, the group, a negative count, a missing topic.
     let refused = [
         (peek("NoSuchTopic", -1, 1), ResponseCode::TOPIC_NOT_EXIST, "topic[NoSuchTopic] not exist, apply first please!"),
         (peek("bad/topic", -1, 1), ResponseCode::TOPIC_NOT_EXIST, "topic[bad/topic] not exist"),
@@ -108,11 +108,9 @@ async fn a_peek_shows_what_a_pop_would_find_without_hiding_it() {
             "subscription group [bad/g] does not exist",
         ),
         (peek("Peek", 0, -1), ResponseCode::SYSTEM_ERROR, "java.lang.IllegalArgumentException: Illegal Capacity: -1"),
-        (
-            raw(RequestCode::PEEK_MESSAGE, &[("topic", "Peek"), ("queueId", "0"), ("consumerGroup", GROUP)]),
-            ResponseCode::SYSTEM_ERROR,
-            "the custom field <maxMsgNums> is null",
-        ),
+        (raw(RequestCode::PEEK_MESSAGE, &[("queueId", "0"), ("consumerGroup", GROUP)]), ResponseCode::SYSTEM_ERROR, "java.lang.NullPointerException"),
+        // Java 5.3.3 leaves a missing or unreadable number at 0: a peek of nothing.
+        (raw(RequestCode::PEEK_MESSAGE, &[("topic", "Peek"), ("queueId", "x"), ("consumerGroup", GROUP)]), ResponseCode::PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE"),
     ];
     for (request, code, remark) in refused {
         let r = c.invoke(&addr, request, TIMEOUT).await.unwrap();
@@ -207,7 +205,7 @@ async fn a_revived_message_wakes_a_notification_and_polling_info_counts_parked_p
     assert_eq!(count(c.invoke(&addr, polling_info("Back", -1), TIMEOUT).await.unwrap()), 1);
     assert_eq!(count(c.invoke(&addr, polling_info("Back", -7), TIMEOUT).await.unwrap()), 1, "a negative queue is -1");
     assert_eq!(count(c.invoke(&addr, polling_info("Back", 0), TIMEOUT).await.unwrap()), 0);
-    let other = PollingInfoRequestHeader { consumer_group: "other-g".into(), topic: "Back".into(), queue_id: -1 };
+    let other = PollingInfoRequestHeader { consumer_group: Some("other-g".into()), topic: Some("Back".into()), queue_id: -1 };
     let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::POLLING_INFO, &other), TIMEOUT).await.unwrap();
     assert_eq!(count(r), 0);
     assert_eq!(parked.await.unwrap().response_code(), ResponseCode::POLLING_TIMEOUT);
@@ -215,5 +213,48 @@ async fn a_revived_message_wakes_a_notification_and_polling_info_counts_parked_p
     let r = c.invoke(&addr, polling_info("Back", 4), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::INVALID_PARAMETER);
     assert_eq!(r.ext("pollingNum"), Some("0"));
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn polling_info_answers_while_a_raw_pop_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("brokerName", "broker-a")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let create = [
+        ("topic", "PeekEmpty"),
+        ("defaultTopic", "TBW102"),
+        ("readQueueNums", "4"),
+        ("writeQueueNums", "4"),
+        ("perm", "6"),
+        ("topicFilterType", "SINGLE_TAG"),
+        ("order", "false"),
+    ];
+    let r = c.invoke(&addr, raw(RequestCode::UPDATE_AND_CREATE_TOPIC, &create), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let born = remoting::clock::now_ms().to_string();
+    let pop = [
+        ("consumerGroup", "PeekG"),
+        ("topic", "PeekEmpty"),
+        ("queueId", "-1"),
+        ("maxMsgNums", "8"),
+        ("invisibleTime", "30000"),
+        ("pollTime", "3000"),
+        ("initMode", "0"),
+        ("expType", "TAG"),
+        ("exp", "*"),
+        ("bornTime", born.as_str()),
+    ];
+    let request = raw(RequestCode::POP_MESSAGE, &pop);
+    let parked = {
+        let addr = addr.clone();
+        tokio::spawn(async move { RemotingClient::new(ClientConfig::default()).invoke(&addr, request, TIMEOUT).await.unwrap() })
+    };
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let info = raw(RequestCode::POLLING_INFO, &[("topic", "PeekEmpty"), ("queueId", "-1"), ("consumerGroup", "PeekG")]);
+    let r = c.invoke(&addr, info, Duration::from_secs(5)).await.unwrap();
+    assert_eq!((r.code, r.ext("pollingNum")), (0, Some("1")), "{:?}", r.remark);
+    assert_eq!(parked.await.unwrap().response_code(), ResponseCode::POLLING_TIMEOUT);
     broker.shutdown().await;
 }

@@ -16,6 +16,10 @@ use crate::broker::FAQ_SUFFIX;
 use crate::pop::headers::{PeekMessageRequestHeader, PopMessageResponseHeader};
 use crate::pop::names;
 
+/// The remark of Java's answer to a request whose topic or group is `null` (its tables are
+/// `ConcurrentHashMap`s): `exceptionSimpleDesc` without the JDK's own message and stack frame.
+pub(crate) const JAVA_NULL_POINTER: &str = "java.lang.NullPointerException";
+
 /// What a peek collects across the queues it reads.
 #[derive(Default)]
 struct Peeked {
@@ -26,12 +30,22 @@ struct Peeked {
 
 impl PopService {
     /// The checks of Java's peek, notification and polling-info processors, in their order and
-    /// with their remarks: the topic's config when all pass.
-    pub(crate) fn check_readable(&self, channel: &Channel, topic: &str, queue_id: i32, group: &str) -> Result<TopicConfig, (ResponseCode, String)> {
+    /// with their remarks: the topic's config when all pass. A topic or group the request does not
+    /// name is looked up as Java looks up `null` in its tables: a NullPointerException, answered
+    /// SYSTEM_ERROR (thrown, so without the response header the other refusals carry).
+    pub(crate) fn check_readable(
+        &self,
+        channel: &Channel,
+        topic: Option<&str>,
+        queue_id: i32,
+        group: Option<&str>,
+    ) -> Result<TopicConfig, (ResponseCode, String)> {
         let config = self.config.load();
         if !perm::is_readable(config.broker_permission) {
             return Err((ResponseCode::NO_PERMISSION, format!("the broker[{}] peeking message is forbidden", config.broker_ip1)));
         }
+        let null = || (ResponseCode::SYSTEM_ERROR, JAVA_NULL_POINTER.to_owned());
+        let topic = topic.ok_or_else(null)?;
         let Some(topic_config) = self.topics.select(topic) else {
             return Err((ResponseCode::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}")));
         };
@@ -50,6 +64,7 @@ impl PopService {
         }
         // Java looks the group up (creating it when `autoCreateSubscriptionGroup`): a name no
         // group can have is a group that does not exist.
+        let group = group.ok_or_else(null)?;
         let found = GroupName::new(group).ok().and_then(|g| self.groups.find_or_create(&g, config.auto_create_subscription_group));
         let Some(group_config) = found else {
             return Err((ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{group}] does not exist, {FAQ_SUFFIX}")));
@@ -75,14 +90,13 @@ impl PopService {
     /// messages as stored (a retry topic's under its own name), or PULL_NOT_FOUND
     /// `NO_MESSAGE_IN_QUEUE`; `restNum` counts what the queues read hold past the group's offset.
     pub fn peek(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
-        let h: PeekMessageRequestHeader = match request.decode_header() {
-            Ok(h) => h,
-            Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
-        };
-        let topic = match self.check_readable(channel, &h.topic, h.queue_id, &h.consumer_group) {
+        let h = PeekMessageRequestHeader::read_as_java(request);
+        let topic = match self.check_readable(channel, h.topic.as_deref(), h.queue_id, h.consumer_group.as_deref()) {
             Ok(t) => t,
+            Err((code, remark)) if code == ResponseCode::SYSTEM_ERROR => return RemotingCommand::error_response(request, code, remark),
             Err((code, remark)) => return pop_error(request, code, remark),
         };
+        let group = h.consumer_group.as_deref().unwrap_or_default();
         // Java sizes its result by `maxMsgNums` here: a negative one throws.
         let Ok(want) = usize::try_from(h.max_msg_nums) else {
             return RemotingCommand::error_response(
@@ -92,10 +106,9 @@ impl PopService {
             );
         };
         let config = self.config.load();
-        let group = h.consumer_group.as_str();
         let random_q = self.random_percent();
         let need_retry = random_q % 5 == 0;
-        let retry_topic = names::pop_retry_topic(&h.topic, group, config.enable_retry_topic_v2);
+        let retry_topic = names::pop_retry_topic(&topic.topic_name, group, config.enable_retry_topic_v2);
         let mut got = Peeked::default();
         let peek_topic = |name: &str, got: &mut Peeked| {
             if let Some(t) = self.topics.select(name) {
@@ -109,10 +122,10 @@ impl PopService {
         }
         if h.queue_id < 0 {
             for i in 0..topic.read_queue_nums {
-                self.peek_queue(&h.topic, group, (random_q + i) % topic.read_queue_nums, want, &mut got);
+                self.peek_queue(&topic.topic_name, group, (random_q + i) % topic.read_queue_nums, want, &mut got);
             }
         } else {
-            self.peek_queue(&h.topic, group, h.queue_id, want, &mut got);
+            self.peek_queue(&topic.topic_name, group, h.queue_id, want, &mut got);
         }
         if !need_retry && got.messages.len() < want {
             peek_topic(&retry_topic, &mut got);
@@ -129,7 +142,7 @@ impl PopService {
         if got.messages.is_empty() {
             return RemotingCommand::response_to(request, ResponseCode::PULL_NOT_FOUND).with_remark("NO_MESSAGE_IN_QUEUE").with_header(&header);
         }
-        self.broker_stats.on_get(group, &h.topic, got.messages.len(), got.bytes);
+        self.broker_stats.on_get(group, &topic.topic_name, got.messages.len(), got.bytes);
         let mut body = BytesMut::with_capacity(got.bytes);
         for m in &got.messages {
             body.extend_from_slice(m);

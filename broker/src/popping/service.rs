@@ -33,6 +33,7 @@ use store::store::{GetMessageResult, GetMessageStatus, MessageStore};
 use crate::broker::FAQ_SUFFIX;
 use crate::config::LiveConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::metrics::pop::ReviveKind;
 use crate::parking::{Parked, ParkingLot, QueueKey};
 use crate::pop::extra_info::RetryMarker;
 use crate::pop::extra_info::{append_msg_offset_info, append_start_offset_info, ExtraInfo, ExtraInfoFields};
@@ -148,6 +149,10 @@ pub struct PopService {
     ck_counter: AtomicU64,
     /// Where pops wait; unset (pops answered at once) until the broker builds it.
     pub parking: OnceLock<Arc<PopParking>>,
+    /// Pop's metrics families (revive puts).
+    pub metrics: Arc<crate::metrics::BrokerMetrics>,
+    /// The revive service's progress per revive queue.
+    pub revive_progress: super::revive::ReviveProgress,
     /// Where NOTIFICATION requests wait (Java's second `PopLongPollingService`), on the same
     /// budget as parked pulls and pops.
     pub notifications: OnceLock<Arc<PopParking>>,
@@ -193,6 +198,7 @@ impl PopService {
         offsets: Arc<ConsumerOffsetManager>,
         order: Arc<OrderInfoManager>,
         broker_stats: Arc<BrokerStatsManager>,
+        metrics: Arc<crate::metrics::BrokerMetrics>,
         store_host: SocketAddr,
     ) -> PopService {
         PopService {
@@ -209,6 +215,8 @@ impl PopService {
             ck_counter: AtomicU64::new(0),
             parking: OnceLock::new(),
             notifications: OnceLock::new(),
+            metrics,
+            revive_progress: Default::default(),
         }
     }
 
@@ -555,6 +563,7 @@ impl PopService {
             ck.add_diff((queue_offset - offset) as i32);
         }
         let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), ctx.revive_qid), Origin::PopCheckPoint);
+        self.metrics.on_revive_put(ctx.h.consumer_group.as_str(), topic, ReviveKind::Ck, result.status);
         stored(&result)
     }
 
@@ -650,6 +659,7 @@ impl PopService {
             topic: Some(topic.to_owned()),
         };
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time), Origin::PopAck);
+        self.metrics.on_revive_put(h.consumer_group.as_str(), topic, ReviveKind::Ack, result.status);
         if !stored(&result) {
             tracing::error!(?result.status, "put ack msg error");
         }
@@ -708,6 +718,7 @@ impl PopService {
                 ack_offset_list: list,
             };
             let result = self.put_revive(&ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), Origin::PopAck);
+            self.metrics.on_revive_put(group, &topic, ReviveKind::Ack, result.status);
             if !stored(&result) {
                 tracing::error!(?result.status, "put batch ack msg error");
             }
@@ -846,6 +857,7 @@ impl PopService {
         };
         ck.add_diff(0);
         let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), extra.revive_qid), Origin::PopCheckPoint);
+        self.metrics.on_revive_put(g, topic, ReviveKind::Ck, result.status);
         if !stored(&result) {
             return RemotingCommand::response_to(request, ResponseCode::SYSTEM_ERROR);
         }
@@ -859,6 +871,7 @@ impl PopService {
             topic: Some(topic.to_owned()),
         };
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), extra.revive_qid, extra.invisible_time), Origin::PopAck);
+        self.metrics.on_revive_put(g, topic, ReviveKind::Ack, result.status);
         if !stored(&result) {
             tracing::error!(?result.status, "change invisible, put ack msg fail");
         }
