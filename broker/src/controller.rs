@@ -11,7 +11,7 @@ use remoting::connection::ConnectionConfig;
 use remoting::pool::BusinessPool;
 use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, RequestProcessor, ServerConfig};
 use remoting::service::Service;
-use remoting::{RequestCode, ResponseCode};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::config::MessageStoreConfig;
 use store::store::MessageStore;
 use tokio::task::JoinHandle;
@@ -111,9 +111,11 @@ impl BrokerController {
         let (registry, hold, pop, watermarks) = processors(&broker)?;
         // As Java, a metrics port that cannot be had stops the start.
         let me = Arc::downgrade(&broker);
+        let pop_for_metrics = Arc::downgrade(&pop);
         let sources = move |refresh: &mut dyn FnMut(&crate::metrics::gauges::Sources)| {
             if let Some(b) = me.upgrade() {
                 let (config, store_config) = (b.config(), b.store_config());
+                let pop = pop_for_metrics.upgrade();
                 refresh(&crate::metrics::gauges::Sources {
                     config: &config,
                     store_config: &store_config,
@@ -124,6 +126,7 @@ impl BrokerController {
                     consumers: &b.consumers,
                     producers: &b.producers,
                     timer: b.timer.get().map(Arc::as_ref),
+                    pop: pop.as_deref(),
                 });
             }
         };
@@ -328,6 +331,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
         broker.offsets.clone(),
         Arc::new(order),
         broker.broker_stats.clone(),
+        broker.metrics.clone(),
         broker.store_host,
     ));
     let pop = Arc::new(crate::processor::pop::PopProcessor { service: pop_service.clone() });
@@ -459,8 +463,10 @@ fn long_polling(
     let hold = Arc::new(PullRequestHoldService::new(Box::new(wake), budget));
     let _ = broker.hold.set(hold.clone());
     let _ = pull.parking.set(hold.clone());
-    let pops = Arc::new(PopParking::new(Box::new(pop_wake(pop, pull_pool)), hold.budget()));
+    let pops = Arc::new(PopParking::new(Box::new(pop_wake(pop, pull_pool, PopService::pop_again)), hold.budget()));
     let _ = pop.parking.set(pops);
+    let notifications = Arc::new(PopParking::new(Box::new(pop_wake(pop, pull_pool, PopService::notification)), hold.budget()));
+    let _ = pop.notifications.set(notifications);
     let (arrivals, pop) = (hold.clone(), pop.clone());
     broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
         arrivals.notify_arriving(&crate::parking::QueueKey::new(topic, queue_id), max_offset, Some(tags_code), Instant::now());
@@ -469,9 +475,14 @@ fn long_polling(
     hold
 }
 
-/// A woken pop runs again on the pull pool; one that still finds nothing is parked again until its
-/// poll time (Java's re-run of the request), and answered POLLING_TIMEOUT after it.
-fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPop) + Send + Sync + 'static {
+/// A woken pop (or notification: `run`) runs again on the pull pool; one that still finds nothing
+/// is parked again until its poll time (Java's re-run of the request), and answered as its time
+/// is up after it (a pop POLLING_TIMEOUT, a notification `hasMsg=false`).
+fn pop_wake(
+    pop: &Arc<PopService>,
+    pool: &Arc<BusinessPool>,
+    run: fn(&PopService, &Channel, RemotingCommand) -> Option<RemotingCommand>,
+) -> impl Fn(ParkedPop) + Send + Sync + 'static {
     let (service, pool) = (Arc::downgrade(pop), pool.clone());
     move |parked: ParkedPop| {
         let Some(service) = service.upgrade() else { return };
@@ -479,7 +490,7 @@ fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPo
         let answer = || Reply::to(&channel, &request).since(parked_at).after_long_polling();
         let (reply, busy) = (answer(), answer());
         let job = move || {
-            if let Some(response) = service.pop(&channel, request, true) {
+            if let Some(response) = run(&service, &channel, request) {
                 reply.send(response);
             }
         };
@@ -492,9 +503,9 @@ fn pop_wake(pop: &Arc<PopService>, pool: &Arc<BusinessPool>) -> impl Fn(ParkedPo
 /// Pop's threads: parked pops answered at their poll time (Java checks every 20 ms), the revive
 /// service (every `reviveInterval`, on a master) and the orderly-pop state persisted.
 fn pop_services(broker: &Arc<Broker>, pop: Arc<PopService>) -> Result<Vec<Service>, StartError> {
-    let lot = pop.parking.get().cloned();
+    let lots: Vec<_> = pop.parking.get().into_iter().chain(pop.notifications.get()).cloned().collect();
     let check = Service::every("PopLongPollingService", Duration::from_millis(50), false, move || {
-        if let Some(lot) = &lot {
+        for lot in &lots {
             lot.check(Instant::now(), |_, _| 0);
         }
     })?;

@@ -204,6 +204,11 @@ impl<P: Parked> ParkingLot<P> {
         self.budget.clone()
     }
 
+    /// How many requests parked on `key` pass `f`.
+    pub fn count_on(&self, key: &QueueKey, f: impl Fn(&P) -> bool) -> usize {
+        self.by_queue.lock().get(key).map_or(0, |parked| parked.iter().filter(|(p, _)| f(p)).count())
+    }
+
     /// How many requests of this kind are parked.
     pub fn held_count(&self) -> usize {
         self.by_queue.lock().values().map(Vec::len).sum()

@@ -163,6 +163,10 @@ pub const ROUTES: &[Route] = &[
     // Its groups and topics are in the body (5.3 does not check them; ours does, as ACK_MESSAGE).
     route(R::BATCH_ACK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::batch_ack)),
     route(R::CHANGE_MESSAGE_INVISIBLETIME, Handler::Pop, Pool::Pull, T(touches::change_invisible_time)),
+    // Pop's reads without a pop: a peek and a notification SUB, polling info GET (as SUB).
+    route(R::PEEK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
+    route(R::NOTIFICATION, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
+    route(R::POLLING_INFO, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),
     route(R::UNREGISTER_CLIENT, Handler::ClientManage, Pool::ClientManage, T(touches::unregister)),
@@ -355,6 +359,13 @@ mod touches {
     pub(super) fn change_invisible_time(request: &RemotingCommand) -> Result<Resources, String> {
         let h: crate::pop::headers::ChangeInvisibleTimeRequestHeader = header(request)?;
         Ok(vec![group(h.consumer_group.as_str()), topic(h.topic.as_str(), perm::SUB)])
+    }
+
+    /// PEEK_MESSAGE, NOTIFICATION, POLLING_INFO: the group and the topic the header names (Java
+    /// 5.3.3 reads these headers leniently, so nothing else in them is refused here).
+    pub(super) fn group_and_topic(request: &RemotingCommand) -> Result<Resources, String> {
+        let named = [field(request, "consumerGroup").map(group), field(request, "topic").map(|t| topic(t, perm::SUB))];
+        Ok(named.into_iter().flatten().collect())
     }
 
     /// BATCH_ACK_MESSAGE: each ack's group and topic, as ACK_MESSAGE's (no body: nothing).
@@ -572,6 +583,12 @@ mod tests {
         let pop = [("consumerGroup", "cg"), ("topic", "T"), ("queueId", "-1"), ("maxMsgNums", "1"), ("invisibleTime", "60000"), ("pollTime", "0")];
         let pop: Vec<_> = pop.iter().copied().chain([("bornTime", "1"), ("initMode", "0")]).collect();
         assert_eq!(touched(&request(R::POP_MESSAGE, &pop)), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
+        let peek = [("consumerGroup", "cg"), ("topic", "T"), ("queueId", "-1"), ("maxMsgNums", "1")];
+        assert_eq!(touched(&request(R::PEEK_MESSAGE, &peek)), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
+        let note = [("consumerGroup", "cg"), ("topic", "T"), ("queueId", "-1"), ("pollTime", "0"), ("bornTime", "1")];
+        assert_eq!(touched(&request(R::NOTIFICATION, &note)), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
+        assert_eq!(touched(&request(R::POLLING_INFO, &note[..3])), res(&[("%RETRY%cg", perm::SUB), ("T", perm::SUB)]));
+        assert_eq!(touched(&request(R::POLLING_INFO, &note[..1])), res(&[("%RETRY%cg", perm::SUB)]), "what is named is checked");
         let batch = br#"{"acks":[{"c":"cg","t":"T","r":"0","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="},{"c":"victimGroup","t":"Secret","so":0,"q":0}]}"#;
         assert_eq!(
             touched(&request(R::BATCH_ACK_MESSAGE, &[]).with_body(batch.to_vec())),

@@ -255,3 +255,103 @@ async fn without_the_timer_no_timer_family_shows() {
     assert!(!text.contains("rocketmq_timer") && !text.contains("rocketmq_timing"), "{text}");
     broker.shutdown().await;
 }
+
+/// Pop's families (Java 5.3.3's `PopMetricsManager`): the check point and ack put into the
+/// revive topic, both read back by the revive service from their revive queue, the unacked
+/// message revived into the retry topic, and the revive lag and latency of every revive queue.
+#[tokio::test(flavor = "multi_thread")]
+async fn pop_counts_its_revive_records_and_reports_each_revive_queue() {
+    use broker::pop::headers::{AckMessageRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader};
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let port_text = port.to_string();
+    let extra = [
+        ("brokerName", "broker-a"),
+        ("metricsExporterType", "PROM"),
+        ("metricsPromExporterHost", "127.0.0.1"),
+        ("metricsPromExporterPort", port_text.as_str()),
+    ];
+    let broker = start(dir.path(), &extra).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    for body in ["acked", "revived"] {
+        let r = c.invoke(&addr, send("PopMetrics", 0, body, ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    pull_found(&c, &addr, "PopMetrics", 0, 1).await;
+    let h = PopMessageRequestHeader {
+        consumer_group: group("pmg"),
+        topic: topic("PopMetrics"),
+        queue_id: 0,
+        max_msg_nums: 1,
+        invisible_time: 1000,
+        poll_time: 0,
+        born_time: remoting::clock::now_ms(),
+        init_mode: 0,
+        exp_type: None,
+        exp: None,
+        order: None,
+        attempt_id: None,
+    };
+    let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, &h), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let popped: PopMessageResponseHeader = r.decode_header().unwrap();
+    let start = popped.start_offset_info.unwrap_or_default();
+    let start_offset: i64 = start.rsplit(' ').next().unwrap().parse().unwrap();
+    let handle = broker::pop::extra_info::ExtraInfo::new(
+        start_offset,
+        popped.pop_time,
+        popped.invisible_time,
+        popped.revive_qid,
+        "PopMetrics",
+        "broker-a",
+        0,
+        Some(start_offset),
+    );
+    let ack =
+        AckMessageRequestHeader { consumer_group: group("pmg"), topic: topic("PopMetrics"), queue_id: 0, extra_info: handle.to_string(), offset: start_offset };
+    let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::ACK_MESSAGE, &ack), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let h = PopMessageRequestHeader { born_time: remoting::clock::now_ms(), ..h };
+    let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, &h), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+
+    let (in_ck, in_ack) = (
+        [("consumer_group", "pmg"), ("topic", "PopMetrics"), ("revive_message_type", "CK"), ("put_status", "PUT_OK")],
+        [("consumer_group", "pmg"), ("topic", "PopMetrics"), ("revive_message_type", "ACK"), ("put_status", "PUT_OK")],
+    );
+    let retry = [("consumer_group", "pmg"), ("topic", "PopMetrics"), ("put_status", "PUT_OK")];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let text = scrape(port).await;
+        if sample(&text, "rocketmq_pop_revive_retry_messages_total", &retry).is_some() {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "nothing revived:\n{text}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(sample(&text, "rocketmq_pop_revive_in_message_total", &in_ck), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_pop_revive_in_message_total", &in_ack), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_pop_revive_retry_messages_total", &retry), Some(1.0), "{text}");
+    // Read back from the revive queues the pops chose (each pass reads what is not revived yet).
+    let out = |kind: &str| {
+        (0..8)
+            .filter_map(|q| {
+                let q = q.to_string();
+                sample(&text, "rocketmq_pop_revive_out_message_total", &[("consumer_group", "pmg"), ("queue_id", &q), ("revive_message_type", kind)])
+            })
+            .sum::<f64>()
+    };
+    assert!(out("CK") >= 2.0 && out("ACK") >= 1.0, "{text}");
+    assert!(text.contains("queue_id=\""), "{text}");
+    for q in 0..8 {
+        let q = q.to_string();
+        assert!(sample(&text, "rocketmq_pop_revive_lag_milliseconds", &[("queue_id", &q)]).is_some(), "{text}");
+        assert!(sample(&text, "rocketmq_pop_revive_latency_milliseconds", &[("queue_id", &q)]).is_some(), "{text}");
+    }
+    assert_eq!(sample(&text, "rocketmq_pop_offset_buffer_size", &[]), Some(0.0));
+    assert_eq!(sample(&text, "rocketmq_pop_checkpoint_buffer_size", &[]), Some(0.0));
+    assert!(text.contains("# TYPE rocketmq_pop_revive_lag gauge"), "{text}");
+    assert!(text.contains("# TYPE rocketmq_pop_revive_in_message counter"), "{text}");
+    broker.shutdown().await;
+}

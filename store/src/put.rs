@@ -21,6 +21,25 @@ pub enum PutStatus {
     WheelTimerFlowControl,
 }
 
+impl PutStatus {
+    /// Java's `PutMessageStatus` constant name (metrics labels such as `put_status`).
+    pub fn java_name(&self) -> &'static str {
+        match self {
+            PutStatus::PutOk => "PUT_OK",
+            PutStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+            PutStatus::CreateMappedFileFailed => "CREATE_MAPPED_FILE_FAILED",
+            PutStatus::MessageIllegal => "MESSAGE_ILLEGAL",
+            PutStatus::PropertiesSizeExceeded => "PROPERTIES_SIZE_EXCEEDED",
+            PutStatus::ServiceNotAvailable => "SERVICE_NOT_AVAILABLE",
+            PutStatus::OsPageCacheBusy => "OS_PAGE_CACHE_BUSY",
+            PutStatus::UnknownError => "UNKNOWN_ERROR",
+            PutStatus::WheelTimerNotEnable => "WHEEL_TIMER_NOT_ENABLE",
+            PutStatus::WheelTimerMsgIllegal => "WHEEL_TIMER_MSG_ILLEGAL",
+            PutStatus::WheelTimerFlowControl => "WHEEL_TIMER_FLOW_CONTROL",
+        }
+    }
+}
+
 /// Where an append landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppendResult {

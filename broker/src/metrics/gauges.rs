@@ -31,6 +31,8 @@ pub struct Sources<'a> {
     pub producers: &'a ProducerManager,
     /// The 5.x timer, when `timerWheelEnable`.
     pub timer: Option<&'a store::timer::TimerStore>,
+    /// Pop's service (its revive progress).
+    pub pop: Option<&'a crate::popping::service::PopService>,
 }
 
 /// Java's processor names, in its order: a pool we do not have (pop's ack, a separate async-put
@@ -125,6 +127,7 @@ impl Gauges {
         }
         self.storage(b);
         f.timer.refresh(b.timer);
+        f.pop.refresh(b.pop, b.config.revive_queue_num);
     }
 
     fn connections(&self, b: &Sources) {

@@ -7,6 +7,7 @@
 //! recording is a no-op, as Java's `Nop` instruments.
 
 pub mod gauges;
+pub mod pop;
 mod timer;
 
 use std::collections::HashMap;
@@ -53,6 +54,8 @@ struct Families {
     gauges: gauges::Gauges,
     /// The 5.x timer's families.
     timer: Arc<timer::TimerFamilies>,
+    /// Pop's families.
+    pop: pop::PopFamilies,
     /// Half messages waiting for their end, by real topic (Java's `TransactionMetrics`).
     half: Mutex<HashMap<String, i64>>,
     /// What each group pulled, by group and topic: at most `limit` pairs in all.
@@ -183,6 +186,25 @@ impl BrokerMetrics {
         f.group_create.observe(&[status(ok)], elapsed.as_millis() as f64);
     }
 
+    /// A pop check point or ack put into the revive topic (Java counts a batch ack as an ack),
+    /// for the group and the topic it names.
+    pub fn on_revive_put(&self, group: &str, topic: &str, kind: pop::ReviveKind, status: store::commit_log::PutStatus) {
+        let Some(f) = &self.families else { return };
+        f.pop.on_revive_put(group, topic, kind, status);
+    }
+
+    /// A check point or ack read back from revive queue `queue_id` by the revive service.
+    pub fn on_revive_get(&self, group: &str, topic: &str, queue_id: i32, kind: pop::ReviveKind) {
+        let Some(f) = &self.families else { return };
+        f.pop.on_revive_get(group, topic, queue_id, kind);
+    }
+
+    /// A message revived into its pop retry topic; `topic` is the check point's.
+    pub fn on_revive_retry(&self, group: &str, topic: &str, status: store::commit_log::PutStatus) {
+        let Some(f) = &self.families else { return };
+        f.pop.on_revive_retry(group, topic, status);
+    }
+
     /// What the 5.x timer reports its enqueues and releases to (none unless metrics are on).
     pub fn timer_events(&self) -> Option<Arc<dyn store::timer::TimerEvents>> {
         self.families.as_ref().map(|f| f.timer.clone() as Arc<dyn store::timer::TimerEvents>)
@@ -267,6 +289,7 @@ impl Families {
             ),
             gauges: gauges::Gauges::new(r, limit),
             timer: Arc::new(timer::TimerFamilies::new(r, limit)),
+            pop: pop::PopFamilies::new(r, limit),
             half: Mutex::new(HashMap::new()),
             pulls: Mutex::new(Pulls::default()),
             limit,

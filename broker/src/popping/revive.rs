@@ -18,6 +18,7 @@ use store::message::record::{decode_record, RecordAt};
 use store::store::GetMessageStatus;
 use store::timer::TimerStore;
 
+use crate::metrics::pop::ReviveKind;
 use crate::pop::formats::{AckMsg, BatchAckMsg, PopCheckPoint, ReviveMessage};
 use crate::pop::names::{self, ACK_TAG, ACK_TIME_INTERVAL_MS, BATCH_ACK_TAG, CK_TAG, REVIVE_GROUP};
 use crate::popping::service::{stored, PopService, FIRST_POP_TIME};
@@ -32,8 +33,43 @@ const BATCH: usize = 32;
 pub struct ReviveService {
     pop: Arc<PopService>,
     timer: Option<Arc<TimerStore>>,
-    /// The last revived check point's offset per revive queue (-1: none yet).
-    revived: Mutex<HashMap<i32, i64>>,
+}
+
+/// Where each revive queue's passes got to (Java's `reviveOffset` and
+/// `currentReviveMessageTimestamp` of each `PopReviveService`), for the next pass and the metrics.
+#[derive(Default)]
+pub struct ReviveProgress(Mutex<HashMap<i32, Progress>>);
+
+#[derive(Clone, Copy)]
+struct Progress {
+    /// The last revived check point's offset (-1: none yet).
+    revived: i64,
+    /// The revive time of the first check point the last pass read, or the pass's time when it
+    /// read none.
+    timestamp: i64,
+}
+
+impl ReviveProgress {
+    fn revived(&self, queue_id: i32) -> Option<i64> {
+        self.0.lock().get(&queue_id).map(|p| p.revived)
+    }
+
+    fn record(&self, queue_id: i32, revived: i64, timestamp: i64) {
+        self.0.lock().insert(queue_id, Progress { revived, timestamp });
+    }
+
+    /// Java's `getReviveBehindMessages` and `getReviveBehindMillis` of a revive queue: records
+    /// of the queue past the last revived check point, and how long ago the oldest check point
+    /// the last pass read was due when more than one record waits (both 0 before a first pass).
+    pub fn behind(&self, pop: &PopService, queue_id: i32, now: i64) -> (i64, i64) {
+        let Some(p) = self.0.lock().get(&queue_id).copied() else { return (0, 0) };
+        if p.timestamp <= 0 {
+            return (0, 0);
+        }
+        let max = pop.store.max_offset_in_queue(&pop.revive_topic(), queue_id);
+        let latency = if max - p.revived > 1 { (now - p.timestamp).max(0) } else { 0 };
+        ((max - p.revived).max(0), latency)
+    }
 }
 
 /// What one pass over a revive queue found.
@@ -51,7 +87,7 @@ fn now_ms() -> i64 {
 
 impl ReviveService {
     pub fn new(pop: Arc<PopService>, timer: Option<Arc<TimerStore>>) -> ReviveService {
-        ReviveService { pop, timer, revived: Mutex::new(HashMap::new()) }
+        ReviveService { pop, timer }
     }
 
     /// One pass over every revive queue; nothing on a slave or without the timer (Java skips).
@@ -81,7 +117,7 @@ impl ReviveService {
     fn scan(&self, queue_id: i32) -> Scan {
         let topic = self.pop.revive_topic();
         let committed = self.pop.offsets.query_offset(REVIVE_GROUP, &topic, queue_id).unwrap_or(-1);
-        let old_offset = self.revived.lock().get(&queue_id).copied().unwrap_or(-1).max(committed);
+        let old_offset = self.pop.revive_progress.revived(queue_id).unwrap_or(-1).max(committed);
         let config = self.pop.config.load();
         let own_broker = config.broker_name.clone();
         let started = now_ms();
@@ -117,11 +153,15 @@ impl ReviveService {
                         if ck.topic.is_none() || ck.cid.is_none() {
                             continue;
                         }
+                        if let (Some(topic), Some(cid)) = (&ck.topic, &ck.cid) {
+                            self.pop.metrics.on_revive_get(cid, topic, queue_id, ReviveKind::Ck);
+                        }
                         ck.revive_offset = *queue_offset;
                         scan.cks.insert(names::revive_merge_key_of_ck(&ck), ck);
                     }
                     Some(ACK_TAG) => {
                         let Ok(ack) = AckMsg::decode(record.body) else { continue };
+                        self.count_ack(&ack, queue_id);
                         if let Some(ck) = scan.cks.get_mut(&names::revive_merge_key_of_ack(&ack, &own_broker)) {
                             if let Some(i) = ck.index_of_ack(ack.ack_offset) {
                                 ck.mark_acked(i as u32);
@@ -130,6 +170,7 @@ impl ReviveService {
                     }
                     Some(BATCH_ACK_TAG) => {
                         let Ok(batch) = BatchAckMsg::decode(record.body) else { continue };
+                        self.count_ack(&batch.ack, queue_id);
                         if let Some(ck) = scan.cks.get_mut(&names::revive_merge_key_of_ack(&batch.ack, &own_broker)) {
                             for offset in &batch.ack_offset_list {
                                 if let Some(i) = ck.index_of_ack(*offset) {
@@ -151,9 +192,15 @@ impl ReviveService {
         scan
     }
 
+    fn count_ack(&self, ack: &AckMsg, queue_id: i32) {
+        let (group, topic) = (ack.consumer_group.as_deref().unwrap_or(""), ack.topic.as_deref().unwrap_or(""));
+        self.pop.metrics.on_revive_get(group, topic, queue_id, ReviveKind::Ack);
+    }
+
     fn merge_and_revive(&self, queue_id: i32, scan: Scan) {
         let mut cks: Vec<PopCheckPoint> = scan.cks.into_values().collect();
         cks.sort_by_key(|ck| ck.revive_offset);
+        let timestamp = cks.first().map_or_else(now_ms, |ck| ck.revive_time());
         let mut new_offset = scan.old_offset;
         for ck in &cks {
             if scan.end_time - ck.revive_time() <= ACK_TIME_INTERVAL_MS + 1000 {
@@ -173,7 +220,7 @@ impl ReviveService {
                 self.pop.offsets.commit_offset("127.0.0.1", &group, &topic, queue_id, new_offset);
             }
         }
-        self.revived.lock().insert(queue_id, new_offset);
+        self.pop.revive_progress.record(queue_id, new_offset, timestamp);
     }
 
     /// Every message of `ck` not acked goes to the retry topic (or, when it cannot, a check
@@ -217,6 +264,7 @@ impl ReviveService {
         msg.reconsume_times = r.reconsume_times.saturating_add(1);
         self.pop.ensure_retry_topic(&retry_topic, cid);
         let result = self.pop.put.put_rewritten(msg, Origin::PopRevive);
+        self.pop.metrics.on_revive_retry(cid, topic, result.status);
         if !stored(&result) {
             tracing::error!(topic, ?result.status, "revive: cannot put the retry message");
             return false;

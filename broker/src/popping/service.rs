@@ -33,6 +33,7 @@ use store::store::{GetMessageResult, GetMessageStatus, MessageStore};
 use crate::broker::FAQ_SUFFIX;
 use crate::config::LiveConfig;
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::metrics::pop::ReviveKind;
 use crate::parking::{Parked, ParkingLot, QueueKey};
 use crate::pop::extra_info::RetryMarker;
 use crate::pop::extra_info::{append_msg_offset_info, append_start_offset_info, ExtraInfo, ExtraInfoFields};
@@ -148,6 +149,13 @@ pub struct PopService {
     ck_counter: AtomicU64,
     /// Where pops wait; unset (pops answered at once) until the broker builds it.
     pub parking: OnceLock<Arc<PopParking>>,
+    /// Pop's metrics families (revive puts).
+    pub metrics: Arc<crate::metrics::BrokerMetrics>,
+    /// The revive service's progress per revive queue.
+    pub revive_progress: super::revive::ReviveProgress,
+    /// Where NOTIFICATION requests wait (Java's second `PopLongPollingService`), on the same
+    /// budget as parked pulls and pops.
+    pub notifications: OnceLock<Arc<PopParking>>,
 }
 
 /// What one pop collects across the queues it reads.
@@ -175,7 +183,7 @@ impl Filter {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     remoting::clock::now_ms()
 }
 
@@ -190,6 +198,7 @@ impl PopService {
         offsets: Arc<ConsumerOffsetManager>,
         order: Arc<OrderInfoManager>,
         broker_stats: Arc<BrokerStatsManager>,
+        metrics: Arc<crate::metrics::BrokerMetrics>,
         store_host: SocketAddr,
     ) -> PopService {
         PopService {
@@ -205,12 +214,15 @@ impl PopService {
             locks: QueueLocks::default(),
             ck_counter: AtomicU64::new(0),
             parking: OnceLock::new(),
+            notifications: OnceLock::new(),
+            metrics,
+            revive_progress: Default::default(),
         }
     }
 
     /// 0..100, for Java's `random.nextInt(100)` (which queue a pop starts at, whether it reads
     /// the retry topic first).
-    fn random_percent(&self) -> i32 {
+    pub(crate) fn random_percent(&self) -> i32 {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let mixed = u64::from(nanos).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.ck_counter.load(Ordering::Relaxed).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         ((mixed >> 33) % 100) as i32
@@ -218,6 +230,11 @@ impl PopService {
 
     pub fn revive_topic(&self) -> String {
         names::revive_topic(&self.config.load().broker_cluster_name)
+    }
+
+    /// POP_MESSAGE again, as a woken pop runs (it may be parked again).
+    pub fn pop_again(&self, channel: &Channel, request: RemotingCommand) -> Option<RemotingCommand> {
+        self.pop(channel, request, true)
     }
 
     /// POP_MESSAGE. `may_park`: a pop that finds nothing may wait until its poll time (`None`:
@@ -383,17 +400,8 @@ impl PopService {
         config: &crate::config::BrokerConfig,
     ) -> Result<(), (Box<RemotingCommand>, ResponseCode)> {
         let Some(lot) = self.parking.get() else { return Err((Box::new(request), ResponseCode::POLLING_TIMEOUT)) };
-        if lot.held_count() >= config.max_pop_polling_size {
-            return Err((Box::new(request), ResponseCode::POLLING_FULL));
-        }
-        let expires_ms = h.born_time.saturating_add(h.poll_time);
-        let wait = Duration::from_millis(u64::try_from(expires_ms - now_ms()).unwrap_or(0)).min(MAX_POLL);
-        if wait.is_zero() {
-            return Err((Box::new(request), ResponseCode::POLLING_TIMEOUT));
-        }
-        let now = Instant::now();
-        let parked = ParkedPop { request, channel: channel.clone(), deadline: now + wait, parked_at: now };
-        lot.park(QueueKey::new(h.topic.as_str(), h.queue_id), parked).map_err(|refused| (Box::new(refused.1.request), ResponseCode::POLLING_FULL))
+        let key = QueueKey::new(h.topic.as_str(), h.queue_id);
+        park_on(lot, channel, request, key, h.born_time.saturating_add(h.poll_time), config.max_pop_polling_size)
     }
 
     fn pop_from_topic(&self, ctx: &PopCtx<'_>, topic: &str, is_retry: bool, random_q: i32, got: &mut Collected) {
@@ -555,6 +563,7 @@ impl PopService {
             ck.add_diff((queue_offset - offset) as i32);
         }
         let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), ctx.revive_qid), Origin::PopCheckPoint);
+        self.metrics.on_revive_put(ctx.h.consumer_group.as_str(), topic, ReviveKind::Ck, result.status);
         stored(&result)
     }
 
@@ -650,6 +659,7 @@ impl PopService {
             topic: Some(topic.to_owned()),
         };
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time), Origin::PopAck);
+        self.metrics.on_revive_put(h.consumer_group.as_str(), topic, ReviveKind::Ack, result.status);
         if !stored(&result) {
             tracing::error!(?result.status, "put ack msg error");
         }
@@ -708,6 +718,7 @@ impl PopService {
                 ack_offset_list: list,
             };
             let result = self.put_revive(&ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), Origin::PopAck);
+            self.metrics.on_revive_put(group, &topic, ReviveKind::Ack, result.status);
             if !stored(&result) {
                 tracing::error!(?result.status, "put batch ack msg error");
             }
@@ -749,20 +760,25 @@ impl PopService {
         None
     }
 
-    /// Wakes the pops parked on a topic (any queue, and the queue).
+    /// The lots of parked pops and parked notifications.
+    fn lots(&self) -> impl Iterator<Item = &Arc<PopParking>> {
+        self.parking.get().into_iter().chain(self.notifications.get())
+    }
+
+    /// Wakes the pops and notifications parked on a topic (any queue, and the queue).
     pub fn wake(&self, topic: &str, queue_id: i32) {
-        if let Some(lot) = self.parking.get() {
-            let now = Instant::now();
+        let now = Instant::now();
+        for lot in self.lots() {
             lot.notify_arriving(&QueueKey::new(topic, -1), i64::MAX, Some(0), now);
             lot.notify_arriving(&QueueKey::new(topic, queue_id), i64::MAX, Some(0), now);
         }
     }
 
-    /// A message arrived on `topic`: pops of it wake, and of its normal topic when it is a pop
-    /// retry topic (`%RETRY%group_topic` is ambiguous with underscores: each reading is woken).
+    /// A message arrived on `topic`: pops and notifications of it wake, and of its normal topic
+    /// when it is a pop retry topic (`%RETRY%group_topic` is ambiguous with underscores: each
+    /// reading is woken).
     pub fn on_arrival(&self, topic: &str, queue_id: i32) {
-        let Some(lot) = self.parking.get() else { return };
-        if lot.held_count() == 0 {
+        if self.lots().all(|lot| lot.held_count() == 0) {
             return;
         }
         self.wake(topic, queue_id);
@@ -841,6 +857,7 @@ impl PopService {
         };
         ck.add_diff(0);
         let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), extra.revive_qid), Origin::PopCheckPoint);
+        self.metrics.on_revive_put(g, topic, ReviveKind::Ck, result.status);
         if !stored(&result) {
             return RemotingCommand::response_to(request, ResponseCode::SYSTEM_ERROR);
         }
@@ -854,6 +871,7 @@ impl PopService {
             topic: Some(topic.to_owned()),
         };
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), extra.revive_qid, extra.invisible_time), Origin::PopAck);
+        self.metrics.on_revive_put(g, topic, ReviveKind::Ack, result.status);
         if !stored(&result) {
             tracing::error!(?result.status, "change invisible, put ack msg fail");
         }
@@ -884,11 +902,11 @@ impl PopService {
 
 /// The remark of a Java response made by `createResponseCommand(headerClass)` whose remark was
 /// never set.
-const JAVA_UNSET_REMARK: &str = "not set any response code";
+pub(crate) const JAVA_UNSET_REMARK: &str = "not set any response code";
 
 /// A refused pop as Java answers it: its response header's numbers (0) come along, so the 5.3.3
 /// client, which decodes the header of a POLLING_TIMEOUT answer, reads it as "nothing found".
-fn pop_error(request: &RemotingCommand, code: ResponseCode, remark: String) -> RemotingCommand {
+pub(crate) fn pop_error(request: &RemotingCommand, code: ResponseCode, remark: String) -> RemotingCommand {
     RemotingCommand::error_response(request, code, remark).with_header(&PopMessageResponseHeader {
         pop_time: 0,
         invisible_time: 0,
@@ -898,6 +916,31 @@ fn pop_error(request: &RemotingCommand, code: ResponseCode, remark: String) -> R
         msg_offset_info: None,
         order_count_info: None,
     })
+}
+
+/// Parks a request on `lot` until an arrival on `key` or `expires_ms` (Java's `bornTime +
+/// pollTime`, at most [`MAX_POLL`] away); refused with the code Java answers: POLLING_TIMEOUT when
+/// its time is already up, POLLING_FULL when `max` requests of the kind wait or the shared budget
+/// is spent.
+#[allow(clippy::result_large_err)]
+pub(crate) fn park_on(
+    lot: &PopParking,
+    channel: &Channel,
+    request: RemotingCommand,
+    key: QueueKey,
+    expires_ms: i64,
+    max: usize,
+) -> Result<(), (Box<RemotingCommand>, ResponseCode)> {
+    if lot.held_count() >= max {
+        return Err((Box::new(request), ResponseCode::POLLING_FULL));
+    }
+    let wait = Duration::from_millis(u64::try_from(expires_ms - now_ms()).unwrap_or(0)).min(MAX_POLL);
+    if wait.is_zero() {
+        return Err((Box::new(request), ResponseCode::POLLING_TIMEOUT));
+    }
+    let now = Instant::now();
+    let parked = ParkedPop { request, channel: channel.clone(), deadline: now + wait, parked_at: now };
+    lot.park(key, parked).map_err(|refused| (Box::new(refused.1.request), ResponseCode::POLLING_FULL))
 }
 
 /// Java's put statuses that count as stored for pop's records.

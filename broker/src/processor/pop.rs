@@ -1,4 +1,5 @@
-//! POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME: requests handed to the pop service.
+//! POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK_MESSAGE,
+//! NOTIFICATION and POLLING_INFO: requests handed to the pop service.
 
 use std::sync::Arc;
 
@@ -18,6 +19,9 @@ impl RequestProcessor for PopProcessor {
             RequestCode::ACK_MESSAGE => Some(self.service.ack(channel, &request)),
             RequestCode::BATCH_ACK_MESSAGE => Some(self.service.batch_ack(channel, &request)),
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME => Some(self.service.change_invisible_time(channel, &request)),
+            RequestCode::PEEK_MESSAGE => Some(self.service.peek(channel, &request)),
+            RequestCode::NOTIFICATION => self.service.notification(channel, request),
+            RequestCode::POLLING_INFO => Some(self.service.polling_info(channel, &request)),
             code => Some(RemotingCommand::error_response(&request, ResponseCode::REQUEST_CODE_NOT_SUPPORTED, format!("request type {} not supported", code.0))),
         })
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.alibaba.fastjson.JSON;
 import com.alibaba.fastjson.JSONArray;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,10 +13,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.protocol.heartbeat.ConsumeType;
 import org.apache.rocketmq.common.protocol.heartbeat.ConsumerData;
 import org.apache.rocketmq.common.protocol.heartbeat.HeartbeatData;
@@ -69,7 +74,9 @@ class PopAssignmentTest {
     void start() {
         namesrv = NameServer.start(dir.resolve("namesrv"));
         ours = RustBroker.start(dir.resolve("rust-broker"), namesrv.address(), "PopRust", "pop-rust");
-        java = JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), namesrv.address(), "PopJava", "pop-java");
+        // With the timer (Java 5.3.3's default, and ours): a pop may be parked on both.
+        java = JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), namesrv.address(), "PopJava", "pop-java",
+            Map.of("timerWheelEnable", "true"));
         probe = NamesrvProbe.connect(namesrv.address());
         Await.until("both brokers registered", Duration.ofSeconds(30), probe::clusterInfo,
             info -> info.getBrokerAddrTable() != null && info.getBrokerAddrTable().containsKey("pop-rust")
@@ -175,6 +182,158 @@ class PopAssignmentTest {
         assertEquals("[pop-java:-1]", onJava.result("assignment").get("pop"));
         assertEquals("[pop-rust:-1]", onOur.result("assignment").get("pop"));
         assertEquals("[]", onOur.result("assignment").get("pull"));
+    }
+
+    /**
+     * PEEK_MESSAGE (200052), NOTIFICATION (200054) and POLLING_INFO (200055): the same raw requests to both brokers,
+     * good and bad, get the same code, remark and response header (peeked messages compared by topic, queue, offset
+     * and body, sorted: Java starts at a random queue). A notification with a poll time on an empty queue answers
+     * {@code hasMsg=false} at its time; one parked on an empty topic is woken by a send to it; a pop parked on an
+     * empty topic counts in POLLING_INFO for its group and queue. Java 5.3.3 reads these headers leniently (a missing
+     * or unreadable number is 0; a missing topic or group is a NullPointerException). A SYSTEM_ERROR's remark is
+     * Java's exception with its first stack frame: compared without the frame (a NullPointerException by its class).
+     */
+    @Test
+    void peekNotificationAndPollingInfoAreJavas() throws Exception {
+        String create = "17|defaultTopic=TBW102|readQueueNums=4|writeQueueNums=4|perm=6|topicFilterType=SINGLE_TAG|order=false|topic=";
+        for (String addr : List.of(ours.address(), java.address())) {
+            for (String topic : List.of("PeekT", "PeekEmpty", "PeekWake")) {
+                assertEquals("code 0 remark not set any response code body null", answer(addr, create + topic));
+            }
+            sendRaw(addr, "PeekT", 0, "peek-a");
+            sendRaw(addr, "PeekT", 0, "peek-b");
+            sendRaw(addr, "PeekT", 1, "peek-c");
+        }
+        String g = "|consumerGroup=PeekG";
+        List<String> requests = List.of(
+            "200052|topic=PeekT|queueId=-1|maxMsgNums=32" + g,
+            "200052|topic=PeekT|queueId=0|maxMsgNums=1" + g,
+            "200052|topic=PeekT|queueId=1|maxMsgNums=0" + g,
+            "200052|topic=PeekT|queueId=3|maxMsgNums=32" + g,
+            "200052|topic=PeekEmpty|queueId=-1|maxMsgNums=32" + g,
+            "200052|topic=PeekT|queueId=0|maxMsgNums=-1" + g,
+            "200052|topic=PeekT|queueId=4|maxMsgNums=1" + g,
+            "200052|topic=NoSuchTopic|queueId=-1|maxMsgNums=1" + g,
+            "200052|topic=bad/topic|queueId=-1|maxMsgNums=1" + g,
+            "200052|topic=PeekT|queueId=-1|maxMsgNums=1|consumerGroup=bad/group",
+            "200052|topic=PeekT|queueId=-1" + g,
+            "200052|topic=PeekT|queueId=zero|maxMsgNums=2" + g,
+            "200052|queueId=-1|maxMsgNums=2" + g,
+            "200052|topic=PeekT|queueId=-1|maxMsgNums=2",
+            "200054|topic=PeekT|queueId=-1|pollTime=0|bornTime=0" + g,
+            "200054|topic=PeekT|queueId=1|pollTime=0" + g,
+            "200054|topic=PeekT|queueId=3|pollTime=0|bornTime=0|order=true|attemptId=a1" + g,
+            "200054|topic=PeekT|queueId=-5|pollTime=0|bornTime=0" + g,
+            "200054|topic=PeekEmpty|queueId=-1|pollTime=0|bornTime=0" + g,
+            "200054|topic=PeekEmpty|queueId=2|pollTime=800|bornTime=0" + g,
+            "200054|topic=PeekEmpty|queueId=2|pollTime=800|bornTime=1" + g,
+            "200054|topic=PeekT|queueId=9|pollTime=0|bornTime=0" + g,
+            "200054|topic=NoSuchTopic|queueId=-1|pollTime=0|bornTime=0" + g,
+            "200054|topic=PeekT|queueId=-1|bornTime=0" + g,
+            "200054|queueId=-1|pollTime=0" + g,
+            "200055|topic=PeekEmpty|queueId=-1" + g,
+            "200055|topic=PeekT|queueId=2" + g,
+            "200055|topic=PeekT|queueId=4" + g,
+            "200055|topic=NoSuchTopic|queueId=-1" + g,
+            "200055|topic=PeekT|queueId=0|consumerGroup=bad/group",
+            "200055|topic=PeekT" + g,
+            "200055|topic=PeekT|queueId=0");
+        List<String> fromJava = new ArrayList<>();
+        List<String> fromOurs = new ArrayList<>();
+        for (String r : requests) {
+            fromJava.add(r + "  ->  " + popAnswer(java.address(), r));
+            fromOurs.add(r + "  ->  " + popAnswer(ours.address(), r));
+        }
+        // Parked: a pop on an empty topic counts for its group and queue (-1) while it waits; a notification on an
+        // empty topic is woken by a send to it.
+        for (String addr : List.of(java.address(), ours.address())) {
+            List<String> into = addr.equals(java.address()) ? fromJava : fromOurs;
+            String pop = "200050|consumerGroup=PeekG|topic=PeekEmpty|queueId=-1|maxMsgNums=8|invisibleTime=30000|pollTime=3000"
+                + "|initMode=0|expType=TAG|exp=*|bornTime=" + System.currentTimeMillis();
+            CompletableFuture<String> parked = CompletableFuture.supplyAsync(() -> call(0, addr, pop, 10_000));
+            Thread.sleep(800);
+            for (String r : List.of("200055|topic=PeekEmpty|queueId=-1" + g, "200055|topic=PeekEmpty|queueId=0" + g,
+                "200055|topic=PeekEmpty|queueId=-1|consumerGroup=OtherG")) {
+                into.add("while a pop waits: " + r + "  ->  " + popAnswer(addr, r));
+            }
+            // Its header's numbers (popTime, reviveQid) follow each broker's own history: code and remark only.
+            into.add("the parked pop  ->  " + parked.join().replaceAll(" header \\{.*\\} body", " body"));
+            into.add("after it: 200055  ->  " + popAnswer(addr, "200055|topic=PeekEmpty|queueId=-1" + g));
+            String note = "200054|topic=PeekWake|queueId=-1|pollTime=6000|bornTime=" + System.currentTimeMillis() + g;
+            long started = System.nanoTime();
+            CompletableFuture<String> waiting = CompletableFuture.supplyAsync(() -> call(1, addr, note, 10_000));
+            Thread.sleep(800);
+            sendRaw(addr, "PeekWake", 2, "wake");
+            String woken = waiting.join();
+            long ms = Duration.ofNanos(System.nanoTime() - started).toMillis();
+            into.add("a notification parked, then a send  ->  " + woken + " within 4 s: " + (ms < 4000));
+        }
+        System.out.println("[peek] Java 5.3.3:\n" + String.join("\n", fromJava));
+        assertEquals(String.join("\n", fromJava), String.join("\n", fromOurs));
+    }
+
+    /** SEND_MESSAGE (10) of one message to a queue of a broker. */
+    private void sendRaw(String addr, String topic, int queueId, String body) throws Exception {
+        String spec = "10|producerGroup=PeekP|topic=" + topic + "|defaultTopic=TBW102|defaultTopicQueueNums=4|queueId=" + queueId
+            + "|sysFlag=0|bornTimestamp=" + System.currentTimeMillis() + "|flag=0|properties=|reconsumeTimes=0|unitMode=false"
+            + "|body=" + body;
+        RemotingCommand response = clients.get(2).getRemotingClient().invokeSync(addr, request(spec), 5000);
+        assertEquals(0, response.getCode(), addr + " " + spec + ": " + response.getRemark());
+    }
+
+    private static RemotingCommand request(String spec) {
+        String[] parts = spec.split("\\|");
+        RemotingCommand request = RemotingCommand.createRequestCommand(Integer.parseInt(parts[0]), null);
+        for (int i = 1; i < parts.length; i++) {
+            String[] kv = parts[i].split("=", 2);
+            if (kv[0].equals("body")) {
+                request.setBody(kv[1].getBytes(StandardCharsets.UTF_8));
+            } else {
+                request.addExtField(kv[0], kv[1]);
+            }
+        }
+        return request;
+    }
+
+    private String call(int client, String addr, String spec, long timeoutMs) {
+        try {
+            return describe(clients.get(client).getRemotingClient().invokeSync(addr, request(spec), timeoutMs));
+        } catch (Exception e) {
+            return "failed: " + e;
+        }
+    }
+
+    private String popAnswer(String addr, String spec) throws Exception {
+        return describe(clients.get(2).getRemotingClient().invokeSync(addr, request(spec), 15_000));
+    }
+
+    /**
+     * Code, remark (client ports out; a SYSTEM_ERROR's up to its stack frame, its exception's class name out), the
+     * header's fields but the times of a pop, and the messages of a body (sorted).
+     */
+    private static String describe(RemotingCommand response) {
+        String remark = String.valueOf(response.getRemark()).replaceAll("127\\.0\\.0\\.1:\\d+", "127.0.0.1:PORT");
+        if (response.getCode() == 1) {
+            remark = remark.replaceAll(", [\\w.$<>/]+\\([\\w.]+:\\d+\\)$", "");
+            if (remark.startsWith("java.lang.NullPointerException")) {
+                remark = "java.lang.NullPointerException"; // the JDK's helpful message varies by JDK
+            }
+        }
+        TreeMap<String, String> ext = new TreeMap<>(response.getExtFields() == null ? Map.of() : response.getExtFields());
+        if (response.getCode() == 0 && ext.containsKey("popTime") && !ext.get("popTime").equals("0")) {
+            ext.put("popTime", "set");
+        }
+        String body = "null";
+        if (response.getBody() != null) {
+            List<String> messages = new ArrayList<>();
+            for (MessageExt m : MessageDecoder.decodes(ByteBuffer.wrap(response.getBody()))) {
+                messages.add(m.getTopic() + "/" + m.getQueueId() + "@" + m.getQueueOffset() + " "
+                    + new String(m.getBody(), StandardCharsets.UTF_8) + " rt" + m.getReconsumeTimes());
+            }
+            Collections.sort(messages);
+            body = messages.toString();
+        }
+        return "code " + response.getCode() + " remark " + remark + " header " + ext + " body " + body;
     }
 
     private void heartbeat(MQClientAPIImpl api, String addr, String clientId) throws Exception {
