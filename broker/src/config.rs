@@ -186,6 +186,7 @@ java_config! {
         pub wait_time_ms_in_pull_queue: u64 = "waitTimeMillsInPullQueue" => 5_000,
         pub wait_time_ms_in_heartbeat_queue: u64 = "waitTimeMillsInHeartbeatQueue" => 31_000,
         pub wait_time_ms_in_transaction_queue: u64 = "waitTimeMillsInTransactionQueue" => 3_000,
+        pub wait_time_ms_in_admin_broker_queue: u64 = "waitTimeMillsInAdminBrokerQueue" => 5_000,
         pub start_accept_send_request_timestamp_ms: i64 = "startAcceptSendRequestTimeStamp" => 0,
         /// 5.3.x RECALL_MESSAGE: off by default, as Java; allowed on a broker without write
         /// permission unless `allowRecallWhenBrokerNotWriteable=false`.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use remoting::connection::ConnectionConfig;
-use remoting::pool::BusinessPool;
-use remoting::server::{Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, RequestProcessor, ServerConfig};
+use remoting::pool::{BusinessPool, Refusal};
+use remoting::server::{refusal_remark, Channel, ConnectionListener, ProcessorRegistry, RemotingServer, Reply, RequestProcessor, ServerConfig};
 use remoting::service::Service;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::config::MessageStoreConfig;
@@ -74,6 +74,8 @@ impl ConnectionListener for OnClose {
 pub struct BrokerController {
     pub broker: Arc<Broker>,
     server: RemotingServer,
+    /// The business pools by family (the server holds them too).
+    pools: HashMap<Pool, Arc<BusinessPool>>,
     /// Java's fast (VIP) channel on `listenPort - 2`: every code but pulls. Java slaves fetch
     /// their master's topics there; clients with `vipChannelEnabled` send there.
     fast_server: Option<RemotingServer>,
@@ -108,7 +110,7 @@ impl BrokerController {
         let (broker, member) = open(config, store_config, config_file).await?;
         let flush_offsets_every = Duration::from_millis(broker.config().flush_consumer_offset_interval_ms);
         let mut services = vec![crate::persister::start(broker.metadata(), flush_offsets_every)?];
-        let (registry, hold, pop, watermarks) = processors(&broker)?;
+        let (registry, hold, pop, watermarks, pools) = processors(&broker)?;
         // As Java, a metrics port that cannot be had stops the start.
         let me = Arc::downgrade(&broker);
         let pop_for_metrics = Arc::downgrade(&pop);
@@ -150,6 +152,7 @@ impl BrokerController {
         };
         let server = RemotingServer::start(server_config(&broker.config())?, registry).await?;
         services.extend(background_services(&broker, hold)?);
+        services.push(fast_failure(&broker, &pools)?);
         services.extend(pop_services(&broker, pop)?);
         if let Some(timer) = broker.timer.get() {
             // A DLedger broker starts as a slave; its role changes turn releasing on and off.
@@ -165,11 +168,16 @@ impl BrokerController {
             m.server
         });
         info!(addr = %server.local_addr(), broker = broker.config().broker_name, "broker started");
-        Ok(BrokerController { broker, server, fast_server, tasks, services, member, metrics_exporter })
+        Ok(BrokerController { broker, server, pools, fast_server, tasks, services, member, metrics_exporter })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.server.local_addr()
+    }
+
+    /// The business pool of one family (what its queue holds, or a test that fills it).
+    pub fn pool(&self, kind: Pool) -> Option<Arc<BusinessPool>> {
+        self.pools.get(&kind).cloned()
     }
 
     /// Serves one connection over `stream` (e.g. one end of `tokio::io::duplex`) as if `peer` had
@@ -293,7 +301,9 @@ type WatermarkPools = Vec<(&'static str, Arc<BusinessPool>)>;
 /// Java), behind the ACL check of its route when `aclEnable=true`; and the long-polling service
 /// that parks pulls.
 #[allow(clippy::type_complexity)]
-fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, Arc<PopService>, WatermarkPools), StartError> {
+fn processors(
+    broker: &Arc<Broker>,
+) -> Result<(ProcessorRegistry, Arc<PullRequestHoldService>, Arc<PopService>, WatermarkPools, HashMap<Pool, Arc<BusinessPool>>), StartError> {
     let c = &broker.config();
     let mut pools = HashMap::new();
     for kind in Pool::ALL {
@@ -429,7 +439,7 @@ fn processors(broker: &Arc<Broker>) -> Result<(ProcessorRegistry, Arc<PullReques
     if let Some(observer) = broker.metrics.rpc_observer() {
         registry.set_rpc_observer(observer);
     }
-    Ok((registry, hold, pop_service, watermarks))
+    Ok((registry, hold, pop_service, watermarks, pools))
 }
 
 /// The long-polling service: the store's dispatcher wakes parked pulls, which run again on the
@@ -453,10 +463,15 @@ fn long_polling(
                 reply.send(response);
             }
         };
-        if pool.try_execute(0, job).is_err() {
-            warn!("pull pool full; a woken pull is answered SYSTEM_BUSY");
-            busy.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
-        }
+        // Java submits a woken pull to the pull executor as a request task, which its fast
+        // failure may clean out of the queue.
+        let refuse = move |why: Refusal| {
+            if why == Refusal::Full {
+                warn!("pull pool full; a woken pull is answered SYSTEM_BUSY");
+            }
+            busy.error(ResponseCode::SYSTEM_BUSY, refusal_remark(why));
+        };
+        let _ = pool.try_execute_or_refuse(0, job, refuse);
     };
     let c = &broker.config();
     let budget = crate::parking::ParkingBudget::new(c.max_parked_pulls_per_connection, c.max_parked_pulls);
@@ -494,9 +509,7 @@ fn pop_wake(
                 reply.send(response);
             }
         };
-        if pool.try_execute(0, job).is_err() {
-            busy.error(ResponseCode::SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while");
-        }
+        let _ = pool.try_execute_or_refuse(0, job, move |why| busy.error(ResponseCode::SYSTEM_BUSY, refusal_remark(why)));
     }
 }
 
@@ -542,6 +555,13 @@ fn server_config(c: &BrokerConfig) -> Result<ServerConfig, StartError> {
         drain_timeout: Duration::from_secs(10),
         max_connections: c.server_max_connections.max(1),
     })
+}
+
+/// Java's `BrokerFastFailure` over the pools it cleans.
+fn fast_failure(broker: &Arc<Broker>, pools: &HashMap<Pool, Arc<BusinessPool>>) -> Result<Service, StartError> {
+    let queues = Pool::ALL.iter().filter_map(|kind| Some((pools.get(kind)?.clone(), crate::fast_failure::cleaned(*kind)?))).collect();
+    let send = pools.get(&Pool::Send).cloned().ok_or_else(|| StartError::Io(std::io::Error::other("no send pool")))?;
+    Ok(crate::fast_failure::FastFailure::new(broker.live_config.clone(), broker.store.clone(), send, queues).start()?)
 }
 
 /// The threads that run on their own: the long-polling check (Java: every 5 s, or every

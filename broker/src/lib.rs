@@ -27,6 +27,7 @@ pub mod consumption;
 pub mod controller;
 pub mod delay_offset;
 pub mod dledger;
+pub mod fast_failure;
 pub mod filter;
 pub mod handles;
 pub mod load_balance;

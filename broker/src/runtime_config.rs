@@ -62,6 +62,13 @@ pub const LIVE_KEYS: &[&str] = &[
     "maxPopPollingSize",
     "reviveScanTime",
     "skipWhenCKRePutReachMaxTimes",
+    // Fast failure: read on each round of the clean (`fast_failure`).
+    "brokerFastFailureEnable",
+    "waitTimeMillsInSendQueue",
+    "waitTimeMillsInPullQueue",
+    "waitTimeMillsInHeartbeatQueue",
+    "waitTimeMillsInTransactionQueue",
+    "waitTimeMillsInAdminBrokerQueue",
     // Transactions.
     "rejectTransactionMessage",
     "transactionTimeOut",

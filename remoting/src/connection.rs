@@ -63,6 +63,14 @@ pub const DEFAULT_IN_FLIGHT_LIMIT_BYTES: usize = 64 * 1024 * 1024;
 /// reads. With it, the queue stays under the high mark plus this many answers (128 pulls of
 /// 256 KiB: 32 MiB, under the 64 MiB limit), and a pool thread is never short of work.
 pub const DEFAULT_IN_FLIGHT_LIMIT_REQUESTS: usize = 128;
+/// Requests of one connection in processing at once whose answers are small (a send's: a header
+/// and no body; see [`InFlight::answer_is_small`]). They are not held to
+/// [`DEFAULT_IN_FLIGHT_LIMIT_REQUESTS`], which bounds large answers: a client that pipelines 1,024
+/// async sends on the connection its consumer pulls on (the Java client shares one per broker)
+/// would otherwise pause the reader on sends and leave its pulls unread behind them, while Java
+/// reads them into their own pool. 8,192 answers of a few hundred bytes stay far below the write
+/// queue's limit.
+pub const DEFAULT_IN_FLIGHT_LIMIT_SMALL_ANSWERS: usize = 8192;
 
 /// Connection settings shared by server and client. Limits of 0 mean the default.
 #[derive(Clone, Debug)]
@@ -87,8 +95,10 @@ pub struct ConnectionConfig {
     /// hold more than this (at least one maximal frame). A request parked to be answered later
     /// (long polling, flush or replica acks) is finished for this count and the next.
     pub in_flight_limit_bytes: usize,
-    /// ... or while this many such requests are in processing.
+    /// ... or while this many such requests are in processing (those with large answers).
     pub in_flight_limit_requests: usize,
+    /// ... or while this many requests with small answers are ([`InFlight::answer_is_small`]).
+    pub in_flight_limit_small_answers: usize,
 }
 
 impl Default for ConnectionConfig {
@@ -101,6 +111,7 @@ impl Default for ConnectionConfig {
             write_queue_limit_bytes: DEFAULT_WRITE_QUEUE_LIMIT_BYTES,
             in_flight_limit_bytes: DEFAULT_IN_FLIGHT_LIMIT_BYTES,
             in_flight_limit_requests: DEFAULT_IN_FLIGHT_LIMIT_REQUESTS,
+            in_flight_limit_small_answers: DEFAULT_IN_FLIGHT_LIMIT_SMALL_ANSWERS,
         }
     }
 }
@@ -113,6 +124,7 @@ struct Limits {
     hard: usize,
     in_flight: usize,
     in_flight_requests: usize,
+    in_flight_small_answers: usize,
 }
 
 impl Limits {
@@ -123,7 +135,8 @@ impl Limits {
         let hard = or(config.write_queue_limit_bytes, DEFAULT_WRITE_QUEUE_LIMIT_BYTES).max(config.max_frame_bytes.saturating_add(high));
         let in_flight = or(config.in_flight_limit_bytes, DEFAULT_IN_FLIGHT_LIMIT_BYTES).max(config.max_frame_bytes);
         let in_flight_requests = or(config.in_flight_limit_requests, DEFAULT_IN_FLIGHT_LIMIT_REQUESTS);
-        Limits { high, low, hard, in_flight, in_flight_requests }
+        let in_flight_small_answers = or(config.in_flight_limit_small_answers, DEFAULT_IN_FLIGHT_LIMIT_SMALL_ANSWERS);
+        Limits { high, low, hard, in_flight, in_flight_requests, in_flight_small_answers }
     }
 }
 
@@ -170,6 +183,8 @@ struct Shared {
     /// Bytes and number of requests read and not yet finished by their processor.
     in_flight_bytes: AtomicUsize,
     in_flight_requests: AtomicUsize,
+    /// Of those, the requests whose answers are small.
+    in_flight_small_answers: AtomicUsize,
     reading_paused: AtomicBool,
     /// Wakes a paused reader when a count falls to where reading may resume.
     resume: Notify,
@@ -189,16 +204,24 @@ impl Shared {
     }
 
     fn hold_in_flight(self: &Arc<Self>, bytes: usize) -> InFlight {
-        self.in_flight_bytes.fetch_add(bytes, Ordering::AcqRel);
-        self.in_flight_requests.fetch_add(1, Ordering::AcqRel);
-        InFlight { shared: self.clone(), bytes }
+        self.in_flight_bytes.fetch_add(bytes, Ordering::SeqCst);
+        self.in_flight_requests.fetch_add(1, Ordering::SeqCst);
+        InFlight { shared: self.clone(), bytes, small_answer: false }
     }
 
-    fn release_in_flight(&self, bytes: usize) {
-        let bytes_before = self.in_flight_bytes.fetch_sub(bytes, Ordering::AcqRel);
-        let requests_before = self.in_flight_requests.fetch_sub(1, Ordering::AcqRel);
-        let limits = &self.limits;
-        if (bytes_before > limits.in_flight && bytes_before - bytes <= limits.in_flight) || requests_before == limits.in_flight_requests {
+    fn release_in_flight(&self, bytes: usize, small_answer: bool) {
+        self.in_flight_bytes.fetch_sub(bytes, Ordering::SeqCst);
+        if small_answer {
+            self.in_flight_small_answers.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.in_flight_requests.fetch_sub(1, Ordering::SeqCst);
+        self.resume_if_readable();
+    }
+
+    /// Wakes a paused reader that may read again. (The flag and the counts are SeqCst: a release
+    /// that sees the reader not yet paused is seen by the reader's own check after it paused.)
+    fn resume_if_readable(&self) {
+        if self.reading_paused.load(Ordering::SeqCst) && !self.must_pause(true) {
             self.resume.notify_one();
         }
     }
@@ -209,8 +232,15 @@ impl Shared {
         let outbound = self.outbound_bytes.load(Ordering::Acquire);
         let write_mark = if paused { self.limits.low } else { self.limits.high };
         (self.side == Side::Server && outbound > write_mark)
-            || self.in_flight_bytes.load(Ordering::Acquire) > self.limits.in_flight
-            || self.in_flight_requests.load(Ordering::Acquire) >= self.limits.in_flight_requests
+            || self.in_flight_bytes.load(Ordering::SeqCst) > self.limits.in_flight
+            || self.large_answers_in_flight() >= self.limits.in_flight_requests
+            || self.in_flight_small_answers.load(Ordering::SeqCst) >= self.limits.in_flight_small_answers
+    }
+
+    /// Requests in processing whose answers may be large (all but the small ones).
+    fn large_answers_in_flight(&self) -> usize {
+        let small = self.in_flight_small_answers.load(Ordering::SeqCst);
+        self.in_flight_requests.load(Ordering::SeqCst).saturating_sub(small)
     }
 }
 
@@ -218,17 +248,29 @@ impl Shared {
 pub struct InFlight {
     shared: Arc<Shared>,
     bytes: usize,
+    small_answer: bool,
 }
 
 impl InFlight {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// The request's answer is small (a header, no body: a send's): it counts against
+    /// `in_flight_limit_small_answers` instead of `in_flight_limit_requests`. Call it before
+    /// [`InboundHandler::on_request`] returns, as the reader decides whether to pause after that.
+    pub fn answer_is_small(&mut self) {
+        if !self.small_answer {
+            self.small_answer = true;
+            self.shared.in_flight_small_answers.fetch_add(1, Ordering::SeqCst);
+            self.shared.resume_if_readable();
+        }
+    }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.shared.release_in_flight(self.bytes);
+        self.shared.release_in_flight(self.bytes, self.small_answer);
     }
 }
 
@@ -438,6 +480,7 @@ where
             outbound_bytes: AtomicUsize::new(0),
             in_flight_bytes: AtomicUsize::new(0),
             in_flight_requests: AtomicUsize::new(0),
+            in_flight_small_answers: AtomicUsize::new(0),
             reading_paused: AtomicBool::new(false),
             resume: Notify::new(),
             started: Instant::now(),
@@ -586,7 +629,7 @@ async fn read_loop<R: AsyncRead + Unpin>(channel: Channel, mut frames: FramedRea
 /// Waits while the reader must stay paused; false when the connection closes or idles meanwhile.
 async fn wait_until_readable(channel: &Channel, idle_timeout: Duration) -> bool {
     let shared = &channel.shared;
-    shared.reading_paused.store(true, Ordering::Release);
+    shared.reading_paused.store(true, Ordering::SeqCst);
     debug!(outbound_bytes = channel.queued_outbound_bytes(), in_flight_bytes = channel.in_flight_bytes(), "reading paused");
     let readable = loop {
         // Created before the check, so a release between the check and the wait is not missed
@@ -607,7 +650,7 @@ async fn wait_until_readable(channel: &Channel, idle_timeout: Duration) -> bool 
             _ = tokio::time::sleep(wait) => {}
         }
     };
-    shared.reading_paused.store(false, Ordering::Release);
+    shared.reading_paused.store(false, Ordering::SeqCst);
     readable
 }
 

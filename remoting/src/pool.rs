@@ -12,6 +12,34 @@ use parking_lot::{Condvar, Mutex};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// What answers a queued job that will not run: called with why, instead of the job.
+type Refuse = Box<dyn FnOnce(Refusal) + Send + 'static>;
+
+/// Why a job did not run (told to the job's refusal, see [`BusinessPool::try_execute_or_refuse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The queue was full (by jobs or bytes) when the job came.
+    Full,
+    /// The pool was shut down when the job came.
+    ShutDown,
+    /// The job waited `waited_ms` in the queue, at least the limit it was held to
+    /// ([`BusinessPool::refuse_waiting_at_least`], Java's `cleanExpiredRequestInQueue`); `queued`
+    /// jobs were left waiting after it was taken out.
+    WaitedTooLong { waited_ms: u64, queued: usize },
+    /// The job was taken off the head of the queue by [`BusinessPool::refuse_head`] (Java's
+    /// page-cache-busy clean of the send queue) after waiting `waited_ms`; `queued` were left.
+    Evicted { waited_ms: u64, queued: usize },
+}
+
+/// One queued job: the bytes it was admitted with, when it was queued, the job, and what answers
+/// it if it is refused before it runs (jobs without one are never taken out early).
+struct Queued {
+    bytes: usize,
+    at: std::time::Instant,
+    job: Job,
+    refuse: Option<Refuse>,
+}
+
 /// Default byte capacity of one pool's queue: room for 64 maximal sends (4 MiB bodies), far more
 /// than a healthy broker queues, while a handful of pools stay within a few GiB.
 pub const DEFAULT_QUEUE_CAPACITY_BYTES: usize = 256 * 1024 * 1024;
@@ -20,8 +48,7 @@ pub const DEFAULT_QUEUE_CAPACITY_BYTES: usize = 256 * 1024 * 1024;
 /// nothing. (A channel that spins and yields before it parks burned a fifth of a core with the
 /// twenty idle pull workers Java's defaults give.)
 struct Queue {
-    /// Each job with the bytes it was admitted with and when it was queued.
-    jobs: VecDeque<(usize, std::time::Instant, Job)>,
+    jobs: VecDeque<Queued>,
     capacity: usize,
     bytes: usize,
     capacity_bytes: usize,
@@ -51,9 +78,9 @@ impl Shared {
     fn next(&self) -> Option<Job> {
         let mut queue = self.queue.lock();
         loop {
-            if let Some((bytes, _, job)) = queue.jobs.pop_front() {
-                queue.bytes -= bytes;
-                return Some(job);
+            if let Some(queued) = queue.jobs.pop_front() {
+                queue.bytes -= queued.bytes;
+                return Some(queued.job);
             }
             if !queue.open {
                 return None;
@@ -98,7 +125,7 @@ impl BusinessPool {
     /// How long the oldest waiting job has waited, in ms (0 with none): Java's
     /// `headSlowTimeMills`, which brokerStatus reports per pool.
     pub fn head_wait_ms(&self) -> u64 {
-        self.shared.queue.lock().jobs.front().map_or(0, |(_, at, _)| at.elapsed().as_millis() as u64)
+        self.shared.queue.lock().jobs.front().map_or(0, |q| q.at.elapsed().as_millis() as u64)
     }
 
     /// Bytes held by the jobs waiting for a worker.
@@ -110,19 +137,108 @@ impl BusinessPool {
     /// is `Full` when the queue already holds its count or the job would take it past its bytes;
     /// an empty queue takes any job, so a capacity below one request cannot refuse it forever.
     pub fn try_execute(&self, job_bytes: usize, job: impl FnOnce() + Send + 'static) -> Result<(), Rejected> {
+        self.push(job_bytes, Box::new(job), None).map_err(|(rejected, _)| rejected)
+    }
+
+    /// As [`BusinessPool::try_execute`], with `refuse` to answer the job instead of running it:
+    /// called at once (with [`Refusal::Full`] or [`Refusal::ShutDown`]) when the job is not
+    /// queued, or later if the job is taken out of the queue before it runs
+    /// ([`BusinessPool::refuse_waiting_at_least`], [`BusinessPool::refuse_head`]). Exactly one
+    /// of `job` and `refuse` runs, unless the pool is dropped with jobs queued.
+    pub fn try_execute_or_refuse(
+        &self,
+        job_bytes: usize,
+        job: impl FnOnce() + Send + 'static,
+        refuse: impl FnOnce(Refusal) + Send + 'static,
+    ) -> Result<(), Rejected> {
+        match self.push(job_bytes, Box::new(job), Some(Box::new(refuse))) {
+            Ok(()) => Ok(()),
+            Err((rejected, refuse)) => {
+                if let Some(refuse) = refuse {
+                    refuse(match rejected {
+                        Rejected::Full => Refusal::Full,
+                        Rejected::ShutDown => Refusal::ShutDown,
+                    });
+                }
+                Err(rejected)
+            }
+        }
+    }
+
+    fn push(&self, job_bytes: usize, job: Job, refuse: Option<Refuse>) -> Result<(), (Rejected, Option<Refuse>)> {
         let mut queue = self.shared.queue.lock();
         if !queue.open {
-            return Err(Rejected::ShutDown);
+            return Err((Rejected::ShutDown, refuse));
         }
         let over_bytes = !queue.jobs.is_empty() && queue.bytes.saturating_add(job_bytes) > queue.capacity_bytes;
         if queue.jobs.len() >= queue.capacity || over_bytes {
-            return Err(Rejected::Full);
+            return Err((Rejected::Full, refuse));
         }
         queue.bytes += job_bytes;
-        queue.jobs.push_back((job_bytes, std::time::Instant::now(), Box::new(job)));
+        queue.jobs.push_back(Queued { bytes: job_bytes, at: std::time::Instant::now(), job, refuse });
         drop(queue);
         self.shared.ready.notify_one();
         Ok(())
+    }
+
+    /// Takes the head of the queue out while it has waited at least `max_wait` and can be refused,
+    /// and refuses each with [`Refusal::WaitedTooLong`] (Java's `BrokerFastFailure`
+    /// `cleanExpiredRequestInQueue`: from the head, stopping at the first job younger than the
+    /// limit or one that cannot be answered). Returns how many were refused. The refusals run on
+    /// the caller's thread, outside the queue's lock.
+    pub fn refuse_waiting_at_least(&self, max_wait: std::time::Duration) -> usize {
+        let mut refused = 0;
+        loop {
+            let taken = {
+                let mut queue = self.shared.queue.lock();
+                let waited = match queue.jobs.front() {
+                    Some(head) if head.refuse.is_some() => head.at.elapsed(),
+                    _ => break,
+                };
+                if waited < max_wait {
+                    break;
+                }
+                Self::take_head(&mut queue).map(|(q, left)| (q, waited, left))
+            };
+            let Some((queued, waited, left)) = taken else { break };
+            Self::refuse(queued, Refusal::WaitedTooLong { waited_ms: waited.as_millis() as u64, queued: left });
+            refused += 1;
+        }
+        refused
+    }
+
+    /// Takes the head of the queue out, if it can be refused, and refuses it with
+    /// [`Refusal::Evicted`]. Returns whether one was (Java's page-cache-busy clean polls the send
+    /// queue's head while the page cache stays busy).
+    pub fn refuse_head(&self) -> bool {
+        let taken = {
+            let mut queue = self.shared.queue.lock();
+            match queue.jobs.front() {
+                Some(head) if head.refuse.is_some() => Self::take_head(&mut queue),
+                _ => None,
+            }
+        };
+        let Some((queued, left)) = taken else { return false };
+        let waited_ms = queued.at.elapsed().as_millis() as u64;
+        Self::refuse(queued, Refusal::Evicted { waited_ms, queued: left });
+        true
+    }
+
+    /// The head job and how many are left behind it. Lock held.
+    fn take_head(queue: &mut Queue) -> Option<(Queued, usize)> {
+        let head = queue.jobs.pop_front()?;
+        queue.bytes -= head.bytes;
+        Some((head, queue.jobs.len()))
+    }
+
+    /// Answers a job taken out of the queue: the job is dropped first (what it holds, such as
+    /// the connection's in-flight count, is released), then its refusal runs.
+    fn refuse(queued: Queued, why: Refusal) {
+        let Queued { job, refuse, .. } = queued;
+        drop(job);
+        if let Some(refuse) = refuse {
+            refuse(why);
+        }
     }
 
     /// Stops taking jobs, lets the workers finish every queued one, and waits for them. Blocking.
@@ -195,5 +311,84 @@ mod tests {
         pool.try_execute(1500, || {}).unwrap();
         pool.shutdown();
         assert_eq!(pool.queued_bytes(), 0);
+    }
+
+    /// A pool whose one worker is held until the returned barrier is passed, with nothing queued.
+    fn held_pool(capacity: usize) -> (BusinessPool, Arc<Barrier>) {
+        let pool = BusinessPool::new("t", 1, capacity).unwrap();
+        let gate = Arc::new(Barrier::new(2));
+        let g = gate.clone();
+        pool.try_execute(0, move || {
+            g.wait();
+        })
+        .unwrap();
+        while pool.queued() > 0 {
+            std::thread::yield_now();
+        }
+        (pool, gate)
+    }
+
+    #[test]
+    fn jobs_that_waited_past_the_limit_are_refused_from_the_head_and_the_rest_run() {
+        let (pool, gate) = held_pool(16);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let refusals = Arc::new(Mutex::new(Vec::new()));
+        for _ in 0..3 {
+            let (r, f) = (ran.clone(), refusals.clone());
+            pool.try_execute_or_refuse(
+                10,
+                move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                },
+                move |why| f.lock().push(why),
+            )
+            .unwrap();
+        }
+        // A plain job stops the clean, as a task Java cannot answer does.
+        pool.try_execute(10, || {}).unwrap();
+        let (r, f) = (ran.clone(), refusals.clone());
+        pool.try_execute_or_refuse(
+            10,
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+            move |why| f.lock().push(why),
+        )
+        .unwrap();
+        assert_eq!(pool.refuse_waiting_at_least(std::time::Duration::from_secs(3600)), 0, "none waited an hour");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(pool.refuse_waiting_at_least(std::time::Duration::from_millis(5)), 3);
+        let seen = refusals.lock().clone();
+        assert_eq!(seen.len(), 3);
+        for (i, why) in seen.iter().enumerate() {
+            match why {
+                Refusal::WaitedTooLong { waited_ms, queued } => {
+                    assert!(*waited_ms >= 5);
+                    assert_eq!(*queued, 4 - i, "the jobs left behind it");
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(pool.queued(), 2);
+        assert_eq!(pool.queued_bytes(), 20);
+        gate.wait();
+        pool.shutdown();
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "only the job behind the plain one ran");
+    }
+
+    #[test]
+    fn a_refusable_job_is_refused_at_once_when_the_queue_is_full_and_the_head_can_be_evicted() {
+        let (pool, gate) = held_pool(1);
+        let refusals = Arc::new(Mutex::new(Vec::new()));
+        let f = refusals.clone();
+        pool.try_execute_or_refuse(0, || {}, move |why| f.lock().push(why)).unwrap();
+        let f = refusals.clone();
+        assert_eq!(pool.try_execute_or_refuse(0, || {}, move |why| f.lock().push(why)), Err(Rejected::Full));
+        assert_eq!(refusals.lock().as_slice(), &[Refusal::Full]);
+        assert!(pool.refuse_head());
+        assert!(matches!(refusals.lock()[1], Refusal::Evicted { queued: 0, .. }));
+        assert!(!pool.refuse_head(), "nothing left");
+        gate.wait();
+        pool.shutdown();
     }
 }

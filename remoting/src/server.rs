@@ -27,7 +27,7 @@ use crate::command::{RemotingCommand, SerializeType, CURRENT_VERSION, FLAG_RESPO
 use crate::connection::{self, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
 use crate::header::HeaderError;
 use crate::metrics::rpc::{RpcRecord, RpcResult, SharedRpcObserver};
-use crate::pool::BusinessPool;
+use crate::pool::{BusinessPool, Refusal};
 
 pub use crate::connection::Channel;
 
@@ -64,6 +64,14 @@ pub trait RequestProcessor: Send + Sync + 'static {
 
     /// Java's `rejectRequest()`: when true, the request is answered SYSTEM_BUSY without running.
     fn reject(&self) -> bool {
+        false
+    }
+
+    /// Whether every answer of this processor is small (a header and no body, as a send's): its
+    /// requests then count against the connection's small-answer limit, not the count that bounds
+    /// large answers ([`InFlight::answer_is_small`]), so pipelined sends do not pause the reading
+    /// of the pulls behind them.
+    fn answers_are_small(&self) -> bool {
         false
     }
 }
@@ -141,6 +149,20 @@ pub fn not_supported(request: &RemotingCommand) -> RemotingCommand {
 
 const BUSY_REJECT_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
 const BUSY_OVERLOAD_REMARK: &str = "[OVERLOAD]system busy, start flow control for a while";
+
+/// The remark of a request its pool did not run: full (Java's `NettyRemotingAbstract`), or taken
+/// out of the queue by the broker's fast failure (Java's `BrokerFastFailure`, word for word).
+pub fn refusal_remark(why: Refusal) -> String {
+    match why {
+        Refusal::Full | Refusal::ShutDown => BUSY_OVERLOAD_REMARK.to_owned(),
+        Refusal::WaitedTooLong { waited_ms, queued } => {
+            format!("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited_ms}ms, size of queue: {queued}")
+        }
+        Refusal::Evicted { waited_ms, queued } => {
+            format!("[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited_ms}ms, size of queue: {queued}")
+        }
+    }
+}
 
 struct Dispatcher {
     registry: ProcessorRegistry,
@@ -240,7 +262,7 @@ impl Reply {
 }
 
 impl InboundHandler for Dispatcher {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand, in_flight: InFlight) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, mut in_flight: InFlight) {
         if self.draining.is_cancelled() {
             return;
         }
@@ -252,6 +274,9 @@ impl InboundHandler for Dispatcher {
         };
         if route.processor.reject() {
             return reply.error(ResponseCode::SYSTEM_BUSY, BUSY_REJECT_REMARK);
+        }
+        if route.processor.answers_are_small() {
+            in_flight.answer_is_small();
         }
         let processor = route.processor.clone();
         let job_bytes = in_flight.bytes();
@@ -270,10 +295,14 @@ impl InboundHandler for Dispatcher {
             // The request is finished: its bytes no longer hold the reader back.
             drop(in_flight);
         };
-        if let Err(rejected) = route.pool.try_execute(job_bytes, job) {
-            warn!(code, pool = route.pool.name(), ?rejected, "pool cannot take the request; answering SYSTEM_BUSY");
-            busy.error(ResponseCode::SYSTEM_BUSY, BUSY_OVERLOAD_REMARK);
-        }
+        let pool = route.pool.clone();
+        let refuse = move |why: Refusal| {
+            if matches!(why, Refusal::Full | Refusal::ShutDown) {
+                warn!(code, pool = pool.name(), ?why, "pool cannot take the request; answering SYSTEM_BUSY");
+            }
+            busy.error(ResponseCode::SYSTEM_BUSY, refusal_remark(why));
+        };
+        let _ = route.pool.try_execute_or_refuse(job_bytes, job, refuse);
     }
 
     fn on_close(&self, channel: &Channel) {

@@ -341,3 +341,59 @@ async fn invalid_utf8_in_a_binary_header_is_answered_instead_of_closing_the_conn
     assert_eq!(response.ext("k"), Some("a\u{FFFD}b"));
     assert_eq!(echo(&mut stream, 8).await.opaque, 8, "the connection stays open");
 }
+
+/// Answers with a header only and says so; the first request holds the one worker until the
+/// gate is passed.
+struct SmallAnswers {
+    held: std::sync::atomic::AtomicBool,
+    gate: Arc<Barrier>,
+}
+
+impl RequestProcessor for SmallAnswers {
+    fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        if !self.held.swap(true, Ordering::SeqCst) {
+            self.gate.wait();
+        }
+        Ok(Some(RemotingCommand::response_to(&request, ResponseCode::SUCCESS)))
+    }
+
+    fn answers_are_small(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn pipelined_requests_with_small_answers_do_not_pause_the_reading_of_what_follows() {
+    const SMALL: RequestCode = RequestCode(9105);
+    let gate = Arc::new(Barrier::new(2));
+    let small = Arc::new(SmallAnswers { held: Default::default(), gate: gate.clone() });
+    let one = Arc::new(BusinessPool::new("small", 1, 10_000).unwrap());
+    let roomy = Arc::new(BusinessPool::new("roomy", 2, 10_000).unwrap());
+    let mut registry = ProcessorRegistry::new();
+    registry.register(SMALL, small, &one);
+    let echoing = Arc::new(TestProcessor {
+        large_body: Bytes::new(),
+        large_done: AtomicUsize::new(0),
+        parked: Mutex::new(Vec::new()),
+        blocked: AtomicUsize::new(0),
+        gate: Arc::new(Barrier::new(2)),
+    });
+    registry.register(ECHO, echoing, &roomy);
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.connection = ConnectionConfig { in_flight_limit_requests: IN_FLIGHT_LIMIT_REQUESTS, ..ConnectionConfig::default() };
+    let server = RemotingServer::start(config, registry).await.unwrap();
+    let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+    // Three times the count of large answers, all held behind the first one.
+    let count = 3 * IN_FLIGHT_LIMIT_REQUESTS as i32;
+    stream.write_all(&frames(SMALL, 1..=count)).await.unwrap();
+    let echoed = echo(&mut stream, count + 1).await;
+    assert_eq!((echoed.opaque, echoed.response_code()), (count + 1, ResponseCode::SUCCESS), "read and answered behind the held ones");
+    let channel = server.channels().into_iter().next().expect("the connection");
+    assert_eq!(channel.in_flight_requests(), count as usize, "the small ones still wait");
+    tokio::task::spawn_blocking(move || gate.wait()).await.unwrap();
+    for _ in 0..count {
+        let r = tokio::time::timeout(TIMEOUT, read_frame(&mut stream)).await.expect("in time").expect("an answer");
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    }
+    server.shutdown().await;
+}

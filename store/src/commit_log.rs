@@ -166,6 +166,9 @@ pub struct CommitLog {
     services: Mutex<Services>,
     /// Store time of the last record appended (the checkpoint's physic time after a flush).
     last_store_timestamp: AtomicI64,
+    /// When the put holding the append lock took it (ms), 0 while no put holds it: Java's
+    /// `beginTimeInLock`, which `isOSPageCacheBusy` reads.
+    begin_time_in_lock_ms: AtomicI64,
     pool: Option<Arc<TransientStorePool>>,
     allocator: Mutex<Option<Arc<AllocateService>>>,
     /// One committer at a time (the commit service, or shutdown).
@@ -209,6 +212,7 @@ impl CommitLog {
             services: Mutex::new(Services::default()),
             config,
             last_store_timestamp: AtomicI64::new(0),
+            begin_time_in_lock_ms: AtomicI64::new(0),
             pool,
             allocator: Mutex::new(None),
             commit_lock: Mutex::new(()),
@@ -519,6 +523,7 @@ impl CommitLog {
 
         let append = {
             let mut writer = self.writer.lock();
+            let _in_lock = InLock::since(&self.begin_time_in_lock_ms, now_ms());
             let file = match self.file_with_room(total) {
                 Ok(file) => file,
                 Err(e) => {
@@ -560,6 +565,12 @@ impl CommitLog {
         let end = (append.wrote_offset as u64) + append.wrote_bytes as u64;
         let wait = first.properties.is_empty() || properties::get(&first.properties, properties::WAIT) != Some("false");
         Ok((append, end, wait))
+    }
+
+    /// Java's `isOSPageCacheBusy`: the put holding the append lock has held it longer than
+    /// `osPageCacheBusyTimeOutMills` (a page fault or a slow disk under the mapping).
+    pub fn is_os_page_cache_busy(&self) -> bool {
+        page_cache_busy(self.begin_time_in_lock_ms.load(Ordering::Acquire), now_ms(), self.tunables.os_page_cache_busy_timeout_ms())
     }
 
     fn check_and_encode(&self, msg: &MessageToStore) -> Result<EncodedRecord, PutMessageResult> {
@@ -641,5 +652,44 @@ impl CommitLog {
     /// Store time of the newest appended record.
     pub fn last_store_timestamp(&self) -> i64 {
         self.last_store_timestamp.load(Ordering::Acquire)
+    }
+}
+
+/// Whether a put that took the append lock at `begin_ms` (0: none holds it) makes the page cache
+/// busy at `now_ms`: held longer than `timeout_ms`, and a plausible time (Java's bound of
+/// 10,000,000 ms, which the idle 0 exceeds).
+fn page_cache_busy(begin_ms: i64, now_ms: i64, timeout_ms: u64) -> bool {
+    let held_ms = now_ms.saturating_sub(begin_ms);
+    held_ms < 10_000_000 && held_ms > timeout_ms.min(i64::MAX as u64) as i64
+}
+
+/// Marks the append lock held from `at` until dropped (Java sets `beginTimeInLock` after taking
+/// the lock and zeroes it before letting go).
+struct InLock<'a>(&'a AtomicI64);
+
+impl<'a> InLock<'a> {
+    fn since(clock: &'a AtomicI64, at: i64) -> InLock<'a> {
+        clock.store(at, Ordering::Release);
+        InLock(clock)
+    }
+}
+
+impl Drop for InLock<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod page_cache_tests {
+    use super::page_cache_busy;
+
+    #[test]
+    fn the_page_cache_is_busy_only_while_a_put_holds_the_lock_past_the_limit() {
+        let now = 1_700_000_000_000;
+        assert!(!page_cache_busy(0, now, 1_000), "no put holds the lock");
+        assert!(!page_cache_busy(now - 1_000, now, 1_000), "held exactly the limit");
+        assert!(page_cache_busy(now - 1_001, now, 1_000));
+        assert!(!page_cache_busy(now + 5, now, 1_000), "a clock step back is not busy");
     }
 }

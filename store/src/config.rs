@@ -123,6 +123,9 @@ java_config! {
         pub transient_store_pool_enable: bool = "transientStorePoolEnable" => false,
         pub transient_store_pool_size: usize = "transientStorePoolSize" => 5,
         pub fast_fail_if_no_buffer_in_store_pool: bool = "fastFailIfNoBufferInStorePool" => false,
+        /// A put that has held the commit log's append lock longer than this makes the page cache
+        /// "busy" (Java's `isOSPageCacheBusy`): sends are refused and the send queue cleaned.
+        pub os_page_cache_busy_timeout_ms: u64 = "osPageCacheBusyTimeOutMills" => 1_000,
         /// DLedger (Raft) commit log; not built yet, so the broker refuses to start with it on.
         pub enable_dleger_commit_log: bool = "enableDLegerCommitLog" => false,
         /// The DLedger group, its peers (`n0-host:port;n1-host:port;...`) and this member's id (one
@@ -410,12 +413,13 @@ pub struct Tunables {
     max_transfer_bytes_on_message_in_disk: AtomicUsize,
     max_transfer_count_on_message_in_disk: AtomicUsize,
     access_message_in_memory_max_ratio: AtomicU32,
+    os_page_cache_busy_timeout_ms: AtomicU64,
 }
 
 impl Tunables {
     /// The keys, as `broker.conf` spells them. `maxMessageSize` is followed by the plain commit
     /// log only (a DLedger log keeps the size it opened with, as Java's does).
-    pub const KEYS: [&'static str; 8] = [
+    pub const KEYS: [&'static str; 9] = [
         "maxMessageSize",
         "flushIntervalCommitLog",
         "flushCommitLogLeastPages",
@@ -424,6 +428,7 @@ impl Tunables {
         "maxTransferBytesOnMessageInDisk",
         "maxTransferCountOnMessageInDisk",
         "accessMessageInMemoryMaxRatio",
+        "osPageCacheBusyTimeOutMills",
     ];
 
     pub fn new(config: &MessageStoreConfig) -> Tunables {
@@ -436,6 +441,7 @@ impl Tunables {
             max_transfer_bytes_on_message_in_disk: AtomicUsize::new(0),
             max_transfer_count_on_message_in_disk: AtomicUsize::new(0),
             access_message_in_memory_max_ratio: AtomicU32::new(0),
+            os_page_cache_busy_timeout_ms: AtomicU64::new(0),
         };
         t.set(config);
         t
@@ -452,6 +458,7 @@ impl Tunables {
         self.max_transfer_bytes_on_message_in_disk.store(c.max_transfer_bytes_on_message_in_disk, relaxed);
         self.max_transfer_count_on_message_in_disk.store(c.max_transfer_count_on_message_in_disk, relaxed);
         self.access_message_in_memory_max_ratio.store(c.access_message_in_memory_max_ratio, relaxed);
+        self.os_page_cache_busy_timeout_ms.store(c.os_page_cache_busy_timeout_ms, relaxed);
     }
 
     pub fn max_message_size(&self) -> usize {
@@ -478,6 +485,10 @@ impl Tunables {
 
     pub fn access_message_in_memory_max_ratio(&self) -> u32 {
         self.access_message_in_memory_max_ratio.load(Ordering::Relaxed)
+    }
+
+    pub fn os_page_cache_busy_timeout_ms(&self) -> u64 {
+        self.os_page_cache_busy_timeout_ms.load(Ordering::Relaxed)
     }
 }
 

@@ -309,6 +309,10 @@ impl remoting::server::RequestProcessor for Checked {
     fn reject(&self) -> bool {
         self.inner.reject()
     }
+
+    fn answers_are_small(&self) -> bool {
+        self.inner.answers_are_small()
+    }
 }
 
 /// What answers a code no route serves when `aclEnable=true`: behind [`Checked`] as Java's default

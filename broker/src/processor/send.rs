@@ -25,6 +25,18 @@ pub struct SendProcessor {
 }
 
 impl RequestProcessor for SendProcessor {
+    /// Java's `SendMessageProcessor.rejectRequest`: while the page cache is busy (a put has held
+    /// the append lock past `osPageCacheBusyTimeOutMills`), sends are answered SYSTEM_BUSY
+    /// `[REJECTREQUEST]` without running.
+    fn reject(&self) -> bool {
+        self.ctx.store.is_os_page_cache_busy()
+    }
+
+    /// Every answer is a send's header (SEND_OK and the rest, or an error with a remark).
+    fn answers_are_small(&self) -> bool {
+        true
+    }
+
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
         if request.request_code() == RequestCode::CONSUMER_SEND_MSG_BACK {
             return Ok(self.send_back(channel, &request));

@@ -95,6 +95,12 @@ impl MessageStore {
         &self.commit_log
     }
 
+    /// Java's `isOSPageCacheBusy`: a put has held the commit log's append lock longer than
+    /// `osPageCacheBusyTimeOutMills`. (In DLedger mode the member appends, not this log: never.)
+    pub fn is_os_page_cache_busy(&self) -> bool {
+        self.commit_log.is_os_page_cache_busy()
+    }
+
     /// Java's `CommitLog.scanFileAndSetReadMode` (SET_COMMITLOG_READ_MODE): advises every
     /// commit-log file there is now, MADV_RANDOM or MADV_NORMAL; files made later keep the
     /// kernel's default, as in Java. In DLedger mode these are the files of the plain log before
