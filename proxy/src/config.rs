@@ -36,6 +36,10 @@ pub struct ProxyConfig {
     pub grpc_client_consumer_max_long_polling_timeout_millis: i64,
     pub grpc_client_consumer_long_polling_batch_size: i32,
     pub long_polling_reserve_time_in_millis: i64,
+    /// A self-signed certificate when none is configured (Java's default).
+    pub tls_test_mode_enable: bool,
+    pub tls_key_path: String,
+    pub tls_cert_path: String,
     /// Receives waiting at once per client and in all (ours; Java bounds them by its thread pools).
     pub max_receives_per_client: usize,
     pub max_receives: usize,
@@ -69,6 +73,9 @@ impl Default for ProxyConfig {
             grpc_client_consumer_max_long_polling_timeout_millis: 20_000,
             grpc_client_consumer_long_polling_batch_size: 32,
             long_polling_reserve_time_in_millis: 100,
+            tls_test_mode_enable: true,
+            tls_key_path: "conf/tls/rocketmq.key".to_owned(),
+            tls_cert_path: "conf/tls/rocketmq.crt".to_owned(),
             max_receives_per_client: 64,
             max_receives: 10_000,
         }

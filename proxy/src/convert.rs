@@ -392,6 +392,8 @@ pub struct ReceiptHandle {
     pub broker_name: String,
     pub queue_id: i32,
     pub offset: i64,
+    /// The message's commit-log offset (Java's proxy appends it: a ninth field).
+    pub commit_log_offset: Option<i64>,
     pub text: String,
 }
 
@@ -411,6 +413,10 @@ impl ReceiptHandle {
             broker_name: f[5].to_owned(),
             queue_id: f[6].parse().map_err(|_| bad())?,
             offset: f[7].parse().map_err(|_| bad())?,
+            commit_log_offset: match f.get(8) {
+                Some(o) => Some(o.parse().map_err(|_| bad())?),
+                None => None,
+            },
             text: text.to_owned(),
         })
     }
@@ -430,7 +436,12 @@ impl ReceiptHandle {
 
     /// The handle after a change of invisible time (Java's `buildExtraInfo` with the answer).
     pub fn renewed(&self, pop_time: i64, invisible_time: i64, revive_qid: i32) -> String {
-        format!("{} {} {} {} {} {} {} {}", self.offset, pop_time, invisible_time, revive_qid, self.retry, self.broker_name, self.queue_id, self.offset)
+        let mut h =
+            format!("{} {} {} {} {} {} {} {}", self.offset, pop_time, invisible_time, revive_qid, self.retry, self.broker_name, self.queue_id, self.offset);
+        if let Some(o) = self.commit_log_offset {
+            h.push_str(&format!(" {o}"));
+        }
+        h
     }
 }
 
@@ -561,6 +572,9 @@ mod tests {
         assert_eq!(h.queue_id, 3);
         assert_eq!(h.real_topic("T", "G"), "%RETRY%G_T");
         assert_eq!(h.renewed(1700000001000, 10000, 1), "5 1700000001000 10000 1 1 broker-a 3 5");
+        let h = ReceiptHandle::parse("5 1700000000000 30000 2 0 broker-a 3 5 4096").expect("parses");
+        assert_eq!(h.commit_log_offset, Some(4096));
+        assert_eq!(h.renewed(1, 2, 3), "5 1 2 3 0 broker-a 3 5 4096");
         assert!(ReceiptHandle::parse("1 2 3").is_err());
         assert!(ReceiptHandle::parse("a b c d e f g h").is_err());
     }

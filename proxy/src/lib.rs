@@ -11,13 +11,14 @@
 //!   implements it in local mode (`mqbroker --enable-proxy`).
 //! - [`convert`]: gRPC messages to the broker's message properties and back, receipt handles.
 //! - [`service`]: the RPCs, with Java's status codes and messages.
-//! - [`server`]: the listener.
+//! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode).
 
 pub mod backend;
 pub mod config;
 pub mod convert;
 pub mod server;
 pub mod service;
+pub mod tls;
 
 /// The generated protobuf types of `apache.rocketmq.v2`.
 #[allow(clippy::all, missing_docs)]

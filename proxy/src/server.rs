@@ -1,4 +1,4 @@
-//! The gRPC listener: plaintext HTTP/2 on `grpcServerPort`.
+//! The gRPC listener on `grpcServerPort`: HTTP/2 in plaintext or over TLS on the same port.
 
 use std::net::SocketAddr;
 
@@ -17,15 +17,19 @@ pub struct GrpcServer {
 impl GrpcServer {
     /// Binds `addr` and serves. Must be called inside a tokio runtime.
     pub async fn start(addr: SocketAddr, service: Messaging) -> std::io::Result<GrpcServer> {
+        let config = service.config();
+        let tls = crate::tls::acceptor(&config.tls_cert_path, &config.tls_key_path, config.tls_test_mode_enable)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let max = service.config().grpc_max_inbound_message_size;
         let svc = MessagingServiceServer::new(service).max_decoding_message_size(max).max_encoding_message_size(max);
         let (stop, stopped) = oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let incoming = tokio_stream::wrappers::ReceiverStream::new(crate::tls::incoming(listener, tls));
         let task = tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
                 .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
+                .concurrency_limit_per_connection(256)
                 .add_service(svc)
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stopped.await;

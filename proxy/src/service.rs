@@ -22,8 +22,11 @@ use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::Code;
 
 const CLIENT_ID: &str = "x-mq-client-id";
-/// How long a broker call may take, past any long polling it asks for.
+/// How long a broker call may take, past any long polling it asks for, when the client gave no
+/// deadline (`grpc-timeout`).
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+/// A broker call ends this long before the client's deadline, so the answer can reach it.
+const DEADLINE_RESERVE: Duration = Duration::from_millis(100);
 /// Transactions remembered for EndTransaction at most (oldest forgotten first).
 const MAX_TRANSACTIONS: usize = 100_000;
 /// Telemetry commands queued to one client at most.
@@ -121,6 +124,24 @@ fn client_id<T>(request: &Request<T>) -> Result<String, Refusal> {
         Some(id) => Ok(id.to_owned()),
         None => Err(Refusal::new(Code::ClientIdRequired, "clientId is required")),
     }
+}
+
+/// The client's deadline (`grpc-timeout`: digits and a unit) less a reserve, between 100 ms and
+/// 60 s; [`CALL_TIMEOUT`] without one. A call to a broker may take this long.
+fn call_timeout<T>(request: &Request<T>) -> Duration {
+    let Some(text) = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()) else { return CALL_TIMEOUT };
+    let (digits, unit) = text.split_at(text.len().saturating_sub(1));
+    let Ok(n) = digits.parse::<u64>() else { return CALL_TIMEOUT };
+    let d = match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return CALL_TIMEOUT,
+    };
+    d.saturating_sub(DEADLINE_RESERVE).clamp(Duration::from_millis(100), Duration::from_secs(60))
 }
 
 fn remote_addr<T>(request: &Request<T>) -> String {
@@ -297,7 +318,7 @@ impl Messaging {
         result
     }
 
-    async fn send_one(&self, client_id: &str, o: convert::Outgoing, route: &TopicRoute, single: bool) -> pb::SendResultEntry {
+    async fn send_one(&self, client_id: &str, o: convert::Outgoing, route: &TopicRoute, single: bool, timeout: Duration) -> pb::SendResultEntry {
         let refused = |s: pb::Status| pb::SendResultEntry { status: Some(s), ..Default::default() };
         let queues: Vec<(&str, i32)> =
             route.brokers.iter().filter(|b| b.perm & 2 != 0).flat_map(|b| (0..b.write_queue_nums.max(0)).map(move |q| (b.broker_name.as_str(), q))).collect();
@@ -325,7 +346,7 @@ impl Messaging {
             .with_ext("m", "false")
             .with_ext("n", broker)
             .with_body(o.body.clone());
-        let response = match self.backend.invoke(client_id, broker, request, CALL_TIMEOUT).await {
+        let response = match self.backend.invoke(client_id, broker, request, timeout).await {
             Ok(r) => r,
             Err(e) => return refused(backend_status(&e)),
         };
@@ -377,6 +398,7 @@ impl Messaging {
     async fn send(&self, request: Request<pb::SendMessageRequest>) -> Result<pb::SendMessageResponse, Refusal> {
         let client_id = client_id(&request)?;
         let remote = remote_addr(&request);
+        let timeout = call_timeout(&request);
         let req = request.into_inner();
         let Some(first) = req.messages.first() else {
             return Err(Refusal::new(Code::MessageCorrupted, "no message to send"));
@@ -407,7 +429,7 @@ impl Messaging {
         let single = outgoing.len() == 1;
         let mut entries = Vec::with_capacity(outgoing.len());
         for o in outgoing {
-            entries.push(self.send_one(&client_id, o, &route, single).await);
+            entries.push(self.send_one(&client_id, o, &route, single, timeout).await);
         }
         let mut codes: Vec<i32> = entries.iter().filter_map(|e| e.status.as_ref().map(|s| s.code)).collect();
         codes.sort_unstable();
@@ -450,6 +472,7 @@ impl Messaging {
         let Some(settings) = self.clients.settings.lock().get(&client_id).cloned() else {
             return reply(status(Code::UnrecognizedClientType, "cannot find client settings for this client"));
         };
+        let max_attempts = self.merged_settings(settings.clone()).backoff_policy.map_or(0, |b| b.max_attempts);
         let fifo = matches!(&settings.pub_sub, Some(pb::settings::PubSub::Subscription(s)) if s.fifo == Some(true))
             || req.group.as_ref().and_then(|g| self.backend.group(&g.name)).is_some_and(|g| g.consume_orderly);
         let c = &self.config;
@@ -529,17 +552,36 @@ impl Messaging {
             match store::message::decode_record(body, false) {
                 Ok(store::message::RecordAt::Record(r)) => {
                     let mut m = convert::incoming(&r, now);
+                    let mut reconsume_times = r.reconsume_times;
                     if let Some(s) = m.system_properties.as_mut() {
                         s.invisible_duration = Some(convert::duration(invisible));
-                        if s.receipt_handle.is_none() {
-                            let (handle, order_count) = answer.handle(r.topic, r.queue_id, r.queue_offset);
-                            s.receipt_handle = Some(handle);
-                            if let Some(count) = order_count {
-                                s.delivery_attempt = Some(count.saturating_add(1));
+                        let handle = match s.receipt_handle.take() {
+                            Some(h) => h,
+                            None => {
+                                let (handle, order_count) = answer.handle(r.topic, r.queue_id, r.queue_offset);
+                                if let Some(count) = order_count {
+                                    reconsume_times = count;
+                                    s.delivery_attempt = Some(count.saturating_add(1));
+                                }
+                                handle
+                            }
+                        };
+                        // Java's proxy appends the commit-log offset (ForwardMessageToDeadLetterQueue needs it).
+                        s.receipt_handle = Some(format!("{handle} {}", r.physical_offset));
+                    }
+                    // Java's `PopMessageResultFilterImpl`: past the attempts, to the DLQ instead.
+                    if max_attempts > 0 && reconsume_times >= max_attempts {
+                        let handle = m.system_properties.as_ref().and_then(|s| s.receipt_handle.clone()).unwrap_or_default();
+                        let id = m.system_properties.as_ref().map(|s| s.message_id.clone()).unwrap_or_default();
+                        if let Ok(h) = ReceiptHandle::parse(&handle) {
+                            let dlq = self.forward_to_dlq(&client_id, &h, &id, &group, &topic).await;
+                            if dlq.code != Code::Ok as i32 {
+                                tracing::warn!(message_id = id, status = ?dlq, "cannot forward a message past its attempts to the DLQ");
                             }
                         }
+                    } else {
+                        messages.push(pb::ReceiveMessageResponse { content: Some(pb::receive_message_response::Content::Message(m)) });
                     }
-                    messages.push(pb::ReceiveMessageResponse { content: Some(pb::receive_message_response::Content::Message(m)) });
                     body = body.get(r.store_size.max(1) as usize..).unwrap_or_default();
                 }
                 Ok(store::message::RecordAt::Blank) => break,
@@ -557,8 +599,42 @@ impl Messaging {
         out
     }
 
+    /// Java's `forwardMessageToDeadLetterQueue`: CONSUMER_SEND_MSG_BACK to the DLQ by commit-log
+    /// offset, then the ack.
+    async fn forward_to_dlq(&self, client_id: &str, h: &ReceiptHandle, message_id: &str, group: &str, topic: &str) -> pb::Status {
+        let Some(commit_log_offset) = h.commit_log_offset.filter(|o| *o >= 0) else {
+            return status(Code::InvalidReceiptHandle, "commit log offset is empty");
+        };
+        let back = RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK)
+            .with_ext("offset", commit_log_offset.to_string())
+            .with_ext("group", group)
+            .with_ext("delayLevel", "-1")
+            .with_ext("originMsgId", message_id)
+            .with_ext("originTopic", h.real_topic(topic, group))
+            .with_ext("maxReconsumeTimes", "0");
+        match self.backend.invoke(client_id, &h.broker_name, back, CALL_TIMEOUT).await {
+            Ok(r) if r.code == 0 => {
+                let ack = RemotingCommand::request(RequestCode::ACK_MESSAGE)
+                    .with_ext("consumerGroup", group)
+                    .with_ext("topic", h.real_topic(topic, group))
+                    .with_ext("queueId", h.queue_id.to_string())
+                    .with_ext("extraInfo", h.text.clone())
+                    .with_ext("offset", h.offset.to_string());
+                if let Ok(a) = self.backend.invoke(client_id, &h.broker_name, ack, CALL_TIMEOUT).await {
+                    if a.code != 0 {
+                        tracing::debug!(code = a.code, remark = ?a.remark, "ack after the DLQ forward refused");
+                    }
+                }
+                ok_status()
+            }
+            Ok(r) => broker_status(&r),
+            Err(e) => backend_status(&e),
+        }
+    }
+
     async fn ack(&self, request: Request<pb::AckMessageRequest>) -> Result<pb::AckMessageResponse, Refusal> {
         let client_id = client_id(&request)?;
+        let timeout = call_timeout(&request);
         let req = request.into_inner();
         let (group, topic) = (resource_name(&req.group), resource_name(&req.topic));
         validate_name(Code::IllegalTopic, "topic", &topic)?;
@@ -575,7 +651,7 @@ impl Messaging {
                         .with_ext("queueId", h.queue_id.to_string())
                         .with_ext("extraInfo", h.text.clone())
                         .with_ext("offset", h.offset.to_string());
-                    match self.backend.invoke(&client_id, &h.broker_name, ack, CALL_TIMEOUT).await {
+                    match self.backend.invoke(&client_id, &h.broker_name, ack, timeout).await {
                         Ok(r) if r.code == 0 => ok_status(),
                         Ok(r) => broker_status(&r),
                         Err(e) => backend_status(&e),
@@ -597,6 +673,7 @@ impl Messaging {
 
     async fn change_invisible(&self, request: Request<pb::ChangeInvisibleDurationRequest>) -> Result<pb::ChangeInvisibleDurationResponse, Refusal> {
         let client_id = client_id(&request)?;
+        let timeout = call_timeout(&request);
         let req = request.into_inner();
         let (group, topic) = (resource_name(&req.group), resource_name(&req.topic));
         validate_name(Code::IllegalTopic, "topic", &topic)?;
@@ -619,7 +696,7 @@ impl Messaging {
             .with_ext("extraInfo", h.text.clone())
             .with_ext("offset", h.offset.to_string())
             .with_ext("invisibleTime", invisible.to_string());
-        let r = match self.backend.invoke(&client_id, &h.broker_name, change, CALL_TIMEOUT).await {
+        let r = match self.backend.invoke(&client_id, &h.broker_name, change, timeout).await {
             Ok(r) => r,
             Err(e) => return Ok(pb::ChangeInvisibleDurationResponse { status: Some(backend_status(&e)), receipt_handle: String::new() }),
         };
@@ -766,11 +843,23 @@ impl MessagingService for Messaging {
 
     async fn forward_message_to_dead_letter_queue(
         &self,
-        _request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+        request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<pb::ForwardMessageToDeadLetterQueueResponse> {
-        Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
-            status: Some(status(Code::NotImplemented, "ForwardMessageToDeadLetterQueue is not supported yet")),
-        }))
+        let answer = |s: pb::Status| Response::new(pb::ForwardMessageToDeadLetterQueueResponse { status: Some(s) });
+        let client_id = match client_id(&request) {
+            Ok(id) => id,
+            Err(r) => return Ok(answer(r.status())),
+        };
+        let req = request.into_inner();
+        let (group, topic) = (resource_name(&req.group), resource_name(&req.topic));
+        if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic).and(validate_name(Code::IllegalConsumerGroup, "group", &group)) {
+            return Ok(answer(r.status()));
+        }
+        let h = match ReceiptHandle::parse(&req.receipt_handle) {
+            Ok(h) => h,
+            Err(r) => return Ok(answer(r.status())),
+        };
+        Ok(answer(self.forward_to_dlq(&client_id, &h, &req.message_id, &group, &topic).await))
     }
 
     type PullMessageStream = BoxStream<pb::PullMessageResponse>;
@@ -866,5 +955,40 @@ impl MessagingService for Messaging {
             status: Some(status(Code::NotImplemented, "RecallMessage is not supported yet")),
             message_id: String::new(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_timeout(value: &str) -> Request<()> {
+        let mut r = Request::new(());
+        r.metadata_mut().insert("grpc-timeout", value.parse().expect("ascii"));
+        r
+    }
+
+    #[test]
+    fn a_broker_call_takes_the_clients_deadline_less_a_reserve() {
+        assert_eq!(call_timeout(&with_timeout("10S")), Duration::from_millis(9_900));
+        assert_eq!(call_timeout(&with_timeout("2500m")), Duration::from_millis(2_400));
+        assert_eq!(call_timeout(&with_timeout("1H")), Duration::from_secs(60));
+        assert_eq!(call_timeout(&with_timeout("50m")), Duration::from_millis(100));
+        assert_eq!(call_timeout(&with_timeout("x")), CALL_TIMEOUT);
+        assert_eq!(call_timeout(&Request::new(())), CALL_TIMEOUT);
+    }
+
+    #[test]
+    fn routes_list_read_only_then_write_only_then_read_write_queues() {
+        let route = TopicRoute {
+            brokers: vec![crate::backend::BrokerQueues { broker_name: "b".into(), read_queue_nums: 4, write_queue_nums: 2, perm: 6 }],
+            message_type: "FIFO".into(),
+        };
+        let qs = message_queues("T", &route, &pb::Endpoints::default());
+        let perms: Vec<i32> = qs.iter().map(|q| q.permission).collect();
+        let rw = pb::Permission::ReadWrite as i32;
+        assert_eq!(perms, vec![pb::Permission::Read as i32, pb::Permission::Read as i32, rw, rw]);
+        assert_eq!(qs.iter().map(|q| q.id).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(qs[0].accept_message_types, vec![pb::MessageType::Fifo as i32]);
     }
 }

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.broker.BrokerProbe;
 import rocketmq.compat.broker.RustBroker;
 import rocketmq.compat.client.DriverRun;
 import rocketmq.compat.harness.Await;
@@ -28,7 +29,7 @@ import rocketmq.compat.runtime.Versions;
 /**
  * The RocketMQ 5 gRPC path in LOCAL mode: our {@code mqbroker --enable-proxy -pc rmq-proxy.json} serves
  * {@code apache.rocketmq.v2.MessagingService} itself, with no Java proxy, driven by rocketmq-client-java
- * ({@code GrpcDriver}, plaintext: the driver turns SSL off) through the scenarios of {@link ProxyGrpcTest}, whose
+ * ({@code GrpcDriver}; plaintext, and one run with SSL on against the same port) through the scenarios of {@link ProxyGrpcTest}, whose
  * Java side (Java's proxy 5.3.3 in front of a Java broker 5.3.3) shows the scenarios are right. The broker has the
  * same extra keys; rmq-proxy.json the same 1 s minimum invisible duration.
  */
@@ -43,6 +44,7 @@ class LocalProxyGrpcTest {
     private final List<AutoCloseable> started = new ArrayList<>();
     private RustBroker broker;
     private DriverRun run;
+    private DriverRun tlsRun;
 
     @BeforeAll
     void start() throws Exception {
@@ -61,10 +63,20 @@ class LocalProxyGrpcTest {
         Await.until("gRPC port 127.0.0.1:" + grpcPort, Duration.ofSeconds(30), () -> TcpProbe.accepts(grpcPort),
             () -> broker.describe(60));
         ProxyGrpcTest.prepare(ns.address(), broker.address(), "grpc-local-a", () -> broker.describe(60));
+        // The TLS run's own topic: a new group reads a topic from its start while it is in memory (as Java).
+        try (BrokerProbe probe = BrokerProbe.connect(broker.address(), "grpc-local-a")) {
+            probe.createTopic("GrpcTls", 4, "+message.type=NORMAL");
+        }
         DriverRun.Running running = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA,
             "JSON", dir.resolve("driver"), ProxyGrpcTest.args("127.0.0.1:" + grpcPort)));
         run = running.await(DRIVER_TIMEOUT);
         System.out.println("our broker, local proxy: " + run.summary());
+        // Then the same port with SSL on (the client's default): TLS is detected per connection, as Java's
+        // permissive mode, with a self-signed certificate made at start (the client trusts any).
+        tlsRun = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON",
+            dir.resolve("driver-tls"), "tls:127.0.0.1:" + grpcPort, "normal:GrpcTls:grpc-tls:20"))
+            .await(DRIVER_TIMEOUT);
+        System.out.println("our broker, local proxy, TLS: " + tlsRun.summary());
     }
 
     private <T extends AutoCloseable> T own(T c) {
@@ -84,6 +96,10 @@ class LocalProxyGrpcTest {
     }
 
     private void assertStep(String step) {
+        assertStep(run, step);
+    }
+
+    private void assertStep(DriverRun run, String step) {
         Map<String, String> r = run.result(step);
         if (!"OK".equals(r.get("status"))) {
             throw new AssertionError("step " + step + " "
@@ -96,6 +112,12 @@ class LocalProxyGrpcTest {
     @DisplayName("normal sends, SimpleConsumer receive and ack: every message intact, once, none after the acks")
     void normal() {
         assertStep("normal");
+    }
+
+    @Test
+    @DisplayName("the same port with SSL on: normal sends, receive and ack over TLS")
+    void normalOverTls() {
+        assertStep(tlsRun, "normal");
     }
 
     @Test
