@@ -197,3 +197,80 @@ async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port
 fn tokio_stream_of(rx: tokio::sync::mpsc::Receiver<pb::TelemetryCommand>) -> impl futures::Stream<Item = pb::TelemetryCommand> {
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) })
 }
+
+fn consumer_settings(port: u16, group: &str, topic: &str) -> pb::TelemetryCommand {
+    let settings = pb::Settings {
+        client_type: Some(pb::ClientType::PushConsumer as i32),
+        access_point: endpoints(port),
+        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
+        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
+            group: resource(group),
+            subscriptions: vec![pb::SubscriptionEntry { topic: resource(topic), expression: None }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    pb::TelemetryCommand { status: None, command: Some(pb::telemetry_command::Command::Settings(settings)) }
+}
+
+async fn receive_all(c: &mut MessagingServiceClient<Channel>, client: &str, r: pb::ReceiveMessageRequest) -> Vec<pb::Message> {
+    let mut stream = c.receive_message(as_client(r, client)).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(15), stream.message()).await.unwrap().unwrap() {
+        if let Some(pb::receive_message_response::Content::Message(m)) = item.content {
+            out.push(m);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_auto_renewed_message_stays_invisible_until_acked_with_its_first_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start(dir.path(), &[]).await;
+    let grpc_port = free_port();
+    // A 12 s default invisible time: renewed at the first check (5 s), when 7 s remain.
+    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, default_invisible_time_mills: 12_000, ..Default::default() };
+    broker.enable_proxy(config).await.unwrap();
+    let addr = broker.local_addr().to_string();
+    let admin = RemotingClient::new(ClientConfig::default());
+    let r = admin.invoke(&addr, create_topic("GrpcRenew", "NORMAL"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}")).unwrap().connect().await.unwrap();
+    let mut c = MessagingServiceClient::new(channel);
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(consumer_settings(grpc_port, "renew-g", "GrpcRenew")).await.unwrap();
+    let mut telemetry = c.telemetry(as_client(tokio_stream_of(rx), "renewer")).await.unwrap().into_inner();
+    tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
+    let sent = c
+        .send_message(as_client(pb::SendMessageRequest { messages: vec![message("GrpcRenew", "R1", b"renew me", None)] }, "renewer"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{sent:?}");
+    let receive = pb::ReceiveMessageRequest {
+        group: resource("renew-g"),
+        message_queue: Some(pb::MessageQueue { topic: resource("GrpcRenew"), id: -1, ..Default::default() }),
+        filter_expression: None,
+        batch_size: 4,
+        invisible_duration: None,
+        auto_renew: true,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
+        attempt_id: None,
+    };
+    let got = receive_all(&mut c, "renewer", receive.clone()).await;
+    assert_eq!(got.len(), 1);
+    let first_handle = got[0].system_properties.as_ref().and_then(|s| s.receipt_handle.clone()).unwrap();
+    // Past the 12 s it was first hidden for, it is still hidden: renewed.
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    assert!(receive_all(&mut c, "renewer", receive).await.is_empty(), "the message came back though renewed");
+    let ack = pb::AckMessageRequest {
+        group: resource("renew-g"),
+        topic: resource("GrpcRenew"),
+        entries: vec![pb::AckMessageEntry { message_id: "R1".into(), receipt_handle: first_handle }],
+    };
+    let r = c.ack_message(as_client(ack, "renewer")).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    drop(tx);
+    broker.shutdown().await;
+}

@@ -46,11 +46,31 @@ struct HalfMessage {
     offset_msg_id: String,
 }
 
+/// A received message whose invisible time the proxy renews.
+#[derive(Clone, Debug)]
+struct Renewing {
+    handle: String,
+    topic: String,
+    since_ms: i64,
+}
+
+/// Renewed handles held at most (new ones are not tracked past it; they become visible again).
+const MAX_RENEWING: usize = 100_000;
+/// Renew a handle when it becomes visible within this (Java's `renewAheadTimeMillis`).
+const RENEW_AHEAD_MS: i64 = 10_000;
+/// Stop renewing after this (Java's `renewMaxTimeMillis`).
+const RENEW_MAX_MS: i64 = 3 * 3600 * 1000;
+/// How often handles are checked (Java's `renewSchedulePeriodMillis`).
+const RENEW_PERIOD: Duration = Duration::from_secs(5);
+
 #[derive(Default)]
 struct Clients {
     settings: Mutex<HashMap<String, pb::Settings>>,
     telemetry: Mutex<HashMap<String, mpsc::Sender<Result<pb::TelemetryCommand, Status>>>>,
     receiving: Mutex<HashMap<String, usize>>,
+    /// Handles of `auto_renew` receives not yet acked, by (client, group, message id): their
+    /// invisible time is renewed until acked (Java's `enableProxyAutoRenew`).
+    renewing: Mutex<HashMap<(String, String, String), Renewing>>,
     transactions: Mutex<(HashMap<String, HalfMessage>, std::collections::VecDeque<String>)>,
 }
 
@@ -233,7 +253,18 @@ impl Messaging {
     pub fn new(config: ProxyConfig, backend: Arc<dyn Backend>) -> Messaging {
         let clients = Arc::new(Clients::default());
         backend.set_client_requests(Arc::new(CheckRequests(Arc::downgrade(&clients))));
-        Messaging { config: Arc::new(config), backend, clients, receives: Arc::new(AtomicUsize::new(0)), round_robin: Arc::new(AtomicUsize::new(0)) }
+        let me = Messaging { config: Arc::new(config), backend, clients, receives: Arc::new(AtomicUsize::new(0)), round_robin: Arc::new(AtomicUsize::new(0)) };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tokio::spawn(renew_loop(Arc::downgrade(&me.clients), me.backend.clone(), me.config.default_invisible_time_mills));
+        }
+        me
+    }
+
+    /// The handle to act on for a message: the renewed one when the proxy renews it (forgotten
+    /// now), else the client's.
+    fn current_handle(&self, client_id: &str, group: &str, message_id: &str, given: &str) -> String {
+        let key = (client_id.to_owned(), group.to_owned(), message_id.to_owned());
+        self.clients.renewing.lock().remove(&key).map_or_else(|| given.to_owned(), |r| r.handle)
     }
 
     pub fn config(&self) -> &ProxyConfig {
@@ -580,6 +611,16 @@ impl Messaging {
                             }
                         }
                     } else {
+                        if req.auto_renew {
+                            if let Some(s) = m.system_properties.as_ref() {
+                                let mut renewing = self.clients.renewing.lock();
+                                if renewing.len() < MAX_RENEWING {
+                                    let key = (client_id.clone(), group.clone(), s.message_id.clone());
+                                    let handle = s.receipt_handle.clone().unwrap_or_default();
+                                    renewing.insert(key, Renewing { handle, topic: topic.clone(), since_ms: now });
+                                }
+                            }
+                        }
                         messages.push(pb::ReceiveMessageResponse { content: Some(pb::receive_message_response::Content::Message(m)) });
                     }
                     body = body.get(r.store_size.max(1) as usize..).unwrap_or_default();
@@ -641,7 +682,8 @@ impl Messaging {
         validate_name(Code::IllegalConsumerGroup, "group", &group)?;
         let mut entries = Vec::with_capacity(req.entries.len());
         for e in req.entries {
-            let s = match ReceiptHandle::parse(&e.receipt_handle) {
+            let current = self.current_handle(&client_id, &group, &e.message_id, &e.receipt_handle);
+            let s = match ReceiptHandle::parse(&current) {
                 Err(r) => r.status(),
                 Ok(h) if h.is_expired(now_ms()) => status(Code::InvalidReceiptHandle, "receipt handle is expired"),
                 Ok(h) => {
@@ -685,7 +727,7 @@ impl Messaging {
                 format!("the invisibleTime is too large, must be less than {}", self.config.max_invisible_time_mills),
             ));
         }
-        let h = ReceiptHandle::parse(&req.receipt_handle)?;
+        let h = ReceiptHandle::parse(&self.current_handle(&client_id, &group, &req.message_id, &req.receipt_handle))?;
         if h.is_expired(now_ms()) {
             return Err(Refusal::new(Code::InvalidReceiptHandle, "receipt handle is expired"));
         }
@@ -742,6 +784,56 @@ impl Messaging {
         };
         self.clients.transactions.lock().0.remove(&req.transaction_id);
         Ok(pb::EndTransactionResponse { status: Some(s) })
+    }
+}
+
+/// Java's `ReceiptHandleManager`: every 5 s, the tracked handles that become visible within 10 s
+/// get another `default_invisible_ms` (CHANGE_MESSAGE_INVISIBLETIME), for at most 3 h; a refused
+/// renewal forgets the handle. Ends when the service is gone.
+async fn renew_loop(clients: std::sync::Weak<Clients>, backend: Arc<dyn Backend>, default_invisible_ms: i64) {
+    loop {
+        tokio::time::sleep(RENEW_PERIOD).await;
+        let Some(clients) = clients.upgrade() else { return };
+        let now = now_ms();
+        let due: Vec<((String, String, String), Renewing)> = {
+            let mut renewing = clients.renewing.lock();
+            renewing.retain(|_, r| now - r.since_ms < RENEW_MAX_MS);
+            renewing
+                .iter()
+                .filter(|(_, r)| ReceiptHandle::parse(&r.handle).is_ok_and(|h| h.pop_time.saturating_add(h.invisible_time) - now <= RENEW_AHEAD_MS))
+                .map(|(k, r)| (k.clone(), r.clone()))
+                .collect()
+        };
+        for ((client_id, group, message_id), r) in due {
+            let Ok(h) = ReceiptHandle::parse(&r.handle) else { continue };
+            let change = RemotingCommand::request(RequestCode::CHANGE_MESSAGE_INVISIBLETIME)
+                .with_ext("consumerGroup", group.clone())
+                .with_ext("topic", h.real_topic(&r.topic, &group))
+                .with_ext("queueId", h.queue_id.to_string())
+                .with_ext("extraInfo", h.text.clone())
+                .with_ext("offset", h.offset.to_string())
+                .with_ext("invisibleTime", default_invisible_ms.to_string());
+            let renewed = match backend.invoke(&client_id, &h.broker_name, change, CALL_TIMEOUT).await {
+                Ok(a) if a.code == 0 => {
+                    let num = |k: &str| a.ext(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+                    Some(h.renewed(num("popTime"), num("invisibleTime"), num("reviveQid") as i32))
+                }
+                _ => None,
+            };
+            let key = (client_id, group, message_id);
+            let mut renewing = clients.renewing.lock();
+            match renewed {
+                // Still tracked (not acked meanwhile): the new handle.
+                Some(handle) => {
+                    if let Some(entry) = renewing.get_mut(&key).filter(|e| e.handle == r.handle) {
+                        entry.handle = handle;
+                    }
+                }
+                None => {
+                    renewing.remove(&key);
+                }
+            }
+        }
     }
 }
 
@@ -934,6 +1026,7 @@ impl MessagingService for Messaging {
         let s = match client_id(&request) {
             Ok(id) => {
                 self.clients.settings.lock().remove(&id);
+                self.clients.renewing.lock().retain(|(client, _, _), _| *client != id);
                 self.backend.client_gone(&id);
                 ok_status()
             }
