@@ -14,7 +14,7 @@ echo "== format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # No import cycle among any crate's modules.
-for crate in remoting namesrv store ha dledger broker; do python3 scripts/module-cycles.py "$crate/src"; done
+for crate in remoting namesrv store ha dledger proxy broker; do python3 scripts/module-cycles.py "$crate/src"; done
 
 echo "== build"
 cargo build --workspace --bins

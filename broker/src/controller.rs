@@ -86,6 +86,8 @@ pub struct BrokerController {
     services: Vec<Service>,
     /// The Prometheus endpoint of `metricsExporterType=PROM`.
     metrics_exporter: Option<remoting::metrics::exporter::PromExporter>,
+    /// The gRPC front of `--enable-proxy` (local mode).
+    grpc: Option<proxy::server::GrpcServer>,
     /// The DLedger member holding the commit log, in DLedger mode.
     member: Option<dledger::server::DLedgerServer>,
 }
@@ -168,7 +170,7 @@ impl BrokerController {
             m.server
         });
         info!(addr = %server.local_addr(), broker = broker.config().broker_name, "broker started");
-        Ok(BrokerController { broker, server, pools, fast_server, tasks, services, member, metrics_exporter })
+        Ok(BrokerController { broker, server, pools, fast_server, tasks, services, member, metrics_exporter, grpc: None })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -190,11 +192,27 @@ impl BrokerController {
         self.server.serve_stream(stream, peer)
     }
 
+    /// Serves RocketMQ 5's gRPC API on `grpcServerPort` from this broker (`--enable-proxy`, local
+    /// mode): [`crate::proxy_local::LocalBackend`] behind [`proxy::service::Messaging`].
+    pub async fn enable_proxy(&mut self, config: proxy::config::ProxyConfig) -> Result<std::net::SocketAddr, StartError> {
+        let bind: IpAddr = self.broker.config().bind_address.parse().map_err(|_| StartError::BadAddress(self.broker.config().bind_address.clone()))?;
+        let port = config.grpc_server_port;
+        let backend = Arc::new(crate::proxy_local::LocalBackend::new(self.broker.clone(), self.server.acceptor()));
+        let service = proxy::service::Messaging::new(config, backend);
+        let grpc = proxy::server::GrpcServer::start(SocketAddr::new(bind, port), service).await?;
+        let addr = grpc.local_addr();
+        self.grpc = Some(grpc);
+        Ok(addr)
+    }
+
     /// Stops as Java does: unregister, stop serving, stop the services (the persister writes the
     /// metadata a last time), shut the store down.
     pub async fn shutdown(mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
+        }
+        if let Some(grpc) = self.grpc.take() {
+            grpc.shutdown().await;
         }
         self.broker.unregister().await;
         if let Some(exporter) = self.metrics_exporter.take() {

@@ -40,6 +40,7 @@ pub mod persister;
 pub mod pop;
 pub mod popping;
 pub mod processor;
+pub mod proxy_local;
 pub mod put;
 pub mod rebalance_lock;
 pub mod replication;

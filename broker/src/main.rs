@@ -15,6 +15,12 @@ struct Args {
     /// Name server address list, e.g. '192.168.0.1:9876;192.168.0.2:9876'
     #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDR")]
     namesrv_addr: Option<String>,
+    /// Serve RocketMQ 5's gRPC API from the broker (Java's local-mode proxy) on grpcServerPort
+    #[arg(long = "enable-proxy")]
+    enable_proxy: bool,
+    /// The proxy's config (rmq-proxy.json) with --enable-proxy; also `-pc FILE`
+    #[arg(long = "proxyConfigPath", value_name = "FILE")]
+    proxy_config: Option<std::path::PathBuf>,
     /// Print all config items and exit
     #[arg(short = 'p', long = "printConfigItem")]
     print_config: bool,
@@ -25,7 +31,19 @@ struct Args {
 
 fn main() -> ExitCode {
     remoting::process::init_logging();
-    let args = Args::parse();
+    // Java's option is `-pc` (commons-cli takes multi-letter short options; clap does not).
+    let args = Args::parse_from(std::env::args().map(|a| if a == "-pc" { "--proxyConfigPath".to_owned() } else { a }));
+    let proxy_config = match (&args.proxy_config, args.enable_proxy) {
+        (Some(path), true) => match proxy::config::ProxyConfig::load(path) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        (None, true) => Some(proxy::config::ProxyConfig::default()),
+        (_, false) => None,
+    };
     let loaded = match &args.config_file {
         Some(path) => load_broker_conf(path).map(|(b, s, unknown)| {
             for key in unknown {
@@ -73,13 +91,24 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         let name = broker_config.broker_name.clone();
         let namesrv = broker_config.namesrv_addr.clone();
-        let controller = match BrokerController::start_with_file(broker_config, store_config, Some(config_path)).await {
+        let mut controller = match BrokerController::start_with_file(broker_config, store_config, Some(config_path)).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("The broker failed to start: {e}");
                 return ExitCode::FAILURE;
             }
         };
+        if let Some(mut config) = proxy_config {
+            config.proxy_mode = "LOCAL".to_owned();
+            match controller.enable_proxy(config).await {
+                Ok(addr) => println!("The gRPC proxy (local mode) listens on {addr}"),
+                Err(e) => {
+                    eprintln!("The gRPC proxy failed to start: {e}");
+                    controller.shutdown().await;
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         println!("The broker[{name}, {}] boot success. serializeType=JSON and name server is {namesrv}", controller.broker.identity.broker_addr);
         remoting::process::wait_for_stop_signal().await;
         controller.shutdown().await;

@@ -387,15 +387,13 @@ impl RemotingServer {
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
-        let dispatcher = &self.dispatcher;
-        if dispatcher.connections.lock().len() >= dispatcher.max_connections {
-            let refused = format!("{} connections open, the most this server takes", dispatcher.max_connections);
-            return Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, refused));
-        }
-        let endpoints = Endpoints { remote: peer, local: self.local_addr };
-        let channel = connection::spawn_stream(stream, endpoints, &dispatcher.connection_config, Side::Server, dispatcher.clone());
-        dispatcher.admit(&channel);
-        Ok(channel)
+        self.acceptor().serve_stream(stream, peer)
+    }
+
+    /// A handle that serves in-process streams as this server's connections (`serve_stream`),
+    /// for what lives beside the server and outlives the borrow (the broker's gRPC front).
+    pub fn acceptor(&self) -> StreamAcceptor {
+        StreamAcceptor { dispatcher: self.dispatcher.clone(), local_addr: self.local_addr }
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -510,5 +508,36 @@ impl RefusalLog {
         warn!(%peer, max_connections, refused = self.unreported, "too many connections; closing new ones at once");
         self.last_warning = Some(std::time::Instant::now());
         self.unreported = 0;
+    }
+}
+
+/// Serves in-process streams as connections of a [`RemotingServer`] (see
+/// [`RemotingServer::serve_stream`]); cloned from the server by [`RemotingServer::acceptor`].
+#[derive(Clone)]
+pub struct StreamAcceptor {
+    dispatcher: Arc<Dispatcher>,
+    local_addr: SocketAddr,
+}
+
+impl StreamAcceptor {
+    /// The server's address (the local end of the connections it serves).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// As [`RemotingServer::serve_stream`].
+    pub fn serve_stream<S>(&self, stream: S, peer: SocketAddr) -> std::io::Result<Channel>
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let dispatcher = &self.dispatcher;
+        if dispatcher.connections.lock().len() >= dispatcher.max_connections {
+            let refused = format!("{} connections open, the most this server takes", dispatcher.max_connections);
+            return Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, refused));
+        }
+        let endpoints = Endpoints { remote: peer, local: self.local_addr };
+        let channel = connection::spawn_stream(stream, endpoints, &dispatcher.connection_config, Side::Server, dispatcher.clone());
+        dispatcher.admit(&channel);
+        Ok(channel)
     }
 }

@@ -64,14 +64,16 @@ public final class GrpcDriver {
     private final ClientConfiguration config;
     private final String runId = UUID.randomUUID().toString().substring(0, 8);
 
+    /** {@code tls:host:port}: SSL on (the 5.x client's default, trusting any certificate); else plaintext. */
     private GrpcDriver(String endpoint) {
-        this.config = ClientConfiguration.newBuilder().setEndpoints(endpoint).enableSsl(false)
+        boolean ssl = endpoint.startsWith("tls:");
+        this.config = ClientConfiguration.newBuilder().setEndpoints(ssl ? endpoint.substring(4) : endpoint).enableSsl(ssl)
             .setRequestTimeout(Duration.ofSeconds(10)).build();
     }
 
     public static void main(String[] args) {
         if (args.length < 2) {
-            System.err.println("usage: GrpcDriver <proxyEndpoint> <step> [<step> ...]");
+            System.err.println("usage: GrpcDriver [tls:]<proxyEndpoint> <step> [<step> ...]");
             System.exit(2);
         }
         GrpcDriver driver = new GrpcDriver(args[0]);

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.ChildProcess;
 import rocketmq.compat.harness.FreePorts;
@@ -32,6 +33,8 @@ public final class RustBroker implements AutoCloseable {
     private final String brokerName;
     private final int port;
     private final RocketmqHome home;
+    /** Arguments after {@code -c FILE} (e.g. {@code --enable-proxy -pc rmq-proxy.json}). */
+    private List<String> extraArgs = List.of();
     private int starts;
     private ChildProcess process;
 
@@ -55,6 +58,12 @@ public final class RustBroker implements AutoCloseable {
     /** As {@link #start(Path, String, String, String)}, with {@code extra} keys added to (or replacing those of) broker.conf. */
     public static RustBroker start(Path dir, String namesrvAddresses, String clusterName, String brokerName,
                                    Map<String, String> extra) {
+        return start(dir, namesrvAddresses, clusterName, brokerName, extra, List.of());
+    }
+
+    /** As {@link #start(Path, String, String, String, Map)}, with {@code args} after {@code -c FILE}. */
+    public static RustBroker start(Path dir, String namesrvAddresses, String clusterName, String brokerName,
+                                   Map<String, String> extra, List<String> args) {
         Path binary = binary();
         RocketmqHome home = RocketmqHome.create(dir);
         int port = FreePorts.block(4) + 2;
@@ -73,6 +82,7 @@ public final class RustBroker implements AutoCloseable {
         conf.putAll(extra);
         Path confFile = PropertiesFile.write(dir.resolve("broker.conf"), conf);
         RustBroker broker = new RustBroker(dir, confFile, clusterName, brokerName, port, home);
+        broker.extraArgs = List.copyOf(args);
         broker.launch(binary);
         return broker;
     }
@@ -112,7 +122,8 @@ public final class RustBroker implements AutoCloseable {
         starts++;
         Path out = dir.resolve("broker-" + starts + ".out");
         ChildProcess child = home.applyTo(ChildProcess.builder("our broker " + brokerName + " (start " + starts + ")"))
-            .command(List.of(binary.toString(), "-c", confFile.toString()))
+            .command(Stream.concat(Stream.of(binary.toString(), "-c", confFile.toString()),
+                extraArgs.stream()).toList())
             .env("RUST_LOG", "info")
             .output(out, dir.resolve("broker-" + starts + ".err"))
             .stopGrace(STOP_GRACE)

@@ -191,7 +191,7 @@ class MqAdminUpdateBrokerConfigTest {
     }
 
     private Map<String, String> printed(String name, List<String> command, String out) {
-        ChildProcess child = ChildProcess.builder(name).command(command)
+        ChildProcess child = ChildProcess.builder(name).command(command).directory(dir)
             .output(dir.resolve(out + ".out"), dir.resolve(out + ".err")).start();
         assertEquals(0, child.awaitExit(Duration.ofSeconds(60)), child.describe(40));
         Map<String, String> config = new LinkedHashMap<>();

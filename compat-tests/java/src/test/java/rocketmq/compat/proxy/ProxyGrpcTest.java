@@ -43,7 +43,7 @@ import rocketmq.compat.runtime.Versions;
 class ProxyGrpcTest {
     private static final Duration ROUTE_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
-    private static final Map<String, String> BROKER_EXTRA = Map.of(
+    static final Map<String, String> BROKER_EXTRA = Map.of(
         "timerWheelEnable", "true",
         // longer than Java's transactionOpBatchInterval (3 s): a check sooner after a commit by check can miss that
         // commit's op and commit the half message again (a Java 5.3.3 broker then delivers it twice)
@@ -52,7 +52,7 @@ class ProxyGrpcTest {
         "minInvisibleTimeMillsForRecv", 1000,
         "transactionHeartbeatPeriodSecond", 2);
     /** topic, its message.type, the steps' arguments after topic and group. */
-    private static final String[][] TOPICS = {
+    static final String[][] TOPICS = {
         {"GrpcNormal", "NORMAL"},
         {"GrpcInvisible", "NORMAL"},
         {"GrpcFifo", "FIFO"},
@@ -60,7 +60,7 @@ class ProxyGrpcTest {
         {"GrpcTx", "TRANSACTION"},
         {"GrpcPush", "NORMAL"},
     };
-    private static final String[] STEPS = {
+    static final String[] STEPS = {
         "normal:GrpcNormal:grpc-normal:20",
         "invisible:GrpcInvisible:grpc-invisible",
         "fifo:GrpcFifo:grpc-fifo:4:25",
@@ -135,7 +135,7 @@ class ProxyGrpcTest {
     }
 
     /** The driver's arguments: the endpoint, then every step ({@code -Drmq.proxy.steps=fifo,delay}: those only). */
-    private static String[] args(String endpoint) {
+    static String[] args(String endpoint) {
         List<String> only = List.of(System.getProperty("rmq.proxy.steps", "").split(","));
         List<String> a = new ArrayList<>(List.of(endpoint));
         for (String step : STEPS) {
@@ -147,7 +147,7 @@ class ProxyGrpcTest {
     }
 
     /** Creates the topics (with message.type) and the FIFO group, and waits until the name server routes them. */
-    private static void prepare(String namesrv, String brokerAddress, String brokerName,
+    static void prepare(String namesrv, String brokerAddress, String brokerName,
                                 java.util.function.Supplier<String> diagnostics) throws Exception {
         try (BrokerProbe probe = BrokerProbe.connect(brokerAddress, brokerName);
              NamesrvProbe ns = NamesrvProbe.connect(namesrv)) {

@@ -1,0 +1,142 @@
+//! The gRPC front in local mode (`mqbroker --enable-proxy`): [`proxy::backend::Backend`] over
+//! this broker. Each gRPC client gets one in-process connection to the broker's own server (a
+//! `tokio::io::duplex` pair served by the same dispatcher), so it is a registered producer or
+//! consumer like a remoting client, requests reach the same processors and pools, and the
+//! broker's requests to it (CHECK_TRANSACTION_STATE) come back to the gRPC service.
+//!
+//! The commands still cross the duplex encoded; calling the processors without encoding them is
+//! left for later (the trait does not change).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use parking_lot::Mutex;
+use proxy::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, TopicRoute};
+use remoting::connection::{spawn_stream, Channel, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
+use remoting::protocol::name::GroupName;
+use remoting::server::StreamAcceptor;
+use remoting::RemotingCommand;
+
+use crate::broker::Broker;
+
+/// Bytes buffered in each direction of a client's in-process connection.
+const DUPLEX_BYTES: usize = 1 << 20;
+/// gRPC clients with a broker-side connection at once, at most.
+const MAX_CLIENTS: usize = 10_000;
+
+pub struct LocalBackend {
+    broker: Arc<Broker>,
+    acceptor: StreamAcceptor,
+    connections: Mutex<HashMap<String, Channel>>,
+    requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
+}
+
+/// The client side of an in-process connection: the broker's requests to the client.
+struct ToClient {
+    client_id: String,
+    requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
+}
+
+impl InboundHandler for ToClient {
+    fn on_request(&self, _channel: &Channel, request: RemotingCommand, _in_flight: InFlight) {
+        if let Some(handler) = self.requests.get() {
+            handler.on_request(&self.client_id, request);
+        }
+    }
+}
+
+impl LocalBackend {
+    pub fn new(broker: Arc<Broker>, acceptor: StreamAcceptor) -> LocalBackend {
+        LocalBackend { broker, acceptor, connections: Mutex::new(HashMap::new()), requests: Arc::new(OnceLock::new()) }
+    }
+
+    fn connection(&self, client_id: &str) -> Result<Channel, BackendError> {
+        let mut connections = self.connections.lock();
+        if let Some(c) = connections.get(client_id).filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        connections.retain(|_, c| !c.is_closed());
+        if connections.len() >= MAX_CLIENTS {
+            return Err(BackendError::Unreachable(format!("{MAX_CLIENTS} gRPC clients connected, the most taken")));
+        }
+        let (client_end, server_end) = tokio::io::duplex(DUPLEX_BYTES);
+        let peer = SocketAddr::from(([127, 0, 0, 1], 0));
+        let broker_addr = self.acceptor.local_addr();
+        self.acceptor.serve_stream(server_end, peer).map_err(|e| BackendError::Unreachable(e.to_string()))?;
+        let handler = Arc::new(ToClient { client_id: client_id.to_owned(), requests: self.requests.clone() });
+        let channel = spawn_stream(client_end, Endpoints { remote: broker_addr, local: peer }, &ConnectionConfig::default(), Side::Client, handler);
+        connections.insert(client_id.to_owned(), channel.clone());
+        Ok(channel)
+    }
+}
+
+impl Backend for LocalBackend {
+    fn invoke(
+        &self,
+        client_id: &str,
+        broker_name: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> BoxFuture<'static, Result<RemotingCommand, BackendError>> {
+        let mine = self.broker.identity.broker_name.clone();
+        if broker_name != mine {
+            let name = broker_name.to_owned();
+            return async move { Err(BackendError::NoBroker(name)) }.boxed();
+        }
+        let channel = match self.connection(client_id) {
+            Ok(c) => c,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        async move {
+            if request.is_oneway() {
+                channel.invoke_oneway(request).map_err(|e| BackendError::Unreachable(e.to_string()))?;
+                return Ok(RemotingCommand::request(remoting::RequestCode(0)));
+            }
+            match channel.invoke(request, timeout).await {
+                Ok(r) => Ok(r),
+                Err(remoting::connection::ChannelError::Timeout { .. }) => Err(BackendError::Timeout),
+                Err(e) => Err(BackendError::Unreachable(e.to_string())),
+            }
+        }
+        .boxed()
+    }
+
+    fn brokers(&self) -> Vec<String> {
+        vec![self.broker.identity.broker_name.clone()]
+    }
+
+    fn route(&self, topic: &str) -> Option<TopicRoute> {
+        let tc = self.broker.topics.select(topic)?;
+        let message_type = tc.attributes.get(crate::topic_attributes::MESSAGE_TYPE).cloned().unwrap_or_else(|| "NORMAL".to_owned());
+        Some(TopicRoute {
+            brokers: vec![BrokerQueues {
+                broker_name: self.broker.identity.broker_name.clone(),
+                read_queue_nums: tc.read_queue_nums,
+                write_queue_nums: tc.write_queue_nums,
+                perm: tc.perm & self.broker.config().broker_permission,
+            }],
+            message_type,
+        })
+    }
+
+    fn group(&self, group: &str) -> Option<GroupSettings> {
+        let name = GroupName::new(group).ok()?;
+        let auto = self.broker.config().auto_create_subscription_group;
+        let g = self.broker.groups.find_or_create(&name, auto)?;
+        Some(GroupSettings { consume_orderly: g.consume_message_orderly, retry_max_times: g.retry_max_times })
+    }
+
+    fn client_gone(&self, client_id: &str) {
+        if let Some(c) = self.connections.lock().remove(client_id) {
+            c.close();
+        }
+    }
+
+    fn set_client_requests(&self, handler: Arc<dyn ClientRequests>) {
+        let _ = self.requests.set(handler);
+    }
+}

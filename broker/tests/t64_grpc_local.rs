@@ -1,0 +1,276 @@
+//! `--enable-proxy` (local mode): RocketMQ 5's gRPC API served from the broker, driven by a tonic
+//! client of the same protos: routes answered with the proxy's own endpoint, Java's codes for bad
+//! input, a send, a receive with its receipt handle, an ack, and the handle refused afterwards.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+use proxy::pb;
+use proxy::pb::messaging_service_client::MessagingServiceClient;
+use proxy::pb::Code;
+use remoting::client::{ClientConfig, RemotingClient};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use tonic::transport::Channel;
+
+fn create_topic(name: &str, message_type: &str) -> RemotingCommand {
+    let attributes = format!("+message.type={message_type}");
+    raw(
+        RequestCode::UPDATE_AND_CREATE_TOPIC,
+        &[
+            ("topic", name),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "4"),
+            ("writeQueueNums", "4"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+            ("order", "false"),
+            ("attributes", attributes.as_str()),
+        ],
+    )
+}
+
+fn resource(name: &str) -> Option<pb::Resource> {
+    Some(pb::Resource { resource_namespace: String::new(), name: name.to_owned() })
+}
+
+fn endpoints(port: u16) -> Option<pb::Endpoints> {
+    Some(pb::Endpoints { scheme: pb::AddressScheme::IPv4 as i32, addresses: vec![pb::Address { host: "127.0.0.1".into(), port: i32::from(port) }] })
+}
+
+fn as_client<T>(message: T, client_id: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(message);
+    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
+    r
+}
+
+fn message(topic: &str, id: &str, body: &[u8], group: Option<&str>) -> pb::Message {
+    pb::Message {
+        topic: resource(topic),
+        user_properties: HashMap::from([("k".to_owned(), "v".to_owned())]),
+        system_properties: Some(pb::SystemProperties {
+            tag: Some("TagA".into()),
+            message_id: id.into(),
+            message_type: if group.is_some() { pb::MessageType::Fifo } else { pb::MessageType::Normal } as i32,
+            message_group: group.map(str::to_owned),
+            body_encoding: pb::Encoding::Identity as i32,
+            ..Default::default()
+        }),
+        body: body.to_vec(),
+    }
+}
+
+fn code(s: &Option<pb::Status>) -> Code {
+    Code::try_from(s.as_ref().map_or(0, |s| s.code)).unwrap_or(Code::Unspecified)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start(dir.path(), &[]).await;
+    let grpc_port = free_port();
+    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, ..Default::default() };
+    broker.enable_proxy(config).await.unwrap();
+    let addr = broker.local_addr().to_string();
+    let admin = RemotingClient::new(ClientConfig::default());
+    for (t, kind) in [("GrpcT", "NORMAL"), ("GrpcF", "FIFO")] {
+        let r = admin.invoke(&addr, create_topic(t, kind), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}")).unwrap().connect().await.unwrap();
+    let mut c = MessagingServiceClient::new(channel);
+
+    // QueryRoute: the proxy's own endpoint, the topic's queues and type; Java's codes otherwise.
+    let route = c.query_route(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: endpoints(1) }).await.unwrap().into_inner();
+    assert_eq!(code(&route.status), Code::Ok);
+    assert_eq!(route.message_queues.len(), 4);
+    let q = &route.message_queues[0];
+    assert_eq!(q.permission, pb::Permission::ReadWrite as i32);
+    assert_eq!(q.accept_message_types, vec![pb::MessageType::Normal as i32]);
+    assert_eq!(q.broker.as_ref().and_then(|b| b.endpoints.as_ref()).map(|e| e.addresses[0].port), Some(i32::from(grpc_port)));
+    let missing = c.query_route(pb::QueryRouteRequest { topic: resource("NoSuchTopic"), endpoints: endpoints(1) }).await.unwrap();
+    assert_eq!(code(&missing.into_inner().status), Code::TopicNotFound);
+    let no_endpoint = c.query_route(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: None }).await.unwrap();
+    assert_eq!(code(&no_endpoint.into_inner().status), Code::IllegalAccessPoint);
+
+    // SendMessage: Java's refusals, then a send.
+    let send = |m: pb::Message, id: Option<&str>| {
+        let req = pb::SendMessageRequest { messages: vec![m] };
+        match id {
+            Some(id) => as_client(req, id),
+            None => tonic::Request::new(req),
+        }
+    };
+    let r = c.send_message(send(message("GrpcT", "ID1", b"hello", None), None)).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::ClientIdRequired);
+    let r = c.send_message(send(message("GrpcT", "ID1", b"", None), Some("c1"))).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::MessageBodyEmpty);
+    let r = c.send_message(send(message("GrpcT", "ID1", b"x", Some("g1")), Some("c1"))).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::MessagePropertyConflictWithType);
+    let r = c.send_message(send(message("GrpcT", "", b"x", None), Some("c1"))).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::IllegalMessageId);
+    let r = c.send_message(send(message("GrpcT", "ID1", b"hello", None), Some("c1"))).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    assert_eq!(r.entries[0].message_id, "ID1");
+    let r = c.send_message(send(message("GrpcF", "ID2", b"fifo", Some("g1")), Some("c1"))).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+
+    // A simple consumer: settings over Telemetry, then receive and ack.
+    let settings = pb::Settings {
+        client_type: Some(pb::ClientType::SimpleConsumer as i32),
+        access_point: endpoints(grpc_port),
+        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
+        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
+            group: resource("grpc-g"),
+            subscriptions: vec![pb::SubscriptionEntry {
+                topic: resource("GrpcT"),
+                expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+            }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(pb::TelemetryCommand { status: None, command: Some(pb::telemetry_command::Command::Settings(settings)) }).await.unwrap();
+    let mut telemetry = c.telemetry(as_client(tokio_stream_of(rx), "consumer-1")).await.unwrap().into_inner();
+    let first = tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
+    assert_eq!(code(&first.status), Code::Ok);
+    let Some(pb::telemetry_command::Command::Settings(merged)) = first.command else { panic!("{first:?}") };
+    let Some(pb::settings::PubSub::Subscription(sub)) = merged.pub_sub else { panic!("{merged:?}") };
+    assert_eq!((sub.receive_batch_size, sub.fifo), (Some(32), Some(false)));
+    assert_eq!(merged.backoff_policy.map(|b| b.max_attempts), Some(17));
+
+    let receive = pb::ReceiveMessageRequest {
+        group: resource("grpc-g"),
+        message_queue: Some(pb::MessageQueue { topic: resource("GrpcT"), id: -1, ..Default::default() }),
+        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 16,
+        invisible_duration: Some(prost_types::Duration { seconds: 20, nanos: 0 }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
+        attempt_id: None,
+    };
+    let mut short = receive.clone();
+    short.invisible_duration = Some(prost_types::Duration { seconds: 1, nanos: 0 });
+    let mut stream = c.receive_message(as_client(short, "consumer-1")).await.unwrap().into_inner();
+    let only = stream.message().await.unwrap().unwrap();
+    assert!(matches!(&only.content, Some(pb::receive_message_response::Content::Status(s)) if s.code == Code::IllegalInvisibleTime as i32), "{only:?}");
+
+    let mut stream = c.receive_message(as_client(receive, "consumer-1")).await.unwrap().into_inner();
+    let mut items = Vec::new();
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(15), stream.message()).await.unwrap().unwrap() {
+        items.push(item.content);
+    }
+    assert!(matches!(&items[0], Some(pb::receive_message_response::Content::Status(s)) if s.code == Code::Ok as i32), "{items:?}");
+    let Some(pb::receive_message_response::Content::Message(m)) = &items[1] else { panic!("{items:?}") };
+    assert_eq!(m.body, b"hello");
+    assert_eq!(m.user_properties.get("k").map(String::as_str), Some("v"));
+    let sys = m.system_properties.clone().unwrap();
+    assert_eq!((sys.message_id.as_str(), sys.tag.as_deref(), sys.delivery_attempt), ("ID1", Some("TagA"), Some(1)));
+    assert_eq!(sys.body_digest.map(|d| d.checksum), Some("5D41402ABC4B2A76B9719D911017C592".to_owned()));
+    let handle = sys.receipt_handle.unwrap();
+    assert_eq!(handle.split(' ').count(), 9, "{handle}");
+
+    let ack = |h: &str| {
+        as_client(
+            pb::AckMessageRequest {
+                group: resource("grpc-g"),
+                topic: resource("GrpcT"),
+                entries: vec![pb::AckMessageEntry { message_id: "ID1".into(), receipt_handle: h.to_owned() }],
+            },
+            "consumer-1",
+        )
+    };
+    let r = c.ack_message(ack(&handle)).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    let r = c.ack_message(ack("not a handle")).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::InvalidReceiptHandle, "{r:?}");
+
+    let r = c.notify_client_termination(as_client(pb::NotifyClientTerminationRequest { group: resource("grpc-g") }, "consumer-1")).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok);
+    drop(tx);
+    broker.shutdown().await;
+}
+
+fn tokio_stream_of(rx: tokio::sync::mpsc::Receiver<pb::TelemetryCommand>) -> impl futures::Stream<Item = pb::TelemetryCommand> {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) })
+}
+
+fn consumer_settings(port: u16, group: &str, topic: &str) -> pb::TelemetryCommand {
+    let settings = pb::Settings {
+        client_type: Some(pb::ClientType::PushConsumer as i32),
+        access_point: endpoints(port),
+        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
+        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
+            group: resource(group),
+            subscriptions: vec![pb::SubscriptionEntry { topic: resource(topic), expression: None }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    pb::TelemetryCommand { status: None, command: Some(pb::telemetry_command::Command::Settings(settings)) }
+}
+
+async fn receive_all(c: &mut MessagingServiceClient<Channel>, client: &str, r: pb::ReceiveMessageRequest) -> Vec<pb::Message> {
+    let mut stream = c.receive_message(as_client(r, client)).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(15), stream.message()).await.unwrap().unwrap() {
+        if let Some(pb::receive_message_response::Content::Message(m)) = item.content {
+            out.push(m);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_auto_renewed_message_stays_invisible_until_acked_with_its_first_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start(dir.path(), &[]).await;
+    let grpc_port = free_port();
+    // A 12 s default invisible time: renewed at the first check (5 s), when 7 s remain.
+    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, default_invisible_time_mills: 12_000, ..Default::default() };
+    broker.enable_proxy(config).await.unwrap();
+    let addr = broker.local_addr().to_string();
+    let admin = RemotingClient::new(ClientConfig::default());
+    let r = admin.invoke(&addr, create_topic("GrpcRenew", "NORMAL"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}")).unwrap().connect().await.unwrap();
+    let mut c = MessagingServiceClient::new(channel);
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(consumer_settings(grpc_port, "renew-g", "GrpcRenew")).await.unwrap();
+    let mut telemetry = c.telemetry(as_client(tokio_stream_of(rx), "renewer")).await.unwrap().into_inner();
+    tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
+    let sent = c
+        .send_message(as_client(pb::SendMessageRequest { messages: vec![message("GrpcRenew", "R1", b"renew me", None)] }, "renewer"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{sent:?}");
+    let receive = pb::ReceiveMessageRequest {
+        group: resource("renew-g"),
+        message_queue: Some(pb::MessageQueue { topic: resource("GrpcRenew"), id: -1, ..Default::default() }),
+        filter_expression: None,
+        batch_size: 4,
+        invisible_duration: None,
+        auto_renew: true,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
+        attempt_id: None,
+    };
+    let got = receive_all(&mut c, "renewer", receive.clone()).await;
+    assert_eq!(got.len(), 1);
+    let first_handle = got[0].system_properties.as_ref().and_then(|s| s.receipt_handle.clone()).unwrap();
+    // Past the 12 s it was first hidden for, it is still hidden: renewed.
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    assert!(receive_all(&mut c, "renewer", receive).await.is_empty(), "the message came back though renewed");
+    let ack = pb::AckMessageRequest {
+        group: resource("renew-g"),
+        topic: resource("GrpcRenew"),
+        entries: vec![pb::AckMessageEntry { message_id: "R1".into(), receipt_handle: first_handle }],
+    };
+    let r = c.ack_message(as_client(ack, "renewer")).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    drop(tx);
+    broker.shutdown().await;
+}

@@ -1,0 +1,152 @@
+package rocketmq.compat.proxy;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.broker.BrokerProbe;
+import rocketmq.compat.broker.RustBroker;
+import rocketmq.compat.client.DriverRun;
+import rocketmq.compat.harness.Await;
+import rocketmq.compat.harness.DumpLogsOnFailure;
+import rocketmq.compat.harness.FreePorts;
+import rocketmq.compat.harness.TcpProbe;
+import rocketmq.compat.namesrv.NameServer;
+import rocketmq.compat.runtime.Versions;
+
+/**
+ * The RocketMQ 5 gRPC path in LOCAL mode: our {@code mqbroker --enable-proxy -pc rmq-proxy.json} serves
+ * {@code apache.rocketmq.v2.MessagingService} itself, with no Java proxy, driven by rocketmq-client-java
+ * ({@code GrpcDriver}; plaintext, and one run with SSL on against the same port) through the scenarios of {@link ProxyGrpcTest}, whose
+ * Java side (Java's proxy 5.3.3 in front of a Java broker 5.3.3) shows the scenarios are right. The broker has the
+ * same extra keys; rmq-proxy.json the same 1 s minimum invisible duration.
+ */
+@DisplayName("gRPC clients against our mqbroker --enable-proxy (local mode)")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(DumpLogsOnFailure.class)
+class LocalProxyGrpcTest {
+    private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
+
+    @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+    static Path dir;
+    private final List<AutoCloseable> started = new ArrayList<>();
+    private RustBroker broker;
+    private DriverRun run;
+    private DriverRun tlsRun;
+
+    @BeforeAll
+    void start() throws Exception {
+        System.out.println("LocalProxyGrpcTest folder (kept on failure): " + dir);
+        NameServer ns = own(NameServer.start(dir.resolve("namesrv"), "rust"));
+        int grpcPort = FreePorts.one();
+        Path proxyConf = dir.resolve("rmq-proxy.json");
+        Files.createDirectories(dir);
+        try {
+            Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"minInvisibleTimeMillsForRecv\": 1000}");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        broker = own(RustBroker.start(dir.resolve("broker"), ns.address(), "GrpcLocalCluster", "grpc-local-a",
+            ProxyGrpcTest.BROKER_EXTRA, List.of("--enable-proxy", "-pc", proxyConf.toString())));
+        Await.until("gRPC port 127.0.0.1:" + grpcPort, Duration.ofSeconds(30), () -> TcpProbe.accepts(grpcPort),
+            () -> broker.describe(60));
+        ProxyGrpcTest.prepare(ns.address(), broker.address(), "grpc-local-a", () -> broker.describe(60));
+        // The TLS run's own topic: a new group reads a topic from its start while it is in memory (as Java).
+        try (BrokerProbe probe = BrokerProbe.connect(broker.address(), "grpc-local-a")) {
+            probe.createTopic("GrpcTls", 4, "+message.type=NORMAL");
+        }
+        DriverRun.Running running = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA,
+            "JSON", dir.resolve("driver"), ProxyGrpcTest.args("127.0.0.1:" + grpcPort)));
+        run = running.await(DRIVER_TIMEOUT);
+        System.out.println("our broker, local proxy: " + run.summary());
+        // Then the same port with SSL on (the client's default): TLS is detected per connection, as Java's
+        // permissive mode, with a self-signed certificate made at start (the client trusts any).
+        tlsRun = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON",
+            dir.resolve("driver-tls"), "tls:127.0.0.1:" + grpcPort, "normal:GrpcTls:grpc-tls:20"))
+            .await(DRIVER_TIMEOUT);
+        System.out.println("our broker, local proxy, TLS: " + tlsRun.summary());
+    }
+
+    private <T extends AutoCloseable> T own(T c) {
+        started.add(c);
+        return c;
+    }
+
+    @AfterAll
+    void stop() {
+        for (int i = started.size() - 1; i >= 0; i--) {
+            try {
+                started.get(i).close();
+            } catch (Exception e) {
+                System.out.println("closing " + started.get(i) + ": " + e);
+            }
+        }
+    }
+
+    private void assertStep(String step) {
+        assertStep(run, step);
+    }
+
+    private void assertStep(DriverRun run, String step) {
+        Map<String, String> r = run.result(step);
+        if (!"OK".equals(r.get("status"))) {
+            throw new AssertionError("step " + step + " "
+                + (r.isEmpty() ? "printed no RESULT" : r.get("status") + ": " + r.get("reason") + "\n  facts: " + r)
+                + "\n" + run.report() + "\n" + broker.describe(100));
+        }
+    }
+
+    @Test
+    @DisplayName("normal sends, SimpleConsumer receive and ack: every message intact, once, none after the acks")
+    void normal() {
+        assertStep("normal");
+    }
+
+    @Test
+    @DisplayName("the same port with SSL on: normal sends, receive and ack over TLS")
+    void normalOverTls() {
+        assertStep(tlsRun, "normal");
+    }
+
+    @Test
+    @DisplayName("SimpleConsumer: a message not acked comes back after its invisible time; changeInvisibleDuration")
+    void invisible() {
+        assertStep("invisible");
+    }
+
+    @Test
+    @DisplayName("FIFO producer with message groups, PushConsumer of an orderly group: each group's order kept")
+    void fifo() {
+        assertStep("fifo");
+    }
+
+    @Test
+    @DisplayName("delay messages (setDeliveryTimestamp) arrive not early, within 10 s")
+    void delay() {
+        assertStep("delay");
+    }
+
+    @Test
+    @DisplayName("transactions: commit, rollback, and the checker's commit and rollback over Telemetry")
+    void transaction() {
+        assertStep("transaction");
+    }
+
+    @Test
+    @DisplayName("PushConsumer: 200 messages, every one exactly once")
+    void pushOnce() {
+        assertStep("pushOnce");
+    }
+}

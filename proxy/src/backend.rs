@@ -1,0 +1,81 @@
+//! What the gRPC service needs of the brokers behind it. In local mode the broker implements it
+//! with its own processors; a cluster-mode proxy would implement it over remoting connections.
+//!
+//! Requests are the broker's remoting commands, sent as a given client (its gRPC client id):
+//! the backend keeps one broker-side connection per client, so the client is a registered
+//! producer or consumer like a remoting one, and requests the broker makes of it (transaction
+//! checks) come back through [`ClientRequests`].
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use remoting::RemotingCommand;
+
+/// A topic's queues on one broker, as QueryRoute answers them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerQueues {
+    pub broker_name: String,
+    pub read_queue_nums: i32,
+    pub write_queue_nums: i32,
+    /// Java's `PermName` bits (2 write, 4 read).
+    pub perm: i32,
+}
+
+/// A topic as this front sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicRoute {
+    pub brokers: Vec<BrokerQueues>,
+    /// The topic's `message.type` attribute (`NORMAL`, `FIFO`, `DELAY`, `TRANSACTION`, `MIXED`,
+    /// `UNSPECIFIED`).
+    pub message_type: String,
+}
+
+/// The consumer group settings pushed to a consumer in its client settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSettings {
+    pub consume_orderly: bool,
+    pub retry_max_times: i32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("no broker named {0}")]
+    NoBroker(String),
+    #[error("the broker did not answer in time")]
+    Timeout,
+    #[error("cannot reach the broker: {0}")]
+    Unreachable(String),
+}
+
+/// Requests brokers make of a client (CHECK_TRANSACTION_STATE), handed to the service, which
+/// turns them into Telemetry commands.
+pub trait ClientRequests: Send + Sync + 'static {
+    fn on_request(&self, client_id: &str, request: RemotingCommand);
+}
+
+pub trait Backend: Send + Sync + 'static {
+    /// Sends `request` to broker `broker_name` as client `client_id`.
+    fn invoke(
+        &self,
+        client_id: &str,
+        broker_name: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> BoxFuture<'static, Result<RemotingCommand, BackendError>>;
+
+    /// The brokers' names (heartbeats go to each).
+    fn brokers(&self) -> Vec<String>;
+
+    /// The topic's route, `None` when no broker has it.
+    fn route(&self, topic: &str) -> Option<TopicRoute>;
+
+    /// The group's settings (Java creates the group when asked, if the broker auto-creates groups).
+    fn group(&self, group: &str) -> Option<GroupSettings>;
+
+    /// The client left (NotifyClientTermination, or its Telemetry stream closed): its broker-side
+    /// connections close, which unregisters it.
+    fn client_gone(&self, client_id: &str);
+
+    /// Where requests brokers make of clients go.
+    fn set_client_requests(&self, handler: std::sync::Arc<dyn ClientRequests>);
+}

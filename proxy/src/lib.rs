@@ -1,0 +1,27 @@
+//! RocketMQ 5's gRPC front: the API `apache.rocketmq.v2.MessagingService` (rocketmq-apis 2.0.x,
+//! the version Java's rocketmq-proxy 5.3.3 serves) over a narrow [`backend::Backend`].
+//!
+//! Read it from the wire up:
+//! - [`pb`]: the protobuf messages and the tonic service, generated at build time from
+//!   `proto/` (written from the API's field numbers and types) by protox, no system `protoc`.
+//! - [`config`]: `rmq-proxy.json` keys with Java's defaults (the ones this front reads).
+//! - [`backend`]: what the service needs of brokers: remoting requests sent as a given client
+//!   (send, pop, ack, change invisible time, end transaction, heartbeat), a topic's route and a
+//!   group's settings, and the requests brokers make of clients (transaction checks). The broker
+//!   implements it in local mode (`mqbroker --enable-proxy`).
+//! - [`convert`]: gRPC messages to the broker's message properties and back, receipt handles.
+//! - [`service`]: the RPCs, with Java's status codes and messages.
+//! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode).
+
+pub mod backend;
+pub mod config;
+pub mod convert;
+pub mod server;
+pub mod service;
+pub mod tls;
+
+/// The generated protobuf types of `apache.rocketmq.v2`.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    tonic::include_proto!("apache.rocketmq.v2");
+}
