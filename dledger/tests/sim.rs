@@ -234,7 +234,7 @@ fn the_oracle_catches_0_3_1_2_truncation_losing_an_acknowledged_write() {
 }
 
 /// `DLEDGER_SIM_HANDOVER_RUNS` (default 2 000) seeds of the hand-over scenario
-/// ([`SimConfig::handover`]): every hand-over that took holds.
+/// ([`SimConfig::handover`]): the member that handed over never takes the leadership back.
 #[test]
 fn handovers_hold() {
     let runs = env_u64("DLEDGER_SIM_HANDOVER_RUNS").unwrap_or(2_000);
