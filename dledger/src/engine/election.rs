@@ -191,6 +191,14 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
                 Some(_) => fresh(-1, Code::INCONSISTENT_LEADER),
             };
         }
+        // Not in 0.3.1.2: a member that handed the leadership over follows the new leader at
+        // once. With Java's rule (candidate, TERM_NOT_READY, the next round takes the term) it
+        // campaigns again after a vote interval, before the next heartbeat, and can push the
+        // transferee out (the simulation's hand-over scenario finds it).
+        if self.waiting_for_handover(now).is_some() && self.take_term(req.base.term) {
+            self.become_follower(now, req.base.term, leader);
+            return fresh(-1, Code::SUCCESS);
+        }
         // A newer term: become a candidate first and let the next round take the term.
         self.become_candidate(now, req.base.term);
         self.el.need_increase_term = true;
@@ -245,6 +253,15 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         }
         if now < self.el.resume_at || (now < self.el.next_vote_at && !self.el.need_increase_term) {
             return;
+        }
+        if !self.el.need_increase_term {
+            // Not in 0.3.1.2: a member that handed the leadership over does not campaign while
+            // the transferee takes it (it steps down as soon as it learns the transferee's term,
+            // often before the transferee asked for its vote); it waits for its heartbeat.
+            if let Some(until) = self.waiting_for_handover(now).map(|h| h.until) {
+                self.el.next_vote_at = self.el.next_vote_at.max(until);
+                return;
+            }
         }
         let term = if self.el.last_parse == ParseResult::WaitToVoteNext || self.el.need_increase_term {
             let Some(term) = self.next_term() else {

@@ -4,7 +4,8 @@
 //!
 //! The term moves only in [`Engine::next_term`] (a candidate's new round), as in Java:
 //! `changeToCandidate(higher)` only remembers the higher term (`knownMaxTermInGroup`) for the next
-//! round. The term and vote reach the [`TermStore`] before they count: a vote is answered ACCEPT
+//! round; the one exception is a member that handed the leadership over, which takes the
+//! transferee's term from its heartbeat ([`Engine::take_term`]). The term and vote reach the [`TermStore`] before they count: a vote is answered ACCEPT
 //! only once persisted, and a round in a new term starts only once that term is persisted (Java
 //! logs a failed `persistTerm` and goes on).
 
@@ -48,6 +49,21 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         Some(next)
     }
 
+    /// Moves to the higher `term` at once, with no vote (not in 0.3.1.2, where only
+    /// [`Engine::next_term`] moves the term). False (nothing changed) when it could not be
+    /// persisted.
+    pub(super) fn take_term(&mut self, term: i64) -> bool {
+        debug_assert!(term > self.m.term);
+        if self.terms.persist(term, None).is_err() {
+            return false;
+        }
+        self.m.term = term;
+        self.m.vote_for = None;
+        self.m.known_max_term = self.m.known_max_term.max(term);
+        self.q.term_changed(term, self.m.leader_id.as_deref(), &self.s, &mut self.out);
+        true
+    }
+
     /// `setCurrVoteFor`, persisted first; false when the store refused.
     pub(super) fn record_vote(&mut self, candidate: &str) -> bool {
         if self.terms.persist(self.m.term, Some(candidate)).is_err() {
@@ -77,6 +93,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         self.m.role = Role::Follower;
         self.m.leader_id = Some(leader.to_owned());
         self.m.transferee = None;
+        self.tr.handed = None;
         self.el.last_leader_heartbeat = now;
         self.role_changed(now, term, Role::Follower);
     }
@@ -95,6 +112,7 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         }
         self.m.role = Role::Leader;
         self.m.leader_id = Some(self.s.self_id.clone());
+        self.tr.handed = None;
         self.el.peers_live.clear();
         self.el.last_send_heartbeat = None;
         self.q.start_term(term, &self.log);

@@ -120,6 +120,10 @@ pub struct JavaQuirks {
     /// A restarted member whose last term may have been its own campaigns in it again (the
     /// first round keeps the persisted term).
     pub same_term_after_restart: bool,
+    /// A leader that handed the leadership over forgets it once it steps down: it campaigns as
+    /// any candidate, and answers the transferee's first heartbeat TERM_NOT_READY (0.3.1.2's
+    /// rules; ours steps down earlier than Java, on the transferee's newer term).
+    pub handover_forgotten: bool,
 }
 
 /// One DLedger member: the election, the pushes to each follower, the follower's entry handler,

@@ -651,6 +651,82 @@ fn leadership_transfer_marks_the_leader_and_makes_the_transferee_campaign() {
     assert_eq!(leader.transferee(), None);
 }
 
+/// n0 led term 1 and handed over to n1; n1, campaigning for term 2, answers n0's next heartbeat
+/// EXPIRED_TERM 2 before it asks n0 for its vote, so n0 steps down at once; n1 is elected by n2
+/// and n0 then gets its heartbeat. Returns n0 stepped down, and the time.
+fn handed_over_and_stepped_down(quirks: JavaQuirks) -> (Engine<MemLog, MemTerms>, u64) {
+    let mut leader = member("n0", 3, MemLog::new(1 << 20), 1, None).with_java_quirks(quirks);
+    for (_, token, msg) in sent(&leader.tick(T0)) {
+        let PeerMessage::Vote(req) = msg else { panic!("{msg:?}") };
+        let answer = VoteResponse { base: Base { term: 1, ..req.base }, vote_result: VoteResult::Accept };
+        body(leader.on_response(T0 + 1, token, Ok(PeerMessage::VoteResponse(answer))));
+    }
+    assert_eq!(leader.role(), Role::Leader);
+    let beats: Vec<_> = sent(&leader.tick(T0 + 1 + super::election::MAINTAIN_PAUSE_MS))
+        .into_iter()
+        .filter_map(|(to, token, m)| matches!(m, PeerMessage::HeartBeat(_)).then_some((to, token)))
+        .collect();
+    let actions = leader.transfer_leadership(T0 + 20, 77, "n1");
+    assert!(matches!(&sent(&actions)[..], [(to, _, PeerMessage::LeadershipTransfer(_))] if to == "n1"), "{actions:?}");
+    // The heartbeats' answers: n2 follows; n1 already took term 2.
+    for (to, token) in beats {
+        let resp = if to == "n1" {
+            HeartBeatResponse { base: Base { term: 2, code: Code::EXPIRED_TERM, ..Base::default() } }
+        } else {
+            HeartBeatResponse { base: Base { term: -1, ..Base::default() } }
+        };
+        body(leader.on_response(T0 + 21, token, Ok(PeerMessage::HeartBeatResponse(resp))));
+    }
+    assert_eq!(leader.role(), Role::Candidate);
+    (leader, T0 + 21)
+}
+
+#[test]
+fn a_leader_that_handed_over_waits_for_the_transferee_and_follows_its_heartbeat() {
+    let (mut old, mut now) = handed_over_and_stepped_down(JavaQuirks::default());
+    // It takes the term it learnt, but asks for no vote while n1 takes over (0.3.1.2 campaigns
+    // after a vote interval, 300..1 000 ms, before n1's next heartbeat).
+    let until = now + 3_000;
+    while now < until {
+        let votes: Vec<_> = sent(&old.tick(now)).into_iter().filter(|(_, _, m)| matches!(m, PeerMessage::Vote(_))).collect();
+        assert!(votes.is_empty(), "campaigns at {}: {votes:?}", now - T0);
+        now += 10;
+    }
+    assert_eq!((old.role(), old.term()), (Role::Candidate, 2));
+    // n1's vote is still welcome.
+    assert_eq!(vote_answer(&old.on_request(now, 5, vote_req("n1", "n0", 2, -1, -1))), (VoteResult::Accept, 2));
+    // n1's heartbeat of term 3 (a later term than ours): followed at once, its term persisted.
+    let (mut old, now) = handed_over_and_stepped_down(JavaQuirks::default());
+    let answer = body(old.on_request(now + 1, 6, heartbeat("n1", "n0", 3)));
+    assert!(answer.iter().any(|a| matches!(a, Action::Reply { msg: PeerMessage::HeartBeatResponse(r), .. } if r.base.code == Code::SUCCESS)), "{answer:?}");
+    assert_eq!((old.role(), old.term(), old.leader_id()), (Role::Follower, 3, Some("n1")));
+    assert_eq!(old.terms_mut().term, 3);
+}
+
+#[test]
+fn with_0_3_1_2_rules_a_leader_that_handed_over_campaigns_again() {
+    // Java's rule: TERM_NOT_READY to the transferee's heartbeat of a newer term ...
+    let (mut old, now) = handed_over_and_stepped_down(JavaQuirks { handover_forgotten: true, ..JavaQuirks::default() });
+    let answer = body(old.on_request(now, 6, heartbeat("n1", "n0", 3)));
+    assert!(
+        answer.iter().any(|a| matches!(a, Action::Reply { msg: PeerMessage::HeartBeatResponse(r), .. } if r.base.code == Code::TERM_NOT_READY)),
+        "{answer:?}"
+    );
+    assert_eq!(old.role(), Role::Candidate);
+    // ... and a round of its own within a vote interval, before the next heartbeat (2 s).
+    let mut at = now;
+    let votes = loop {
+        at += 10;
+        let v: Vec<_> = sent(&old.tick(at)).into_iter().filter(|(_, _, m)| matches!(m, PeerMessage::Vote(_))).collect();
+        if !v.is_empty() || at > now + 2_000 {
+            break v;
+        }
+    };
+    assert!(at - now <= 1_100, "the round came after {} ms", at - now);
+    assert!(!votes.is_empty(), "no campaign within 2 s");
+    assert!(votes.iter().all(|(_, _, m)| matches!(m, PeerMessage::Vote(v) if v.base.term == 3)));
+}
+
 #[test]
 fn a_transferee_that_cannot_catch_up_in_time_refuses() {
     let mut t = member("n1", 3, MemLog::new(1 << 20), 1, Some("n0"));

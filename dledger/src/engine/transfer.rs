@@ -24,6 +24,16 @@ pub(super) struct Transfer {
     catching_up: Vec<CatchUp>,
     /// Transferee: the request to answer once our campaign ends (`TakeLeadershipTask`).
     take_task: Option<u64>,
+    /// Old leader: the hand-over we started, until we follow a leader, lead again, or it failed.
+    pub handed: Option<HandedOver>,
+}
+
+/// A hand-over this member started as leader: the transferee campaigns for `term` (ours + 1);
+/// we wait for it until `until` instead of campaigning ourselves.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct HandedOver {
+    pub term: i64,
+    pub until: u64,
 }
 
 #[derive(Debug)]
@@ -35,7 +45,7 @@ struct CatchUp {
 
 impl Transfer {
     pub fn new(now: u64) -> Transfer {
-        Transfer { next_preferred_check: now + PREFERRED_CHECK_INTERVAL_MS, catching_up: Vec::new(), take_task: None }
+        Transfer { next_preferred_check: now + PREFERRED_CHECK_INTERVAL_MS, catching_up: Vec::new(), take_task: None, handed: None }
     }
 }
 
@@ -102,6 +112,15 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
             return;
         }
         self.m.transferee = Some(transferee.to_owned());
+        if !self.quirks.handover_forgotten {
+            // The transferee may wait `leadershipTransferWaitTimeout` to catch up, then campaigns
+            // after at most a vote interval and sends heartbeats at once once elected.
+            let until = now
+                + self.s.leadership_transfer_wait_timeout_ms
+                + self.s.max_take_leadership_vote_interval_ms.max(self.s.max_vote_interval_ms)
+                + self.s.heartbeat_leak_ms();
+            self.tr.handed = Some(HandedOver { term: term + 1, until });
+        }
         let request = LeadershipTransferRequest {
             base: Base {
                 group: self.s.group.clone(),
@@ -135,6 +154,10 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
         let still_ours = self.m.term == request.base.term && self.m.transferee.is_some();
         if (resp.base.code != Code::SUCCESS || still_ours) && self.m.role == Role::Leader {
             self.m.transferee = None;
+        }
+        if resp.base.code != Code::SUCCESS {
+            // The transferee did not take over: nobody to wait for.
+            self.tr.handed = None;
         }
         if let Some(token) = admin {
             self.out.reply(token, PeerMessage::LeadershipTransferResponse(resp));
@@ -235,6 +258,12 @@ impl<L: RaftLog, T: TermStore> Engine<L, T> {
                 self.start_transfer(now, self.m.term, &id, None);
             }
         }
+    }
+
+    /// The hand-over we wait for, if any: we handed over to its `to` for its `term`, we have not
+    /// moved past that term, and its time is not up.
+    pub(super) fn waiting_for_handover(&self, now: u64) -> Option<&HandedOver> {
+        self.tr.handed.as_ref().filter(|h| self.m.term <= h.term && now < h.until)
     }
 
     pub(super) fn transfer_wake(&self) -> Option<u64> {
