@@ -279,6 +279,8 @@ java_config! {
         pub cold_ctr_strategy_enable: bool = "coldCtrStrategyEnable" => false,
         pub fetch_name_srv_addr_by_dns_lookup: bool = "fetchNameSrvAddrByDnsLookup" => false,
         pub fetch_controller_addr_by_dns_lookup: bool = "fetchControllerAddrByDnsLookup" => false,
+        /// Pop's RocksDB consumer store (5.3.3).
+        pub pop_consumer_kv_service_init: bool = "popConsumerKVServiceInit" => false,
         pub enable_remote_escape: bool = "enableRemoteEscape" => false,
         // ---- Java 5.3.3 keys that tune parts of Java's broker this one does not have (controller
         // mode, its Netty groups, account stats, split registration, the gRPC metrics exporter, ...):
@@ -348,6 +350,21 @@ java_config! {
         pub transaction_op_msg_max_size: i32 = "transactionOpMsgMaxSize" => 4096,
         pub update_name_server_addr_period: i32 = "updateNameServerAddrPeriod" => 1000 * 120,
         pub use_pid_cold_ctr_strategy: bool = "usePIDColdCtrStrategy" => true,
+        // Pop's own pools and asynchronous appends (ours serves acks on the pull pool and stores a
+        // check point with its offset), its KV service's log, and the retries of Java's revive.
+        pub ack_message_thread_pool_nums: i32 = "ackMessageThreadPoolNums" => 16,
+        pub ack_thread_pool_queue_capacity: i32 = "ackThreadPoolQueueCapacity" => 100000,
+        pub wait_time_millis_in_ack_queue: i64 = "waitTimeMillsInAckQueue" => 3000,
+        pub wait_time_millis_in_lite_pull_queue: i64 = "waitTimeMillsInLitePullQueue" => 5 * 1000,
+        pub append_ack_async: bool = "appendAckAsync" => false,
+        pub append_ck_async: bool = "appendCkAsync" => false,
+        pub enable_notify_after_pop_order_lock_release: bool = "enableNotifyAfterPopOrderLockRelease" => true,
+        pub enable_notify_before_pop_calculate_lag: bool = "enableNotifyBeforePopCalculateLag" => true,
+        pub pop_consumer_fs_service_init: bool = "popConsumerFSServiceInit" => true,
+        pub pop_consumer_kv_service_log: bool = "popConsumerKVServiceLog" => false,
+        pub pop_long_polling_force_notify_interval: i64 = "popLongPollingForceNotifyInterval" => 800,
+        pub pop_revive_max_attempt_times: i32 = "popReviveMaxAttemptTimes" => 16,
+        pub pop_revive_max_return_size_per_read: i32 = "popReviveMaxReturnSizePerRead" => 16 * 1024,
         pub validate_system_topic_when_update_topic: bool = "validateSystemTopicWhenUpdateTopic" => true,
 
         // Limits of this broker (not Java's keys): what a client may ask for is bounded here.
@@ -677,8 +694,8 @@ mod tests {
         assert!(refused.to_string().contains("enableControllerMode=true"), "{refused}");
         let (broker, _, _) = apply_properties(&props(&[("serverNettyWorkerGroupEnable", "false")])).unwrap();
         assert_eq!(broker.inert_settings(), vec!["serverNettyWorkerGroupEnable=false".to_owned()]);
-        assert_eq!(BrokerConfig::keys_between("enableControllerMode", "enableRemoteEscape").len(), 10);
-        assert_eq!(BrokerConfig::keys_between("accountStatsEnable", "validateSystemTopicWhenUpdateTopic").len(), 65);
+        assert_eq!(BrokerConfig::keys_between("enableControllerMode", "enableRemoteEscape").len(), 11);
+        assert_eq!(BrokerConfig::keys_between("accountStatsEnable", "validateSystemTopicWhenUpdateTopic").len(), 78);
         assert!(BrokerConfig::default().unsupported().is_empty() && BrokerConfig::default().inert_settings().is_empty());
     }
 

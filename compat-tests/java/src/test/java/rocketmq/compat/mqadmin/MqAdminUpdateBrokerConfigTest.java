@@ -195,7 +195,10 @@ class MqAdminUpdateBrokerConfigTest {
             .output(dir.resolve(out + ".out"), dir.resolve(out + ".err")).start();
         assertEquals(0, child.awaitExit(Duration.ofSeconds(60)), child.describe(40));
         Map<String, String> config = new LinkedHashMap<>();
-        for (String line : child.stdout().split("\n")) {
+        for (String printed : child.stdout().split("\n")) {
+            // Java prints through its console logger: "<date> <time> INFO main - key=value".
+            int dash = printed.indexOf(" - ");
+            String line = printed.contains(" INFO main - ") ? printed.substring(dash + 3) : printed;
             int eq = line.indexOf('=');
             if (eq > 0 && line.substring(0, eq).matches("[A-Za-z0-9_]+")) {
                 config.put(line.substring(0, eq), line.substring(eq + 1).strip());
