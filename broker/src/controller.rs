@@ -130,7 +130,7 @@ impl BrokerController {
                     consumers: &b.consumers,
                     producers: &b.producers,
                     timer: b.timer.get().map(Arc::as_ref),
-                    pop: pop.as_deref(),
+                    pop: pop.as_deref().map(|p| p as &dyn crate::metrics::pop::ReviveLag),
                 });
             }
         };

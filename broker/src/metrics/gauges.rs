@@ -32,7 +32,7 @@ pub struct Sources<'a> {
     /// The 5.x timer, when `timerWheelEnable`.
     pub timer: Option<&'a store::timer::TimerStore>,
     /// Pop's service (its revive progress).
-    pub pop: Option<&'a crate::popping::service::PopService>,
+    pub pop: Option<&'a dyn super::pop::ReviveLag>,
 }
 
 /// Java's processor names, in its order: a pool we do not have (pop's ack, a separate async-put

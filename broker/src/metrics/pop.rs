@@ -12,7 +12,11 @@ use prometheus::Registry;
 use remoting::metrics::family::{Counters, Gauges};
 use store::commit_log::PutStatus;
 
-use crate::popping::service::PopService;
+/// How far pop's revive services are behind, per revive queue (`(lag, latency)`, Java's
+/// callbacks); pop's service answers it, so metrics need not know pop.
+pub trait ReviveLag {
+    fn behind(&self, queue_id: i32, now_ms: i64) -> (i64, i64);
+}
 
 /// Java's `PopReviveMessageType`: a batch ack counts as an ack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +89,7 @@ impl PopFamilies {
     }
 
     /// The gauges now (Java's callbacks): one revive service per revive queue, on every role.
-    pub(super) fn refresh(&self, pop: Option<&PopService>, revive_queue_num: i32) {
+    pub(super) fn refresh(&self, pop: Option<&dyn ReviveLag>, revive_queue_num: i32) {
         for g in [&self.offset_buffer, &self.checkpoint_buffer, &self.revive_lag, &self.revive_latency] {
             g.clear();
         }
@@ -94,7 +98,7 @@ impl PopFamilies {
         let Some(pop) = pop else { return };
         let now = remoting::clock::now_ms();
         for queue_id in 0..revive_queue_num.max(0) {
-            let (lag, latency) = pop.revive_progress.behind(pop, queue_id, now);
+            let (lag, latency) = pop.behind(queue_id, now);
             let q = queue_id.to_string();
             self.revive_lag.set(&[&q], lag);
             self.revive_latency.set(&[&q], latency);

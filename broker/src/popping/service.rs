@@ -187,6 +187,12 @@ pub(crate) fn now_ms() -> i64 {
     remoting::clock::now_ms()
 }
 
+impl crate::metrics::pop::ReviveLag for PopService {
+    fn behind(&self, queue_id: i32, now_ms: i64) -> (i64, i64) {
+        self.revive_progress.behind(self, queue_id, now_ms)
+    }
+}
+
 impl PopService {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
