@@ -2,6 +2,8 @@
 # Builds and starts our name server (mqnamesrv) and broker(s) (mqbroker) with a working default
 # config, on 127.0.0.1.
 #   scripts/start.sh                  a name server (9876) and a broker (10911)
+#   scripts/start.sh --enable-proxy   the same, the broker also serving RocketMQ 5's gRPC clients on
+#                                     127.0.0.1:8081 (Java's local proxy mode; GRPC_PORT)
 #   scripts/start.sh --master-slave   a name server, a SYNC_MASTER (10911, HA port 10912) and its
 #                                     slave (10921, brokerId 1) in one broker group
 #   scripts/start.sh --dledger-brokers  a name server and three brokers in DLedger mode, one broker
@@ -21,10 +23,11 @@ slave_port="${SLAVE_PORT:-10921}"
 mode=single
 case "${1:-}" in
   "") ;;
+  --enable-proxy) mode=single-proxy ;;
   --master-slave) mode=master-slave ;;
   --dledger-group) mode=dledger-group ;;
   --dledger-brokers) mode=dledger-brokers ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 mkdir -p "$run/logs"
@@ -80,18 +83,27 @@ wait_for_port() {
   return 1
 }
 
-# launch NAME BINARY CONF PORT
+# launch NAME BINARY CONF PORT [ARGS...]
 launch() {
-  HOME="$run" nohup "$root/target/release/$2" -c "$3" > "$run/logs/$1.log" 2>&1 &
-  echo $! > "$run/$1.pid"
-  wait_for_port "$4"
-  echo "$1 listening on 127.0.0.1:$4 (log: $run/logs/$1.log)"
+  local name="$1" binary="$2" conf="$3" port="$4"
+  shift 4
+  HOME="$run" nohup "$root/target/release/$binary" -c "$conf" "$@" > "$run/logs/$name.log" 2>&1 &
+  echo $! > "$run/$name.pid"
+  wait_for_port "$port"
+  echo "$name listening on 127.0.0.1:$port (log: $run/logs/$name.log)"
 }
 
 launch namesrv mqnamesrv "$run/namesrv.conf" "$ns_port"
 if [ "$mode" = single ]; then
   broker_conf broker "$broker_port" 0 ASYNC_MASTER "$run/store"
   launch broker mqbroker "$run/broker.conf" "$broker_port"
+elif [ "$mode" = single-proxy ]; then
+  grpc_port="${GRPC_PORT:-8081}"
+  broker_conf broker "$broker_port" 0 ASYNC_MASTER "$run/store"
+  printf '{"grpcServerPort": %s}\n' "$grpc_port" > "$run/rmq-proxy.json"
+  launch broker mqbroker "$run/broker.conf" "$broker_port" --enable-proxy -pc "$run/rmq-proxy.json"
+  wait_for_port "$grpc_port"
+  echo "gRPC (MessagingService) on 127.0.0.1:$grpc_port"
 elif [ "$mode" = dledger-brokers ]; then
   peers="n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
   for i in 0 1 2; do
