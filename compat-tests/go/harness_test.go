@@ -520,8 +520,9 @@ func brokerSelected(t *testing.T, kind string) bool {
 }
 
 // startRustBroker starts our mqbroker (RMQ_BIN_DIR) as a master registered with nsAddr,
-// and waits until it printed "boot success" and accepts TCP connections.
-func startRustBroker(t *testing.T, nsAddr string) *broker {
+// with args added to its command line, and waits until it printed "boot success" and
+// accepts TCP connections.
+func startRustBroker(t *testing.T, nsAddr string, args ...string) *broker {
 	t.Helper()
 	bin := filepath.Join(binDir(t), "mqbroker")
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
@@ -544,7 +545,7 @@ func startRustBroker(t *testing.T, nsAddr string) *broker {
 	confPath := filepath.Join(dir, "broker.conf")
 	writeFile(t, confPath, conf.String())
 
-	cmd := exec.Command(bin, "-c", confPath)
+	cmd := exec.Command(bin, append([]string{"-c", confPath}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = childEnv(dir)
 	logPath := filepath.Join(dir, "broker.out.log")

@@ -146,22 +146,49 @@ fn client_id<T>(request: &Request<T>) -> Result<String, Refusal> {
     }
 }
 
-/// The client's deadline (`grpc-timeout`: digits and a unit) less a reserve, between 100 ms and
-/// 60 s; [`CALL_TIMEOUT`] without one. A call to a broker may take this long.
-fn call_timeout<T>(request: &Request<T>) -> Duration {
-    let Some(text) = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()) else { return CALL_TIMEOUT };
+/// The time left before the client's deadline (`grpc-timeout`: digits and a unit), if it sent one.
+fn deadline<T>(request: &Request<T>) -> Option<Duration> {
+    let text = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok())?;
     let (digits, unit) = text.split_at(text.len().saturating_sub(1));
-    let Ok(n) = digits.parse::<u64>() else { return CALL_TIMEOUT };
-    let d = match unit {
+    let n = digits.parse::<u64>().ok()?;
+    Some(match unit {
         "H" => Duration::from_secs(n.saturating_mul(3600)),
         "M" => Duration::from_secs(n.saturating_mul(60)),
         "S" => Duration::from_secs(n),
         "m" => Duration::from_millis(n),
         "u" => Duration::from_micros(n),
         "n" => Duration::from_nanos(n),
-        _ => return CALL_TIMEOUT,
-    };
-    d.saturating_sub(DEADLINE_RESERVE).clamp(Duration::from_millis(100), Duration::from_secs(60))
+        _ => return None,
+    })
+}
+
+/// The client's deadline less a reserve, between 100 ms and 60 s; [`CALL_TIMEOUT`] without one.
+/// A call to a broker may take this long.
+fn call_timeout<T>(request: &Request<T>) -> Duration {
+    deadline(request).map_or(CALL_TIMEOUT, |d| d.saturating_sub(DEADLINE_RESERVE).clamp(Duration::from_millis(100), Duration::from_secs(60)))
+}
+
+/// Java's proxy's long-polling time of a receive: the request's `long_polling_timeout`, else the
+/// time left less half the client's request timeout; within the proxy's bounds; never past the
+/// client's deadline (a deadline too close for the shortest polling is refused, as Java refuses it:
+/// BAD_REQUEST for clients before 5.0.3, ILLEGAL_POLLING_TIME from them on).
+fn polling_time(
+    asked: Option<i64>,
+    remaining: Option<i64>,
+    request_timeout: Option<i64>,
+    (min, max): (i64, i64),
+    client_version: &str,
+) -> Result<i64, Refusal> {
+    let remaining = remaining.unwrap_or(i64::MAX / 2);
+    let polling = asked.unwrap_or_else(|| remaining - request_timeout.unwrap_or(0) / 2).clamp(min, max);
+    if polling <= remaining {
+        return Ok(polling);
+    }
+    if remaining >= min {
+        return Ok(remaining);
+    }
+    let code = if client_version.is_empty() || "5.0.3" > client_version { Code::BadRequest } else { Code::IllegalPollingTime };
+    Err(Refusal::new(code, "The deadline time remaining is not enough for polling, please check network condition"))
 }
 
 fn remote_addr<T>(request: &Request<T>) -> String {
@@ -499,6 +526,8 @@ impl Messaging {
         let Some(_slot) = self.receive_slot(&client_id) else {
             return reply(status(Code::TooManyRequests, "too many receive requests in flight"));
         };
+        let remaining = deadline(&request).map(|d| d.as_millis().min(i64::MAX as u128) as i64);
+        let client_version = request.metadata().get("x-mq-client-version").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         let req = request.into_inner();
         let Some(settings) = self.clients.settings.lock().get(&client_id).cloned() else {
             return reply(status(Code::UnrecognizedClientType, "cannot find client settings for this client"));
@@ -507,8 +536,16 @@ impl Messaging {
         let fifo = matches!(&settings.pub_sub, Some(pb::settings::PubSub::Subscription(s)) if s.fifo == Some(true))
             || req.group.as_ref().and_then(|g| self.backend.group(&g.name)).is_some_and(|g| g.consume_orderly);
         let c = &self.config;
-        let mut polling = req.long_polling_timeout.as_ref().map_or(c.grpc_client_consumer_max_long_polling_timeout_millis, convert::duration_ms);
-        polling = polling.clamp(c.grpc_client_consumer_min_long_polling_timeout_millis, c.grpc_client_consumer_max_long_polling_timeout_millis);
+        let polling = match polling_time(
+            req.long_polling_timeout.as_ref().map(convert::duration_ms),
+            remaining,
+            settings.request_timeout.as_ref().map(convert::duration_ms),
+            (c.grpc_client_consumer_min_long_polling_timeout_millis, c.grpc_client_consumer_max_long_polling_timeout_millis),
+            &client_version,
+        ) {
+            Ok(p) => p,
+            Err(r) => return reply(r.status()),
+        };
         let topic = req.message_queue.as_ref().map(|q| resource_name(&q.topic)).unwrap_or_default();
         let group = resource_name(&req.group);
         if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic) {
@@ -1059,6 +1096,24 @@ mod tests {
         let mut r = Request::new(());
         r.metadata_mut().insert("grpc-timeout", value.parse().expect("ascii"));
         r
+    }
+
+    #[test]
+    fn the_polling_time_is_javas_and_never_past_the_clients_deadline() {
+        let bounds = (5_000, 20_000);
+        // Asked: within the bounds.
+        assert_eq!(polling_time(Some(30_000), Some(60_000), None, bounds, "5.0.8").ok(), Some(20_000));
+        // Not asked (the Go client): the time left less half the request timeout, 8 s - 1.5 s.
+        assert_eq!(polling_time(None, Some(8_000), Some(3_000), bounds, "5.1.2").ok(), Some(6_500));
+        // Asked past the deadline: up to the deadline.
+        assert_eq!(polling_time(Some(20_000), Some(7_000), None, bounds, "5.0.8").ok(), Some(7_000));
+        // A deadline too close for the shortest polling.
+        let refused = |v| polling_time(Some(20_000), Some(4_000), None, bounds, v).err().map(|r| r.status().code);
+        assert_eq!(refused("5.0.8"), Some(Code::IllegalPollingTime as i32));
+        assert_eq!(refused("5.0.2"), Some(Code::BadRequest as i32));
+        assert_eq!(refused(""), Some(Code::BadRequest as i32));
+        // No deadline: the bounds alone.
+        assert_eq!(polling_time(None, None, Some(3_000), bounds, "5.0.8").ok(), Some(20_000));
     }
 
     #[test]
