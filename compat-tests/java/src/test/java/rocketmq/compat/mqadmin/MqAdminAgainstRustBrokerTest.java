@@ -177,7 +177,8 @@ class MqAdminAgainstRustBrokerTest {
         Map<String, String> own = printedConfig();
         // as Java, which leaves them null and prints no line, the unset paths and DLedger keys are left out
         for (String unset : List.of("storePathCommitLog", "storePathDLedgerCommitLog", "haMasterAddress", "dLegerGroup",
-            "dLegerPeers", "dLegerSelfId", "preferredLeaderId")) {
+            "dLegerPeers", "dLegerSelfId", "preferredLeaderId", "readOnlyCommitLogStorePaths", "storePathBrokerIdentity",
+            "storePathEpochFile")) {
             assertEquals("", own.remove(unset), "mqbroker -p: " + unset + " is not set");
         }
         eachTools.concurrently("getBrokerConfig", mqadmin -> {
