@@ -79,8 +79,12 @@ pub const LIVE_KEYS: &[&str] = &[
     "globalColdReadThreshold",
     // The store's tunables (`store::config::Tunables::KEYS`: what a put may hold, how often the
     // commit log is flushed, what a pull takes from memory and disk) are live too; see `is_live_key`.
-    // Queries and the store's cleaning (the cleaning keys: not in DLedger mode).
+    // Queries; the store's cleaning keys are live too (`CLEANING_KEYS`, not in DLedger mode).
     "defaultQueryMaxNum",
+];
+
+/// The store's cleaning rules (`store::cleanup::CleanPolicy`), followed at once on a plain commit log.
+pub const CLEANING_KEYS: [&str; 7] = [
     "deleteWhen",
     "fileReservedTime",
     "diskMaxUsedSpaceRatio",
@@ -90,9 +94,10 @@ pub const LIVE_KEYS: &[&str] = &[
     "deleteFileBatchMax",
 ];
 
-/// Whether the running broker follows `key` at once: the broker's live keys and the store's tunables.
+/// Whether the running broker follows `key` at once: the broker's live keys, the store's
+/// tunables and its cleaning keys.
 pub fn is_live_key(key: &str) -> bool {
-    LIVE_KEYS.contains(&key) || store::config::Tunables::KEYS.contains(&key)
+    LIVE_KEYS.contains(&key) || store::config::Tunables::KEYS.contains(&key) || CLEANING_KEYS.contains(&key)
 }
 
 /// Java 5.3.3's black list: `AdminBrokerProcessor`'s own three, which include the default of
@@ -101,16 +106,9 @@ pub const JAVA_BLACK_LIST: [&str; 3] = ["configBlackList", "brokerConfigPath", "
 
 /// The keys a DLedger broker follows from the next start only: the member's own expiry was set
 /// from the cleaning keys at start, and its log keeps the message size it opened with (as Java's).
-const NOT_LIVE_IN_DLEDGER: [&str; 8] = [
-    "deleteWhen",
-    "fileReservedTime",
-    "diskMaxUsedSpaceRatio",
-    "cleanFileForciblyEnable",
-    "diskSpaceCleanForciblyRatio",
-    "diskSpaceWarningLevelRatio",
-    "deleteFileBatchMax",
-    "maxMessageSize",
-];
+fn not_live_in_dledger(key: &str) -> bool {
+    CLEANING_KEYS.contains(&key) || key == "maxMessageSize"
+}
 
 /// Why a key can never be changed at runtime, or `None`.
 pub fn refusal(key: &str) -> Option<&'static str> {
@@ -151,7 +149,7 @@ pub fn update(configs: &Configs, store: &MessageStore, properties: &IndexMap<Str
         warn!(?unknown, "runtime update names keys no config has; ignored as Java ignores them");
     }
     let dledger = configs.store.load().enable_dleger_commit_log;
-    let is_live = |k: &str| is_live_key(k) && !(dledger && NOT_LIVE_IN_DLEDGER.contains(&k));
+    let is_live = |k: &str| is_live_key(k) && !(dledger && not_live_in_dledger(k));
 
     let _one_at_a_time = configs.version.one_at_a_time();
     let mut live = BrokerConfigs { broker: (**configs.broker.load()).clone(), store: (**configs.store.load()).clone() };
@@ -323,7 +321,7 @@ mod tests {
 
     #[test]
     fn every_live_key_is_a_key() {
-        for key in LIVE_KEYS.iter().chain(&store::config::Tunables::KEYS) {
+        for key in LIVE_KEYS.iter().chain(&store::config::Tunables::KEYS).chain(&CLEANING_KEYS) {
             assert!(BrokerConfig::keys().contains(key) || MessageStoreConfig::keys().contains(key), "{key}");
             assert_eq!(refusal(key), None, "{key}");
         }
