@@ -1,11 +1,10 @@
 //! The gRPC front in local mode (`mqbroker --enable-proxy`): [`proxy::backend::Backend`] over
 //! this broker. Each gRPC client gets one in-process connection to the broker's own server (a
-//! `tokio::io::duplex` pair served by the same dispatcher), so it is a registered producer or
-//! consumer like a remoting client, requests reach the same processors and pools, and the
-//! broker's requests to it (CHECK_TRANSACTION_STATE) come back to the gRPC service.
-//!
-//! The commands still cross the duplex encoded; calling the processors without encoding them is
-//! left for later (the trait does not change).
+//! [`command_pipe`] served by the same dispatcher), so it is a registered producer or consumer
+//! like a remoting client, requests reach the same processors and pools with the same bounds,
+//! and the broker's requests to it (CHECK_TRANSACTION_STATE) come back to the gRPC service.
+//! Commands cross the pipe as they are: nothing is encoded or decoded on the way (as Java's local
+//! mode hands its `RemotingCommand`s to the processors).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,15 +15,13 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use proxy::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, TopicRoute};
-use remoting::connection::{spawn_stream, Channel, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
+use remoting::connection::{command_pipe, spawn_commands, Channel, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
 use remoting::protocol::name::GroupName;
 use remoting::server::StreamAcceptor;
 use remoting::RemotingCommand;
 
 use crate::broker::Broker;
 
-/// Bytes buffered in each direction of a client's in-process connection.
-const DUPLEX_BYTES: usize = 1 << 20;
 /// gRPC clients with a broker-side connection at once, at most.
 const MAX_CLIENTS: usize = 10_000;
 
@@ -63,12 +60,12 @@ impl LocalBackend {
         if connections.len() >= MAX_CLIENTS {
             return Err(BackendError::Unreachable(format!("{MAX_CLIENTS} gRPC clients connected, the most taken")));
         }
-        let (client_end, server_end) = tokio::io::duplex(DUPLEX_BYTES);
+        let (client_end, server_end) = command_pipe();
         let peer = SocketAddr::from(([127, 0, 0, 1], 0));
         let broker_addr = self.acceptor.local_addr();
-        self.acceptor.serve_stream(server_end, peer).map_err(|e| BackendError::Unreachable(e.to_string()))?;
+        self.acceptor.serve_commands(server_end, peer).map_err(|e| BackendError::Unreachable(e.to_string()))?;
         let handler = Arc::new(ToClient { client_id: client_id.to_owned(), requests: self.requests.clone() });
-        let channel = spawn_stream(client_end, Endpoints { remote: broker_addr, local: peer }, &ConnectionConfig::default(), Side::Client, handler);
+        let channel = spawn_commands(client_end, Endpoints { remote: broker_addr, local: peer }, &ConnectionConfig::default(), Side::Client, handler);
         connections.insert(client_id.to_owned(), channel.clone());
         Ok(channel)
     }

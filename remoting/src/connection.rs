@@ -4,7 +4,9 @@
 //!
 //! The stream is any `AsyncRead + AsyncWrite` byte stream: a TCP socket ([`spawn`]) or, for
 //! tests that drive a server in-process, one end of a `tokio::io::duplex` ([`spawn_stream`]).
-//! Both get the same tasks, bounds and idle close.
+//! What lives in the same process as the server (the broker's gRPC front) uses a
+//! [`command_pipe`] instead: the same tasks carry the commands themselves, never encoded.
+//! All get the same tasks, bounds and idle close.
 //!
 //! Memory per connection is bounded by bytes, in both directions:
 //! - out: what is queued for the writer is counted from [`Channel::send`] until written. A server
@@ -22,13 +24,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use futures::{SinkExt, StreamExt};
+use futures::{Sink, SinkExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, PollSender};
 use tracing::{debug, info_span, warn, Instrument};
 
 use crate::codec::{CodecError, RemotingCodec};
@@ -436,7 +438,7 @@ pub fn spawn(stream: TcpStream, config: &ConnectionConfig, side: Side, handler: 
     let _ = stream.set_nodelay(true);
     // The owned halves of a socket need no lock between reader and writer.
     let (read_half, write_half) = stream.into_split();
-    Ok(start(read_half, write_half, Endpoints { remote, local }, config, side, handler))
+    Ok(start_io(read_half, write_half, Endpoints { remote, local }, config, side, handler))
 }
 
 /// The addresses a connection reports as its peer's and its own. A socket has real ones; an
@@ -456,13 +458,59 @@ where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (read_half, write_half) = tokio::io::split(stream);
-    start(read_half, write_half, endpoints, config, side, handler)
+    start_io(read_half, write_half, endpoints, config, side, handler)
 }
 
-fn start<R, W>(read_half: R, write_half: W, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel
+/// Commands one end of a [`command_pipe`] holds in its queue to the other, at most. (Their bytes
+/// are bounded as a socket's are: by the sender's write queue, and the receiver's in-flight
+/// limits, which stop it taking more.)
+const PIPE_COMMANDS: usize = 256;
+
+/// One end of an in-process connection that carries [`RemotingCommand`]s as they are: nothing is
+/// encoded or decoded between the two ends. Made in pairs by [`command_pipe`].
+pub struct CommandPipe {
+    tx: mpsc::Sender<RemotingCommand>,
+    rx: mpsc::Receiver<RemotingCommand>,
+}
+
+/// Both ends of an in-process command connection: give one to [`spawn_commands`] (or a server's
+/// `serve_commands`) and the other to the peer.
+pub fn command_pipe() -> (CommandPipe, CommandPipe) {
+    let (a_tx, b_rx) = mpsc::channel(PIPE_COMMANDS);
+    let (b_tx, a_rx) = mpsc::channel(PIPE_COMMANDS);
+    (CommandPipe { tx: a_tx, rx: a_rx }, CommandPipe { tx: b_tx, rx: b_rx })
+}
+
+/// Starts the reader and writer tasks over one end of a [`command_pipe`]: the same tasks, bounds
+/// and idle close as a socket's, with commands counted at the bytes they would take on the wire
+/// and held to the same frame limit. Must be called inside a tokio runtime.
+pub fn spawn_commands(pipe: CommandPipe, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel {
+    let CommandPipe { tx, mut rx } = pipe;
+    let max_bytes = config.max_frame_bytes;
+    let frames = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(move |cmd| {
+        let bytes = crate::codec::frame_size_estimate(&cmd);
+        Ok((cmd, bytes))
+    });
+    let sink = PollSender::new(tx).sink_map_err(|_| CodecError::Io(std::io::ErrorKind::BrokenPipe.into())).with(move |cmd: RemotingCommand| {
+        let bytes = crate::codec::frame_size_estimate(&cmd);
+        futures::future::ready(if bytes > max_bytes { Err(CodecError::FrameTooLarge { frame_bytes: bytes as u64, max_bytes }) } else { Ok(cmd) })
+    });
+    start(Box::pin(frames), Box::pin(sink), endpoints, config, side, handler)
+}
+
+fn start_io<R, W>(read_half: R, write_half: W, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
+{
+    let codec = RemotingCodec::new(config.max_frame_bytes);
+    start(FramedRead::new(read_half, SizedFrames(codec.clone())), FramedWrite::new(write_half, codec), endpoints, config, side, handler)
+}
+
+fn start<T, S>(frames: T, sink: S, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel
+where
+    T: Stream<Item = Result<(RemotingCommand, usize), CodecError>> + Send + Unpin + 'static,
+    S: Sink<RemotingCommand, Error = CodecError> + Send + Unpin + 'static,
 {
     let Endpoints { remote, local } = endpoints;
     let (tx, rx) = mpsc::unbounded_channel();
@@ -489,13 +537,12 @@ where
         }),
     };
     let span = info_span!("conn", peer = %remote, id = channel.id());
-    let codec = RemotingCodec::new(config.max_frame_bytes);
-    tokio::spawn(write_loop(channel.clone(), FramedWrite::new(write_half, codec.clone()), rx).instrument(span.clone()));
-    tokio::spawn(read_loop(channel.clone(), FramedRead::new(read_half, SizedFrames(codec)), config.idle_timeout, handler).instrument(span));
+    tokio::spawn(write_loop(channel.clone(), sink, rx).instrument(span.clone()));
+    tokio::spawn(read_loop(channel.clone(), frames, config.idle_timeout, handler).instrument(span));
     channel
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(channel: Channel, mut sink: FramedWrite<W, RemotingCodec>, mut rx: mpsc::UnboundedReceiver<Outbound>) {
+async fn write_loop<S: Sink<RemotingCommand, Error = CodecError> + Unpin>(channel: Channel, mut sink: S, mut rx: mpsc::UnboundedReceiver<Outbound>) {
     let shared = channel.shared.clone();
     loop {
         let next = tokio::select! {
@@ -549,8 +596,8 @@ struct Batch {
 }
 
 /// Writes `first` and whatever else is already queued (up to [`WRITE_BATCH_BYTES`]) with one flush.
-async fn write_batch<W: AsyncWrite + Unpin>(
-    sink: &mut FramedWrite<W, RemotingCodec>,
+async fn write_batch<S: Sink<RemotingCommand, Error = CodecError> + Unpin>(
+    sink: &mut S,
     rx: &mut mpsc::UnboundedReceiver<Outbound>,
     first: RemotingCommand,
     batch: &mut Batch,
@@ -585,7 +632,10 @@ impl Decoder for SizedFrames {
     }
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(channel: Channel, mut frames: FramedRead<R, SizedFrames>, idle_timeout: Duration, handler: Arc<dyn InboundHandler>) {
+async fn read_loop<T>(channel: Channel, mut frames: T, idle_timeout: Duration, handler: Arc<dyn InboundHandler>)
+where
+    T: Stream<Item = Result<(RemotingCommand, usize), CodecError>> + Unpin,
+{
     let shared = channel.shared.clone();
     loop {
         if shared.must_pause(false) && !wait_until_readable(&channel, idle_timeout).await {

@@ -390,6 +390,12 @@ impl RemotingServer {
         self.acceptor().serve_stream(stream, peer)
     }
 
+    /// Serves one end of a [`connection::command_pipe`] (commands handed over unencoded) as a
+    /// connection from `peer`, as [`RemotingServer::serve_stream`] serves a byte stream.
+    pub fn serve_commands(&self, pipe: connection::CommandPipe, peer: SocketAddr) -> std::io::Result<Channel> {
+        self.acceptor().serve_commands(pipe, peer)
+    }
+
     /// A handle that serves in-process streams as this server's connections (`serve_stream`),
     /// for what lives beside the server and outlives the borrow (the broker's gRPC front).
     pub fn acceptor(&self) -> StreamAcceptor {
@@ -530,13 +536,23 @@ impl StreamAcceptor {
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
+        self.admit(peer, |endpoints, config, handler| connection::spawn_stream(stream, endpoints, config, Side::Server, handler))
+    }
+
+    /// Serves one end of a [`connection::command_pipe`] as a connection from `peer`: as
+    /// [`StreamAcceptor::serve_stream`], with the commands handed over as they are, not encoded.
+    pub fn serve_commands(&self, pipe: connection::CommandPipe, peer: SocketAddr) -> std::io::Result<Channel> {
+        self.admit(peer, |endpoints, config, handler| connection::spawn_commands(pipe, endpoints, config, Side::Server, handler))
+    }
+
+    fn admit(&self, peer: SocketAddr, spawn: impl FnOnce(Endpoints, &ConnectionConfig, Arc<dyn InboundHandler>) -> Channel) -> std::io::Result<Channel> {
         let dispatcher = &self.dispatcher;
         if dispatcher.connections.lock().len() >= dispatcher.max_connections {
             let refused = format!("{} connections open, the most this server takes", dispatcher.max_connections);
             return Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, refused));
         }
         let endpoints = Endpoints { remote: peer, local: self.local_addr };
-        let channel = connection::spawn_stream(stream, endpoints, &dispatcher.connection_config, Side::Server, dispatcher.clone());
+        let channel = spawn(endpoints, &dispatcher.connection_config, dispatcher.clone());
         dispatcher.admit(&channel);
         Ok(channel)
     }

@@ -295,3 +295,38 @@ async fn a_typed_call_by_address_goes_over_the_attached_stream() {
     client.shutdown();
     fixture.server.shutdown().await;
 }
+
+/// A command pipe: the same server path with nothing encoded. The body reaches the processor and
+/// comes back as the same bytes (not a copy), an unknown code is refused as over a socket, and a
+/// command over the frame limit closes the connection as an unencodable frame does.
+#[tokio::test]
+async fn a_command_pipe_carries_commands_unencoded_with_the_same_answers_and_limits() {
+    use remoting::connection::{command_pipe, spawn_commands, InFlight, InboundHandler, Side};
+
+    struct NoRequests;
+    impl InboundHandler for NoRequests {
+        fn on_request(&self, _channel: &Channel, _request: RemotingCommand, _in_flight: InFlight) {}
+    }
+
+    let small_frames = ConnectionConfig { max_frame_bytes: 64 * 1024, ..ConnectionConfig::default() };
+    let fixture = in_process_server(small_frames.clone(), 16);
+    let (client_end, server_end) = command_pipe();
+    let served = fixture.server.serve_commands(server_end, peer(40101)).unwrap();
+    assert_eq!((served.remote_addr(), served.local_addr()), (peer(40101), server_addr()));
+    let client = spawn_commands(client_end, endpoints(40101), &small_frames, Side::Client, Arc::new(NoRequests));
+
+    let body = bytes::Bytes::from(vec![7u8; 1000]);
+    let request = RemotingCommand::request(ECHO).with_ext("k", "v").with_body(body.clone());
+    let response = client.invoke(request, TIMEOUT).await.unwrap();
+    assert_eq!((response.code, response.ext("k")), (ResponseCode::SUCCESS.0, Some("v")));
+    assert_eq!(response.body.as_ref().map(|b| b.as_ptr()), Some(body.as_ptr()), "the body crossed without a copy");
+
+    let unknown = client.invoke(RemotingCommand::request(RequestCode(9999)), TIMEOUT).await.unwrap();
+    assert_eq!(unknown.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0);
+
+    let oversize = RemotingCommand::request(ECHO).with_body(vec![0u8; 128 * 1024]);
+    assert!(client.invoke(oversize, TIMEOUT).await.is_err(), "a command over the frame limit is not delivered");
+    eventually("the connection is closed on both ends", || client.is_closed() && fixture.server.connection_count() == 0).await;
+    assert_eq!(fixture.echo.seen.lock().unwrap().len(), 1, "only the first request reached the processor");
+    fixture.server.shutdown().await;
+}
