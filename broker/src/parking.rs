@@ -9,6 +9,7 @@
 //! refused at once (the caller answers it SYSTEM_BUSY, and the Java client retries 3 s later).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -153,11 +154,38 @@ pub struct ParkingLot<P: Parked> {
     by_queue: Mutex<HashMap<QueueKey, Vec<(P, usize)>>>,
     budget: Arc<ParkingBudget>,
     wake: Wake<P>,
+    /// Arrivals told so far (not the periodic check's looks): a request that looked, found
+    /// nothing and then parks compares it with what it read before looking, so an arrival between
+    /// its look and its parking (which found nothing parked to wake) is not lost.
+    arrivals: AtomicU64,
 }
 
 impl<P: Parked> ParkingLot<P> {
     pub fn new(wake: Wake<P>, budget: Arc<ParkingBudget>) -> Self {
-        ParkingLot { by_queue: Mutex::new(HashMap::new()), budget, wake }
+        ParkingLot { by_queue: Mutex::new(HashMap::new()), budget, wake, arrivals: AtomicU64::new(0) }
+    }
+
+    /// Arrivals told so far: read before looking for what a request wants, and given to
+    /// [`ParkingLot::park_since`] if it then parks.
+    pub fn arrivals(&self) -> u64 {
+        self.arrivals.load(Ordering::SeqCst)
+    }
+
+    /// Counts an arrival that wakes nobody (nothing is parked): a request looking right now still
+    /// learns of it when it parks.
+    pub fn note_arrival(&self) {
+        self.arrivals.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// As [`ParkingLot::park`], for a request that looked after `seen` arrivals: if any came
+    /// since, what it looked at may have changed after its look, so it is woken at once (runs
+    /// again and looks).
+    pub fn park_since(&self, key: QueueKey, request: P, seen: u64) -> Result<(), Box<(NotParked, P)>> {
+        self.park(key.clone(), request)?;
+        if self.arrivals() != seen {
+            self.notify_arriving(&key, i64::MAX, Some(0), Instant::now());
+        }
+        Ok(())
     }
 
     /// Parks a request, unless the budget is spent; then it comes back with the reason.
@@ -173,6 +201,10 @@ impl<P: Parked> ParkingLot<P> {
     /// A message reached a queue (or the check looked at it): wake the requests it satisfies,
     /// and drop those whose time is up or whose connection closed (a closed one is not run).
     pub fn notify_arriving(&self, key: &QueueKey, max_offset: i64, tags_code: Option<i64>, now: Instant) {
+        if tags_code.is_some() {
+            // Counted before looking for whom to wake (see `park_since`).
+            self.arrivals.fetch_add(1, Ordering::SeqCst);
+        }
         let woken: Vec<(P, usize)> = {
             let mut by_queue = self.by_queue.lock();
             let Some(parked) = by_queue.get_mut(key) else { return };
@@ -274,6 +306,33 @@ mod tests {
         assert!(pops.park(QueueKey::new("T", 1), waiting(5)).is_ok(), "a woken request frees its place for any kind");
         pops.check(later, |_, _| 0);
         assert_eq!((second.load(Ordering::SeqCst), pops.held_count(), budget.total()), (2, 0, 0), "the deadline wakes the rest");
+    }
+
+    #[tokio::test]
+    async fn an_arrival_between_a_look_and_the_parking_wakes_the_request_at_once() {
+        let (a, _la) = channel().await;
+        let woken = Arc::new(AtomicUsize::new(0));
+        let lot = ParkingLot::new(counting(&woken), ParkingBudget::new(10, 10));
+        let later = Instant::now() + Duration::from_secs(60);
+        let waiting = || Waiting { channel: a.clone(), from: 5, deadline: later };
+
+        let seen = lot.arrivals();
+        assert!(lot.park_since(QueueKey::new("T", 0), waiting(), seen).is_ok());
+        assert_eq!((woken.load(Ordering::SeqCst), lot.held_count()), (0, 1), "nothing came since the look: it waits");
+
+        // Another request looks; a message arrives (waking the first) and one with nobody parked
+        // is noted; then it parks, and is woken at once.
+        let seen = lot.arrivals();
+        lot.notify_arriving(&QueueKey::new("T", 0), 6, Some(0), Instant::now());
+        lot.note_arrival();
+        assert!(lot.park_since(QueueKey::new("U", 1), waiting(), seen).is_ok());
+        assert_eq!((woken.load(Ordering::SeqCst), lot.held_count()), (2, 0));
+
+        // The periodic check is no arrival.
+        let seen = lot.arrivals();
+        lot.check(Instant::now(), |_, _| 0);
+        assert!(lot.park_since(QueueKey::new("T", 0), waiting(), seen).is_ok());
+        assert_eq!((woken.load(Ordering::SeqCst), lot.held_count()), (2, 1));
     }
 
     /// A request that says it holds `bytes`.

@@ -52,6 +52,7 @@ impl PopService {
                     && config.retrieve_message_from_pop_retry_topic_v1
                     && self.has_msg_in_topic(&names::pop_retry_topic_v1(topic, group), random_q, &h))
         };
+        let seen = self.notifications.get().map_or(0, |lot| lot.arrivals());
         let mut has_msg = need_retry && from_retry();
         if !has_msg {
             has_msg = if h.queue_id < 0 { self.has_msg_in_topic(topic, random_q, &h) } else { self.has_msg_in_queue(topic, &h, h.queue_id) };
@@ -64,7 +65,7 @@ impl PopService {
             if let Some(lot) = self.notifications.get() {
                 let key = QueueKey::new(topic, h.queue_id.max(-1));
                 let expires_ms = h.born_time.saturating_add(h.poll_time).saturating_sub(DUE_EARLY_MS);
-                match park_on(lot, channel, request, key, expires_ms, config.max_pop_polling_size) {
+                match park_on(lot, channel, request, key, expires_ms, config.max_pop_polling_size, seen) {
                     Ok(()) => return None,
                     Err((refused, code)) => {
                         request = *refused;

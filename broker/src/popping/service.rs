@@ -324,6 +324,9 @@ impl PopService {
             names::pop_retry_topic(h.topic.as_str(), h.consumer_group.as_str(), config.enable_retry_topic_v2)
         };
         let pop_time = now_ms();
+        // Read before looking: an arrival (or an orderly ack's unblocking) after it wakes this pop
+        // even if it comes before the pop is parked.
+        let seen = self.parking.get().map_or(0, |lot| lot.arrivals());
         let mut got = Collected {
             messages: Vec::new(),
             bytes: 0,
@@ -348,7 +351,7 @@ impl PopService {
         let code = if !got.messages.is_empty() {
             ResponseCode::SUCCESS
         } else if may_park && h.poll_time > 0 {
-            match self.park(channel, request, &h, &config) {
+            match self.park(channel, request, &h, &config, seen) {
                 Ok(()) => return None,
                 Err((r, code)) => {
                     request = *r;
@@ -404,10 +407,11 @@ impl PopService {
         request: RemotingCommand,
         h: &PopMessageRequestHeader,
         config: &crate::config::BrokerConfig,
+        seen: u64,
     ) -> Result<(), (Box<RemotingCommand>, ResponseCode)> {
         let Some(lot) = self.parking.get() else { return Err((Box::new(request), ResponseCode::POLLING_TIMEOUT)) };
         let key = QueueKey::new(h.topic.as_str(), h.queue_id);
-        park_on(lot, channel, request, key, h.born_time.saturating_add(h.poll_time), config.max_pop_polling_size)
+        park_on(lot, channel, request, key, h.born_time.saturating_add(h.poll_time), config.max_pop_polling_size, seen)
     }
 
     fn pop_from_topic(&self, ctx: &PopCtx<'_>, topic: &str, is_retry: bool, random_q: i32, got: &mut Collected) {
@@ -746,7 +750,7 @@ impl PopService {
     ) -> Option<(ResponseCode, String)> {
         let (g, t) = (group.as_str(), topic.as_str());
         let key = lock_key(t, g, queue_id);
-        let _lock = self.locks.lock(key.clone());
+        let lock = self.locks.lock(key.clone());
         let old = self.offsets.query_offset(g, t, queue_id).unwrap_or(-1);
         if ack_offset < old {
             return None;
@@ -755,6 +759,9 @@ impl PopService {
         if next > -1 {
             self.offsets.commit_offset(&channel.remote_addr().to_string(), group, topic, queue_id, next);
             if !self.order.check_block(None, t, g, queue_id, invisible_time, now_ms()) {
+                // Woken once the queue's lock is free: a pop woken while it is held would skip the
+                // queue as another's and park again with nothing left to wake it.
+                drop(lock);
                 self.wake(t, queue_id);
             }
         } else if next == -1 {
@@ -785,6 +792,8 @@ impl PopService {
     /// reading is woken).
     pub fn on_arrival(&self, topic: &str, queue_id: i32) {
         if self.lots().all(|lot| lot.held_count() == 0) {
+            // Nobody to wake, but a pop looking now must learn of it when it parks.
+            self.lots().for_each(|lot| lot.note_arrival());
             return;
         }
         self.wake(topic, queue_id);
@@ -924,7 +933,8 @@ pub(crate) fn pop_error(request: &RemotingCommand, code: ResponseCode, remark: S
     })
 }
 
-/// Parks a request on `lot` until an arrival on `key` or `expires_ms` (Java's `bornTime +
+/// Parks a request on `lot` until an arrival on `key` (or since `seen`, the lot's arrivals read
+/// before the request looked) or `expires_ms` (Java's `bornTime +
 /// pollTime`, at most [`MAX_POLL`] away); refused with the code Java answers: POLLING_TIMEOUT when
 /// its time is already up, POLLING_FULL when `max` requests of the kind wait or the shared budget
 /// is spent.
@@ -936,6 +946,7 @@ pub(crate) fn park_on(
     key: QueueKey,
     expires_ms: i64,
     max: usize,
+    seen: u64,
 ) -> Result<(), (Box<RemotingCommand>, ResponseCode)> {
     if lot.held_count() >= max {
         return Err((Box::new(request), ResponseCode::POLLING_FULL));
@@ -946,7 +957,7 @@ pub(crate) fn park_on(
     }
     let now = Instant::now();
     let parked = ParkedPop { request, channel: channel.clone(), deadline: now + wait, parked_at: now };
-    lot.park(key, parked).map_err(|refused| (Box::new(refused.1.request), ResponseCode::POLLING_FULL))
+    lot.park_since(key, parked, seen).map_err(|refused| (Box::new(refused.1.request), ResponseCode::POLLING_FULL))
 }
 
 /// Java's put statuses that count as stored for pop's records.

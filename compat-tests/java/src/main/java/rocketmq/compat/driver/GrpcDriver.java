@@ -245,6 +245,7 @@ public final class GrpcDriver {
     private void fifo(String topic, String group, int groups, int perGroup, Map<String, Object> facts) throws Exception {
         int n = groups * perGroup;
         Map<String, List<Integer>> delivered = new ConcurrentHashMap<>();
+        Map<String, List<Long>> deliveredAt = new ConcurrentHashMap<>();
         List<String> strange = new CopyOnWriteArrayList<>();
         Set<String> distinct = ConcurrentHashMap.newKeySet();
         try (PushConsumer consumer = pushConsumer(topic, group, v -> {
@@ -254,6 +255,7 @@ public final class GrpcDriver {
                 return;
             }
             delivered.computeIfAbsent(parts[1], k -> new CopyOnWriteArrayList<>()).add(Integer.parseInt(parts[2]));
+            deliveredAt.computeIfAbsent(parts[1], k -> new CopyOnWriteArrayList<>()).add(System.currentTimeMillis());
             distinct.add(v.getMessageId().toString());
         }); Producer producer = producer(topic)) {
             for (int seq = 0; seq < perGroup; seq++) {
@@ -270,6 +272,20 @@ public final class GrpcDriver {
             }
             Thread.sleep(2_000);
             facts.put("received", distinct.size());
+            // How long a group waits between two of its messages (the next is handed out once the previous is acked).
+            long gaps = 0;
+            long maxGap = 0;
+            int count = 0;
+            for (List<Long> at : deliveredAt.values()) {
+                for (int i = 1; i < at.size(); i++) {
+                    long gap = at.get(i) - at.get(i - 1);
+                    gaps += gap;
+                    maxGap = Math.max(maxGap, gap);
+                    count++;
+                }
+            }
+            facts.put("meanGapMs", count == 0 ? 0 : gaps / count);
+            facts.put("maxGapMs", maxGap);
             check(strange.isEmpty(), "unexpected deliveries: " + strange);
             check(distinct.size() == n, "received " + distinct.size() + " of " + n);
             for (int g = 0; g < groups; g++) {
