@@ -95,6 +95,20 @@ async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port
     let no_endpoint = c.query_route(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: None }).await.unwrap();
     assert_eq!(code(&no_endpoint.into_inner().status), Code::IllegalAccessPoint);
 
+    // QueryAssignment: one per broker (queue -1) for a group, each queue for an orderly one (Java).
+    let orderly = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+        .with_body(&br#"{"groupName":"grpc-orderly","consumeMessageOrderly":true}"#[..]);
+    assert_eq!(admin.invoke(&addr, orderly, TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    let assignment = |group: &str| pb::QueryAssignmentRequest { topic: resource("GrpcF"), group: resource(group), endpoints: endpoints(1) };
+    let ids = |r: pb::QueryAssignmentResponse| r.assignments.iter().filter_map(|a| a.message_queue.as_ref().map(|q| (q.id, q.permission))).collect::<Vec<_>>();
+    let rw = pb::Permission::ReadWrite as i32;
+    let r = c.query_assignment(assignment("grpc-g")).await.unwrap().into_inner();
+    assert_eq!((code(&r.status), ids(r)), (Code::Ok, vec![(-1, rw)]));
+    let r = c.query_assignment(assignment("grpc-orderly")).await.unwrap().into_inner();
+    assert_eq!((code(&r.status), ids(r)), (Code::Ok, vec![(0, rw), (1, rw), (2, rw), (3, rw)]));
+    let r = c.query_assignment(assignment("bad group!")).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::IllegalConsumerGroup);
+
     // SendMessage: Java's refusals, then a send.
     let send = |m: pb::Message, id: Option<&str>| {
         let req = pb::SendMessageRequest { messages: vec![m] };

@@ -270,6 +270,16 @@ fn message_queues(topic: &str, route: &TopicRoute, endpoints: &pb::Endpoints) ->
     out
 }
 
+/// Java's `convertToPermission` of a queue's `PermName` bits (4 read, 2 write).
+fn permission_of(perm: i32) -> pb::Permission {
+    match (perm & 4 != 0, perm & 2 != 0) {
+        (true, true) => pb::Permission::ReadWrite,
+        (true, false) => pb::Permission::Read,
+        (false, true) => pb::Permission::Write,
+        (false, false) => pb::Permission::None,
+    }
+}
+
 /// Java's default group retry policy (`CustomizedRetryPolicy`'s levels).
 const RETRY_LEVELS_MS: [i64; 18] = [
     1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000, 480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000,
@@ -935,22 +945,31 @@ impl MessagingService for Messaging {
         let Some(endpoints) = req.endpoints.filter(|e| !e.addresses.is_empty()) else {
             return Ok(Response::new(answer(status(Code::IllegalAccessPoint, "endpoint is empty"), vec![])));
         };
+        let group = resource_name(&req.group);
+        if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic).and(validate_name(Code::IllegalConsumerGroup, "group", &group)) {
+            return Ok(Response::new(answer(r.status(), vec![])));
+        }
         let Some(route) = self.backend.route(&topic) else {
             return Ok(Response::new(answer(status(Code::TopicNotFound, format!("No topic route info in name server for the topic: {topic}")), vec![])));
         };
-        // Java (pop mode): one assignment per readable broker, queue id -1.
+        // Java: an orderly group gets each readable queue of each broker (one receive loop per
+        // queue); any other one assignment per broker, queue id -1. Receives pop queue -1 either way.
+        let fifo = self.backend.group(&group).is_some_and(|g| g.consume_orderly);
         let assignments = route
             .brokers
             .iter()
             .filter(|b| b.perm & 4 != 0 && b.read_queue_nums > 0)
-            .map(|b| pb::Assignment {
-                message_queue: Some(pb::MessageQueue {
-                    topic: req.topic.clone(),
-                    id: -1,
-                    permission: pb::Permission::ReadWrite as i32,
-                    broker: Some(pb::Broker { name: b.broker_name.clone(), id: 0, endpoints: Some(endpoints.clone()) }),
-                    accept_message_types: vec![],
-                }),
+            .flat_map(|b| {
+                let ids = if fifo { (0..b.read_queue_nums).collect::<Vec<_>>() } else { vec![-1] };
+                ids.into_iter().map(|id| pb::Assignment {
+                    message_queue: Some(pb::MessageQueue {
+                        topic: req.topic.clone(),
+                        id,
+                        permission: permission_of(b.perm) as i32,
+                        broker: Some(pb::Broker { name: b.broker_name.clone(), id: 0, endpoints: Some(endpoints.clone()) }),
+                        accept_message_types: vec![],
+                    }),
+                })
             })
             .collect::<Vec<_>>();
         if assignments.is_empty() {
