@@ -3,7 +3,8 @@
 # config, on 127.0.0.1.
 #   scripts/start.sh                  a name server (9876) and a broker (10911)
 #   scripts/start.sh --enable-proxy   the same, the broker also serving RocketMQ 5's gRPC clients on
-#                                     127.0.0.1:8081 (Java's local proxy mode; GRPC_PORT)
+#                                     127.0.0.1:8081 (Java's local proxy mode; GRPC_PORT), and the
+#                                     proxy's remoting port 8080 (PROXY_REMOTING_PORT)
 #   scripts/start.sh --master-slave   a name server, a SYNC_MASTER (10911, HA port 10912) and its
 #                                     slave (10921, brokerId 1) in one broker group
 #   scripts/start.sh --dledger-brokers  a name server and three brokers in DLedger mode, one broker
@@ -99,11 +100,12 @@ if [ "$mode" = single ]; then
   launch broker mqbroker "$run/broker.conf" "$broker_port"
 elif [ "$mode" = single-proxy ]; then
   grpc_port="${GRPC_PORT:-8081}"
+  proxy_remoting_port="${PROXY_REMOTING_PORT:-8080}"
   broker_conf broker "$broker_port" 0 ASYNC_MASTER "$run/store"
-  printf '{"grpcServerPort": %s}\n' "$grpc_port" > "$run/rmq-proxy.json"
+  printf '{"grpcServerPort": %s, "remotingListenPort": %s}\n' "$grpc_port" "$proxy_remoting_port" > "$run/rmq-proxy.json"
   launch broker mqbroker "$run/broker.conf" "$broker_port" --enable-proxy -pc "$run/rmq-proxy.json"
   wait_for_port "$grpc_port"
-  echo "gRPC (MessagingService) on 127.0.0.1:$grpc_port"
+  echo "gRPC (MessagingService) on 127.0.0.1:$grpc_port; the proxy's remoting port (remoting and gRPC) on 127.0.0.1:$proxy_remoting_port"
 elif [ "$mode" = dledger-brokers ]; then
   peers="n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
   for i in 0 1 2; do

@@ -26,8 +26,7 @@ use crate::topic_config::TopicConfigManager;
 
 pub use crate::config::LiveConfig;
 
-/// Appended to remarks as Java's `FAQUrl.suggestTodo` does.
-pub const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+pub use remoting::protocol::FAQ_SUFFIX;
 
 pub struct Broker {
     /// The config now: read through [`Broker::config`] where a value is used, so what

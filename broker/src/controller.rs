@@ -88,6 +88,10 @@ pub struct BrokerController {
     metrics_exporter: Option<remoting::metrics::exporter::PromExporter>,
     /// The gRPC front of `--enable-proxy` (local mode).
     grpc: Option<proxy::server::GrpcServer>,
+    /// The codes the proxy's remoting port hands to this broker, until `--enable-proxy` takes
+    /// them; then that port's server.
+    proxy_registry: Option<ProcessorRegistry>,
+    proxy_remoting: Option<RemotingServer>,
     /// The DLedger member holding the commit log, in DLedger mode.
     member: Option<dledger::server::DLedgerServer>,
 }
@@ -113,6 +117,7 @@ impl BrokerController {
         let flush_offsets_every = Duration::from_millis(broker.config().flush_consumer_offset_interval_ms);
         let mut services = vec![crate::persister::start(broker.metadata(), flush_offsets_every)?];
         let (registry, hold, pop, watermarks, pools) = processors(&broker)?;
+        let proxy_registry = registry.clone_only(proxy::remoting_port::BROKER_CODES);
         // As Java, a metrics port that cannot be had stops the start.
         let me = Arc::downgrade(&broker);
         let pop_for_metrics = Arc::downgrade(&pop);
@@ -170,7 +175,19 @@ impl BrokerController {
             m.server
         });
         info!(addr = %server.local_addr(), broker = broker.config().broker_name, "broker started");
-        Ok(BrokerController { broker, server, pools, fast_server, tasks, services, member, metrics_exporter, grpc: None })
+        Ok(BrokerController {
+            broker,
+            server,
+            pools,
+            fast_server,
+            tasks,
+            services,
+            member,
+            metrics_exporter,
+            grpc: None,
+            proxy_registry: Some(proxy_registry),
+            proxy_remoting: None,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -193,16 +210,41 @@ impl BrokerController {
     }
 
     /// Serves RocketMQ 5's gRPC API on `grpcServerPort` from this broker (`--enable-proxy`, local
-    /// mode): [`crate::proxy_local::LocalBackend`] behind [`proxy::service::Messaging`].
-    pub async fn enable_proxy(&mut self, config: proxy::config::ProxyConfig) -> Result<std::net::SocketAddr, StartError> {
-        let bind: IpAddr = self.broker.config().bind_address.parse().map_err(|_| StartError::BadAddress(self.broker.config().bind_address.clone()))?;
-        let port = config.grpc_server_port;
+    /// mode): [`crate::proxy_local::LocalBackend`] behind [`proxy::service::Messaging`]; and the
+    /// proxy's remoting port (`remotingListenPort`), which takes remoting clients (this broker's
+    /// codes of [`proxy::remoting_port::BROKER_CODES`], routes naming the port) and gRPC ones.
+    /// Returns the gRPC and the remoting port's addresses.
+    pub async fn enable_proxy(&mut self, config: proxy::config::ProxyConfig) -> Result<(SocketAddr, SocketAddr), StartError> {
+        let broker_config = self.broker.config();
+        let bind: IpAddr = broker_config.bind_address.parse().map_err(|_| StartError::BadAddress(broker_config.bind_address.clone()))?;
+        let remoting = tokio::net::TcpListener::bind(SocketAddr::new(bind, config.remoting_listen_port)).await?;
+        let remoting_addr = remoting.local_addr()?;
+        let grpc_port = config.grpc_server_port;
         let backend = Arc::new(crate::proxy_local::LocalBackend::new(self.broker.clone(), self.server.acceptor()));
         let service = proxy::service::Messaging::new(config, backend);
-        let grpc = proxy::server::GrpcServer::start(SocketAddr::new(bind, port), service).await?;
-        let addr = grpc.local_addr();
+        let grpc = proxy::server::GrpcServer::start(SocketAddr::new(bind, grpc_port), service).await?;
+        let grpc_addr = grpc.local_addr();
+
+        // The address routes name: the port's, with the broker's IP when it listens on all.
+        let host = if bind.is_unspecified() { broker_config.broker_ip1.clone() } else { bind.to_string() };
+        let mut registry = self.proxy_registry.take().unwrap_or_default();
+        let routes = Arc::new(crate::proxy_local::ProxyRoutes::new(self.broker.clone(), format!("{host}:{}", remoting_addr.port())));
+        if let Some(pool) = self.pools.get(&Pool::ClientManage) {
+            registry.register(proxy::remoting_port::ROUTE_CODE, routes, pool);
+        }
+        let server = RemotingServer::in_process(ServerConfig { listen_addr: remoting_addr, ..server_config(&broker_config)? }, registry);
+        let acceptor = server.acceptor();
+        grpc.serve_remoting_port(
+            remoting,
+            Arc::new(move |io, peer| {
+                if let Err(e) = acceptor.serve_stream(io, peer) {
+                    tracing::warn!(%peer, error = %e, "proxy remoting connection refused");
+                }
+            }),
+        );
         self.grpc = Some(grpc);
-        Ok(addr)
+        self.proxy_remoting = Some(server);
+        Ok((grpc_addr, remoting_addr))
     }
 
     /// Stops as Java does: unregister, stop serving, stop the services (the persister writes the
@@ -213,6 +255,9 @@ impl BrokerController {
         }
         if let Some(grpc) = self.grpc.take() {
             grpc.shutdown().await;
+        }
+        if let Some(remoting) = self.proxy_remoting.take() {
+            remoting.shutdown().await;
         }
         self.broker.unregister().await;
         if let Some(exporter) = self.metrics_exporter.take() {

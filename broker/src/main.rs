@@ -101,7 +101,7 @@ fn main() -> ExitCode {
         if let Some(mut config) = proxy_config {
             config.proxy_mode = "LOCAL".to_owned();
             match controller.enable_proxy(config).await {
-                Ok(addr) => println!("The gRPC proxy (local mode) listens on {addr}"),
+                Ok((grpc, remoting)) => println!("The gRPC proxy (local mode) listens on {grpc}, its remoting port on {remoting}"),
                 Err(e) => {
                     eprintln!("The gRPC proxy failed to start: {e}");
                     controller.shutdown().await;

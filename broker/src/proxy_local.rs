@@ -16,9 +16,13 @@ use futures::FutureExt;
 use parking_lot::Mutex;
 use proxy::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, TopicRoute};
 use remoting::connection::{command_pipe, spawn_commands, Channel, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
+use remoting::fastjson;
 use remoting::protocol::name::GroupName;
+use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
+use remoting::protocol::route::{route_json_style, BrokerData, QueueData, TopicRouteData};
 use remoting::server::StreamAcceptor;
-use remoting::RemotingCommand;
+use remoting::server::{ProcessError, ProcessResult, RequestProcessor};
+use remoting::{RemotingCommand, ResponseCode};
 
 use crate::broker::Broker;
 
@@ -135,5 +139,52 @@ impl Backend for LocalBackend {
 
     fn set_client_requests(&self, handler: Arc<dyn ClientRequests>) {
         let _ = self.requests.set(handler);
+    }
+}
+
+/// GET_ROUTEINFO_BY_TOPIC on the proxy's remoting port: this broker's queues of the topic, with the
+/// port's own address as the broker's, so a client that takes the proxy for its name server
+/// sends everything to it. (Java 5.3.3's local mode names the gRPC port there, where a remoting
+/// client cannot be served; its cluster mode names the remoting port, as this does.)
+pub struct ProxyRoutes {
+    broker: Arc<Broker>,
+    addr: String,
+}
+
+impl ProxyRoutes {
+    pub fn new(broker: Arc<Broker>, addr: String) -> ProxyRoutes {
+        ProxyRoutes { broker, addr }
+    }
+}
+
+impl RequestProcessor for ProxyRoutes {
+    fn process(&self, _channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        let h: GetRouteInfoRequestHeader = request.decode_header()?;
+        let Some(tc) = self.broker.topics.select(&h.topic) else {
+            return Err(ProcessError::new(
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!("No topic route info in name server for the topic: {}{}", h.topic, remoting::protocol::FAQ_SUFFIX),
+            ));
+        };
+        let config = self.broker.config();
+        let route = TopicRouteData {
+            broker_datas: vec![BrokerData {
+                broker_addrs: [(0, self.addr.clone())].into(),
+                broker_name: config.broker_name.clone(),
+                cluster: config.broker_cluster_name.clone(),
+                enable_acting_master: false,
+                zone_name: None,
+            }],
+            queue_datas: vec![QueueData {
+                broker_name: config.broker_name.clone(),
+                perm: tc.perm & config.broker_permission,
+                read_queue_nums: tc.read_queue_nums,
+                topic_sys_flag: tc.topic_sys_flag,
+                write_queue_nums: tc.write_queue_nums,
+            }],
+            ..Default::default()
+        };
+        let body = fastjson::to_vec(&route, route_json_style(request.version, h.accept_standard_json_only));
+        Ok(Some(RemotingCommand::response_to(&request, ResponseCode::SUCCESS).with_body(body)))
     }
 }

@@ -71,7 +71,7 @@ async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port
     let dir = tempfile::tempdir().unwrap();
     let mut broker = start(dir.path(), &[]).await;
     let grpc_port = free_port();
-    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, ..Default::default() };
+    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, remoting_listen_port: 0, ..Default::default() };
     broker.enable_proxy(config).await.unwrap();
     let addr = broker.local_addr().to_string();
     let admin = RemotingClient::new(ClientConfig::default());
@@ -244,7 +244,8 @@ async fn an_auto_renewed_message_stays_invisible_until_acked_with_its_first_hand
     let mut broker = start(dir.path(), &[]).await;
     let grpc_port = free_port();
     // A 12 s default invisible time: renewed at the first check (5 s), when 7 s remain.
-    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, default_invisible_time_mills: 12_000, ..Default::default() };
+    let config =
+        proxy::config::ProxyConfig { grpc_server_port: grpc_port, remoting_listen_port: 0, default_invisible_time_mills: 12_000, ..Default::default() };
     broker.enable_proxy(config).await.unwrap();
     let addr = broker.local_addr().to_string();
     let admin = RemotingClient::new(ClientConfig::default());
@@ -286,5 +287,40 @@ async fn an_auto_renewed_message_stays_invisible_until_acked_with_its_first_hand
     let r = c.ack_message(as_client(ack, "renewer")).await.unwrap().into_inner();
     assert_eq!(code(&r.status), Code::Ok, "{r:?}");
     drop(tx);
+    broker.shutdown().await;
+}
+
+/// The proxy's remoting port: routes name the port itself, the broker's codes Java's proxy serves
+/// are served, others are not supported; a gRPC client on the same port is served too.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxys_remoting_port_serves_remoting_clients_and_grpc_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start(dir.path(), &[]).await;
+    let config = proxy::config::ProxyConfig { grpc_server_port: free_port(), remoting_listen_port: 0, ..Default::default() };
+    let (_, remoting_addr) = broker.enable_proxy(config).await.unwrap();
+    let (addr, proxy_addr) = (broker.local_addr().to_string(), remoting_addr.to_string());
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&addr, create_topic("ViaProxy", "NORMAL"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+
+    let route = |topic: &str| raw(RequestCode::GET_ROUTEINFO_BY_TOPIC, &[("topic", topic)]);
+    let r = client.invoke(&proxy_addr, route("ViaProxy"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let data: remoting::protocol::route::TopicRouteData = remoting::fastjson::from_slice(r.body_bytes()).unwrap();
+    assert_eq!(data.broker_datas[0].broker_addrs.get(&0), Some(&proxy_addr), "the broker is reached through the proxy's port");
+    assert_eq!((data.queue_datas[0].read_queue_nums, data.queue_datas[0].write_queue_nums, data.queue_datas[0].perm), (4, 4, 6));
+    let r = client.invoke(&proxy_addr, route("NoSuchTopic"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::TOPIC_NOT_EXIST);
+
+    let max = raw(RequestCode::GET_MAX_OFFSET, &[("topic", "ViaProxy"), ("queueId", "0")]);
+    let r = client.invoke(&proxy_addr, max, TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.ext("offset")), (ResponseCode::SUCCESS, Some("0")));
+    let r = client.invoke(&proxy_addr, create_topic("NotThroughTheProxy", "NORMAL"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::REQUEST_CODE_NOT_SUPPORTED, "admin codes are the broker's, not the proxy's");
+
+    let channel = Channel::from_shared(format!("http://{proxy_addr}")).unwrap().connect().await.unwrap();
+    let mut c = MessagingServiceClient::new(channel);
+    let route = c.query_route(pb::QueryRouteRequest { topic: resource("ViaProxy"), endpoints: endpoints(1) }).await.unwrap().into_inner();
+    assert_eq!((code(&route.status), route.message_queues.len()), (Code::Ok, 4));
     broker.shutdown().await;
 }

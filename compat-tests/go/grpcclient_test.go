@@ -29,8 +29,9 @@ func TestGoGrpcClientRustBrokerLocalProxy(t *testing.T) {
 
 	ns := startNameServer(t)
 	grpcPort := freePortBlock(t, 0, 0)
+	remotingPort := freePortBlock(t, 0, 0)
 	proxyConf := filepath.Join(testDir(t, "grpc-proxy-conf"), "rmq-proxy.json")
-	writeFile(t, proxyConf, fmt.Sprintf("{\"grpcServerPort\": %d}\n", grpcPort))
+	writeFile(t, proxyConf, fmt.Sprintf("{\"grpcServerPort\": %d, \"remotingListenPort\": %d}\n", grpcPort, remotingPort))
 	br := startRustBroker(t, ns.addr, "--enable-proxy", "-pc", proxyConf)
 	endpoint := fmt.Sprintf("127.0.0.1:%d", grpcPort)
 	waitTCP(t, br.proc, endpoint, nameServerReady)

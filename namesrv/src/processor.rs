@@ -9,6 +9,7 @@ use remoting::fastjson::{self, JsonStyle};
 use remoting::protocol::body::KvTable;
 use remoting::protocol::namesrv::*;
 use remoting::protocol::register::RegisterBrokerBody;
+use remoting::protocol::route::route_json_style;
 use remoting::protocol::topic::{DataVersion, TopicConfigSerializeWrapper};
 use remoting::server::{not_supported, Channel, ProcessError, ProcessResult, RequestProcessor};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
@@ -22,13 +23,10 @@ use crate::route_info::{BrokerIdentity, Registration, RouteInfoManager};
 /// The namespace whose entries are the order-topic configs handed to brokers and routes.
 pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
-/// What Java appends to the TOPIC_NOT_EXIST remark (`FAQUrl.suggestTodo`); clients show it.
-const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+use remoting::protocol::FAQ_SUFFIX;
 
 /// Brokers older than this send a bare `TopicConfigSerializeWrapper` (Java `V3_0_11`).
 const VERSION_3_0_11: i32 = 37;
-/// Requesters from this version on get standard JSON routes (Java `V4_9_4`).
-const VERSION_4_9_4: i32 = 401;
 
 pub struct NamesrvProcessor {
     pub config: Arc<RwLock<NamesrvConfig>>,
@@ -203,8 +201,7 @@ impl NamesrvProcessor {
         if order_enabled {
             route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic);
         }
-        // Newer clients get standard JSON; older ones (and Go) the fastjson default.
-        let style = if request.version >= VERSION_4_9_4 || h.accept_standard_json_only.unwrap_or(false) { JsonStyle::Standard } else { JsonStyle::Fastjson };
+        let style = route_json_style(request.version, h.accept_standard_json_only);
         Ok(Some(ok(request).with_body(fastjson::to_vec(&route, style))))
     }
 

@@ -11,11 +11,13 @@
 //!   implements it in local mode (`mqbroker --enable-proxy`).
 //! - [`convert`]: gRPC messages to the broker's message properties and back, receipt handles.
 //! - [`service`]: the RPCs, with Java's status codes and messages.
-//! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode).
+//! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
+//!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
 
 pub mod backend;
 pub mod config;
 pub mod convert;
+pub mod remoting_port;
 pub mod server;
 pub mod service;
 pub mod tls;

@@ -1,17 +1,27 @@
-//! The gRPC listener on `grpcServerPort`: HTTP/2 in plaintext or over TLS on the same port.
+//! The gRPC listener on `grpcServerPort`: HTTP/2 in plaintext or over TLS on the same port; and
+//! the proxy's remoting port (`remotingListenPort`), which takes both remoting and gRPC
+//! connections as Java's `MultiProtocolRemotingServer` does, gRPC ones going to the same server.
 
 use std::net::SocketAddr;
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 use crate::pb::messaging_service_server::MessagingServiceServer;
 use crate::service::Messaging;
+use crate::tls::{Io, RemotingHandoff};
+
+/// Accepted connections waiting to be served, at most.
+const ACCEPTED_BACKLOG: usize = 256;
 
 pub struct GrpcServer {
     local_addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+    /// Where accepted connections go to be served (the remoting port's gRPC ones too).
+    connections: mpsc::Sender<std::io::Result<Io>>,
+    tls: Option<TlsAcceptor>,
 }
 
 impl GrpcServer {
@@ -25,7 +35,9 @@ impl GrpcServer {
         let max = service.config().grpc_max_inbound_message_size;
         let svc = MessagingServiceServer::new(service).max_decoding_message_size(max).max_encoding_message_size(max);
         let (stop, stopped) = oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::ReceiverStream::new(crate::tls::incoming(listener, tls));
+        let (connections, accepted) = mpsc::channel(ACCEPTED_BACKLOG);
+        crate::tls::accept_into(listener, tls.clone(), connections.clone(), None);
+        let incoming = tokio_stream::wrappers::ReceiverStream::new(accepted);
         let task = tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
                 .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
@@ -40,11 +52,20 @@ impl GrpcServer {
             }
         });
         tracing::info!(addr = %local_addr, "gRPC proxy started");
-        Ok(GrpcServer { local_addr, stop: Some(stop), task: Some(task) })
+        Ok(GrpcServer { local_addr, stop: Some(stop), task: Some(task), connections, tls })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Serves the proxy's remoting port on `listener`: remoting connections go to `remoting`,
+    /// gRPC ones (plaintext, or TLS asking for `h2`) to this server. It closes with this server.
+    pub fn serve_remoting_port(&self, listener: tokio::net::TcpListener, remoting: RemotingHandoff) {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "proxy remoting port open (remoting and gRPC)");
+        }
+        crate::tls::accept_into(listener, self.tls.clone(), self.connections.clone(), Some(remoting));
     }
 
     pub async fn shutdown(mut self) {

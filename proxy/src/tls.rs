@@ -121,54 +121,90 @@ impl AsyncWrite for Io {
     }
 }
 
-/// Sniffs the first byte and finishes a TLS handshake when it opens one.
-async fn classify(stream: TcpStream, tls: Option<TlsAcceptor>) -> io::Result<Io> {
-    let Some(tls) = tls else { return Ok(Io::Plain(stream)) };
-    let mut first = [0u8; 1];
-    let n = stream.peek(&mut first).await?;
-    if n == 1 && first[0] == HANDSHAKE {
-        Ok(Io::Tls(Box::new(tls.accept(stream).await?)))
-    } else {
-        Ok(Io::Plain(stream))
-    }
+/// What an accepted connection speaks, told by its first bytes (Java's `ProtocolNegotiationHandler`
+/// on the proxy's remoting port; the gRPC port takes everything as gRPC).
+pub enum Accepted {
+    Grpc(Io),
+    /// RocketMQ remoting, in plaintext or over TLS (a TLS client that did not ask for `h2`).
+    Remoting(Io),
 }
 
-/// Accepts on `listener` and hands out served connections (plaintext or TLS) until the receiver
-/// is dropped. A connection that shows nothing or fails its handshake in time is closed.
-pub fn incoming(listener: TcpListener, tls: Option<TlsAcceptor>) -> mpsc::Receiver<io::Result<Io>> {
-    let (tx, rx) = mpsc::channel(MAX_PENDING);
+/// The HTTP/2 connection preface's first bytes.
+const HTTP2_PREFACE: &[u8] = b"PRI ";
+
+/// Sniffs the first byte and finishes a TLS handshake when it opens one. With `remoting`, a
+/// connection that does not open with HTTP/2's preface (in plaintext) or ask for `h2` (over TLS)
+/// is a remoting one.
+async fn classify(stream: TcpStream, tls: Option<TlsAcceptor>, remoting: bool) -> io::Result<Accepted> {
+    let mut first = [0u8; 4];
+    let mut n = stream.peek(&mut first).await?;
+    if first[0] == HANDSHAKE && n > 0 {
+        if let Some(tls) = tls {
+            let tls_stream = tls.accept(stream).await?;
+            let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+            let io = Io::Tls(Box::new(tls_stream));
+            return Ok(if remoting && !h2 { Accepted::Remoting(io) } else { Accepted::Grpc(io) });
+        }
+    }
+    if !remoting {
+        return Ok(Accepted::Grpc(Io::Plain(stream)));
+    }
+    // The preface may come in pieces: wait (bounded by the caller's timeout) for 4 bytes or a
+    // byte that already rules it out.
+    while n < HTTP2_PREFACE.len() && first[..n] == HTTP2_PREFACE[..n] {
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        n = stream.peek(&mut first).await?;
+    }
+    let io = Io::Plain(stream);
+    Ok(if first[..n] == *HTTP2_PREFACE { Accepted::Grpc(io) } else { Accepted::Remoting(io) })
+}
+
+/// Accepts on `listener` until `grpc` closes, and hands each connection, once classified, to
+/// `grpc` (gRPC) or `remoting` (when given: the proxy's remoting port, which takes both). A
+/// connection that shows nothing or fails its handshake in time is closed.
+pub fn accept_into(listener: TcpListener, tls: Option<TlsAcceptor>, grpc: mpsc::Sender<io::Result<Io>>, remoting: Option<RemotingHandoff>) {
     let pending = Arc::new(Semaphore::new(MAX_PENDING));
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
-                _ = tx.closed() => return,
+                _ = grpc.closed() => return,
             };
-            let stream = match accepted {
-                Ok((s, _)) => s,
+            let (stream, peer) = match accepted {
+                Ok(a) => a,
                 Err(e) => {
-                    tracing::warn!(error = %e, "gRPC accept failed");
+                    tracing::warn!(error = %e, "proxy accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             };
             let _ = stream.set_nodelay(true);
             let Ok(permit) = pending.clone().try_acquire_owned() else {
-                tracing::warn!("too many gRPC connections in their handshake; closing a new one");
+                tracing::warn!("too many proxy connections in their handshake; closing a new one");
                 continue;
             };
-            let (tx, tls) = (tx.clone(), tls.clone());
+            let (grpc, tls, remoting) = (grpc.clone(), tls.clone(), remoting.clone());
             tokio::spawn(async move {
                 let _permit = permit;
-                match tokio::time::timeout(FIRST_BYTES_TIMEOUT, classify(stream, tls)).await {
-                    Ok(Ok(io)) => {
-                        let _ = tx.send(Ok(io)).await;
+                match tokio::time::timeout(FIRST_BYTES_TIMEOUT, classify(stream, tls, remoting.is_some())).await {
+                    Ok(Ok(Accepted::Grpc(io))) => {
+                        let _ = grpc.send(Ok(io)).await;
                     }
-                    Ok(Err(e)) => tracing::debug!(error = %e, "gRPC connection dropped before serving"),
-                    Err(_) => tracing::debug!("gRPC connection silent or slow in its handshake; closed"),
+                    Ok(Ok(Accepted::Remoting(io))) => {
+                        if let Some(remoting) = remoting {
+                            remoting(io, peer);
+                        }
+                    }
+                    Ok(Err(e)) => tracing::debug!(error = %e, "proxy connection dropped before serving"),
+                    Err(_) => tracing::debug!("proxy connection silent or slow in its handshake; closed"),
                 }
             });
         }
     });
-    rx
 }
+
+/// Where the remoting connections of a port that takes both protocols go.
+pub type RemotingHandoff = Arc<dyn Fn(Io, std::net::SocketAddr) + Send + Sync>;

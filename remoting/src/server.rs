@@ -131,6 +131,17 @@ impl ProcessorRegistry {
         }
     }
 
+    /// The same processors, pools and listener for `codes` only; any other code is not
+    /// supported (the proxy's remoting port serves a broker's codes this way).
+    pub fn clone_only(&self, codes: &[RequestCode]) -> ProcessorRegistry {
+        ProcessorRegistry {
+            routes: self.routes.iter().filter(|(code, _)| codes.iter().any(|c| c.0 == **code)).map(|(code, route)| (*code, route.clone())).collect(),
+            default: None,
+            listener: self.listener.clone(),
+            rpc_observer: self.rpc_observer.clone(),
+        }
+    }
+
     fn pools(&self) -> Vec<Arc<BusinessPool>> {
         let mut pools: Vec<Arc<BusinessPool>> = Vec::new();
         for route in self.routes.values().chain(self.default.iter()) {

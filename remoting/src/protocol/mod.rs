@@ -17,6 +17,9 @@ pub mod topic;
 #[cfg(test)]
 mod call_tests;
 
+/// Appended to remarks as Java's `FAQUrl.suggestTodo` does (clients show it).
+pub const FAQ_SUFFIX: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+
 /// Topic permission bits (Java `PermName`).
 pub mod perm {
     pub const PRIORITY: i32 = 8;

@@ -4,6 +4,22 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fastjson::JsonStyle;
+
+/// Requesters from this version on get standard JSON routes (Java `V4_9_4`).
+const VERSION_4_9_4: i32 = 401;
+
+/// How a GET_ROUTEINFO_BY_TOPIC answer is written for a request of `version`: newer clients (or
+/// those asking, `acceptStandardJsonOnly`) get standard JSON, older ones (and Go) fastjson's
+/// default, as Java's name server and proxy answer.
+pub fn route_json_style(version: i32, accept_standard_json_only: Option<bool>) -> JsonStyle {
+    if version >= VERSION_4_9_4 || accept_standard_json_only.unwrap_or(false) {
+        JsonStyle::Standard
+    } else {
+        JsonStyle::Fastjson
+    }
+}
+
 /// One broker name's queues of a topic.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -8,6 +8,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -19,6 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 import rocketmq.compat.broker.BrokerProbe;
 import rocketmq.compat.broker.RustBroker;
 import rocketmq.compat.client.DriverRun;
+import rocketmq.compat.client.ProduceConsumeRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
 import rocketmq.compat.harness.FreePorts;
@@ -45,16 +48,19 @@ class LocalProxyGrpcTest {
     private RustBroker broker;
     private DriverRun run;
     private DriverRun tlsRun;
+    private int remotingPort;
 
     @BeforeAll
     void start() throws Exception {
         System.out.println("LocalProxyGrpcTest folder (kept on failure): " + dir);
         NameServer ns = own(NameServer.start(dir.resolve("namesrv"), "rust"));
         int grpcPort = FreePorts.one();
+        remotingPort = FreePorts.one();
         Path proxyConf = dir.resolve("rmq-proxy.json");
         Files.createDirectories(dir);
         try {
-            Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"minInvisibleTimeMillsForRecv\": 1000}");
+            Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"remotingListenPort\": " + remotingPort
+                + ", \"minInvisibleTimeMillsForRecv\": 1000}");
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -66,6 +72,8 @@ class LocalProxyGrpcTest {
         // The TLS run's own topic: a new group reads a topic from its start while it is in memory (as Java).
         try (BrokerProbe probe = BrokerProbe.connect(broker.address(), "grpc-local-a")) {
             probe.createTopic("GrpcTls", 4, "+message.type=NORMAL");
+            probe.createTopic("ViaProxyPort", 4, "+message.type=NORMAL");
+            probe.createTopic("GrpcOnRemotingPort", 4, "+message.type=NORMAL");
         }
         DriverRun.Running running = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA,
             "JSON", dir.resolve("driver"), ProxyGrpcTest.args("127.0.0.1:" + grpcPort)));
@@ -148,5 +156,24 @@ class LocalProxyGrpcTest {
     @DisplayName("PushConsumer: 200 messages, every one exactly once")
     void pushOnce() {
         assertStep("pushOnce");
+    }
+
+    @Test
+    @DisplayName("the proxy's remoting port as name server and broker: a 5.x remoting producer and push consumer through it")
+    void remotingClientThroughTheProxysRemotingPort() {
+        ProduceConsumeRun remoting = ProduceConsumeRun.run(Versions.JAVA_5, "JSON", "127.0.0.1:" + remotingPort, "ViaProxyPort", 100,
+            dir.resolve("remoting-driver"));
+        System.out.println("remoting client through the proxy's remoting port: " + remoting.summary());
+        assertEquals(0, remoting.exitCode(), remoting.report() + "\n" + broker.describe(60));
+        assertEquals("OK", remoting.field("status"), remoting.report());
+    }
+
+    @Test
+    @DisplayName("the proxy's remoting port takes gRPC clients too (Java's multi-protocol port)")
+    void grpcClientOnTheRemotingPort() {
+        DriverRun viaRemotingPort = DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON",
+            dir.resolve("driver-remoting-port"), "127.0.0.1:" + remotingPort, "normal:GrpcOnRemotingPort:grpc-remoting-port:10").await(DRIVER_TIMEOUT);
+        System.out.println("gRPC client on the proxy's remoting port: " + viaRemotingPort.summary());
+        assertStep(viaRemotingPort, "normal");
     }
 }
