@@ -200,43 +200,53 @@ async function delay(facts) {
   facts.lateMs = [ ...late.values() ].sort((a, b) => a - b);
 }
 
+// Three half messages: one rolled back, one committed, one left open that the server's check (over the
+// telemetry stream) has the producer's checker commit. Only the committed and the checked one arrive.
 async function transaction(facts) {
   const topic = `${prefix}Tx`;
-  // The server's check: commit what was meant to commit (it should not be asked).
+  const bodies = new Map();
+  const asked = [];
+  // The server's check: commit the one meant to be checked, roll back any other (the committed and rolled
+  // back ones should not be asked about).
   const checker = {
     async check(m) {
-      return m.body.toString().includes('commit') ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
+      asked.push(bodies.get(m.body.toString()) ?? m.body.toString());
+      return m.body.toString().includes('-tx-check') ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
     },
   };
-  const bodies = {};
+  const got = new Map();
   await using(producer(topic, checker), async p => {
-    for (const what of [ 'rollback', 'commit' ]) {
+    for (const what of [ 'rollback', 'commit', 'check' ]) {
       const tx = p.beginTransaction();
       const body = `js-${runId}-tx-${what}`;
+      bodies.set(body, what);
       const receipt = await p.send({
         topic, body: Buffer.from(body), tag: 'Tx', keys: [ `tx-${what}` ], properties: new Map([[ 'outcome', what ]]),
       }, tx);
       check(receipt.transactionId, `${what}: send receipt has no transaction id`);
-      await (what === 'commit' ? tx.commit() : tx.rollback());
-      bodies[what] = body;
+      if (what === 'commit') await tx.commit();
+      if (what === 'rollback') await tx.rollback();
     }
-  });
-  const got = [];
-  await using(consumer(topic, 'tx'), async c => {
-    const deadline = Date.now() + 30000;
-    while (got.length === 0 && Date.now() < deadline) {
-      for (const m of await receive(c, 15000)) {
-        check(m.body.toString() === bodies.commit, `unexpected ${describe(m)}`);
-        check(m.tag === 'Tx' && JSON.stringify(m.keys) === '["tx-commit"]' && m.properties.get('outcome') === 'commit',
-          `${describe(m)}: tag, keys or properties`);
-        await c.ack(m);
-        got.push(m);
+    const sentAt = Date.now();
+    await using(consumer(topic, 'tx'), async c => {
+      const deadline = Date.now() + 40000;
+      while (got.size < 2 && Date.now() < deadline) {
+        for (const m of await receive(c, 15000)) {
+          const body = m.body.toString();
+          const what = bodies.get(body);
+          check((what === 'commit' || what === 'check') && !got.has(body), `unexpected ${describe(m)}`);
+          check(m.tag === 'Tx' && JSON.stringify(m.keys) === `["tx-${what}"]` && m.properties.get('outcome') === what,
+            `${describe(m)}: tag, keys or properties`);
+          await c.ack(m);
+          got.set(what, Date.now() - sentAt);
+        }
       }
-    }
-    check(got.length > 0, 'the committed message did not arrive within 30 s');
-    await expectNothing(c, 'after the committed one (the rolled back one)');
+      check(got.size === 2, `received ${[ ...got.keys() ]} of commit and check within 40 s`);
+      await expectNothing(c, 'after the committed and the checked one (the rolled back one)');
+    });
   });
-  facts.committed = got.length;
+  check(asked.length > 0 && asked.every(w => w === 'check'), `the checker was asked about ${asked}, want the open one only`);
+  facts.arrivedAfterMs = Object.fromEntries(got);
 }
 
 const STEPS = { normal, invisible, fifo, delay, transaction };

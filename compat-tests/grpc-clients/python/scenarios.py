@@ -229,17 +229,25 @@ def delay(facts):
 
 
 class Checker(TransactionChecker):
-    """The server's check: commit what was meant to commit (it should not be asked)."""
+    """The server's check of a half message left open: commit the one meant to be checked, roll back any other
+    (the committed and rolled back ones should not be asked about)."""
+
+    def __init__(self):
+        self.asked = []
 
     def check(self, message):
-        return TransactionResolution.COMMIT if b"commit" in message.body else TransactionResolution.ROLLBACK
+        self.asked.append(message.body)
+        return TransactionResolution.COMMIT if b"-tx-check" in message.body else TransactionResolution.ROLLBACK
 
 
 def transaction(facts):
+    """Three half messages: one rolled back, one committed, one left open that the server's check (over the
+    telemetry stream) has the producer's checker commit. Only the committed and the checked one arrive."""
     topic, group = PREFIX + "Tx", PREFIX.lower() + "-tx"
     bodies = {}
-    with producer(topic, Checker()) as p:
-        for what in ("rollback", "commit"):
+    checker = Checker()
+    with producer(topic, checker) as p:
+        for what in ("rollback", "commit", "check"):
             tx = p.begin_transaction()
             m = Message()
             m.topic = topic
@@ -249,21 +257,28 @@ def transaction(facts):
             m.add_property("outcome", what)
             receipt = p.send(m, transaction=tx)
             check(receipt.transaction_id, f"{what}: send receipt has no transaction id")
-            tx.commit() if what == "commit" else tx.rollback()
-            bodies[what] = m.body
-    with consumer(group, topic) as c:
-        got = []
-        deadline = time.time() + 30
-        while not got and time.time() < deadline:
-            for m in receive(c, 15):
-                check(m.body == bodies["commit"], f"unexpected {describe(m)}")
-                check(m.tag == "Tx" and set(m.keys) == {"tx-commit"} and m.properties.get("outcome") == "commit",
-                      f"{describe(m)}: tag, keys or properties")
-                c.ack(m)
-                got.append(m)
-        check(got, "the committed message did not arrive within 30 s")
-        expect_nothing(c, "after the committed one (the rolled back one)")
-    facts["committed"] = len(got)
+            if what == "commit":
+                tx.commit()
+            elif what == "rollback":
+                tx.rollback()
+            bodies[m.body] = what
+        sent_at = time.time()
+        got = {}
+        with consumer(group, topic) as c:
+            deadline = time.time() + 40
+            while len(got) < 2 and time.time() < deadline:
+                for m in receive(c, 15):
+                    what = bodies.get(m.body)
+                    check(what in ("commit", "check") and m.body not in got, f"unexpected {describe(m)}")
+                    check(m.tag == "Tx" and set(m.keys) == {f"tx-{what}"} and m.properties.get("outcome") == what,
+                          f"{describe(m)}: tag, keys or properties")
+                    c.ack(m)
+                    got[m.body] = round(time.time() - sent_at, 1)
+            check(len(got) == 2, f"received {sorted(bodies[b] for b in got)} of commit and check within 40 s")
+            expect_nothing(c, "after the committed and the checked one (the rolled back one)")
+    asked = [bodies.get(b, b) for b in checker.asked]
+    check(asked and set(asked) == {"check"}, f"the checker was asked about {asked}, want the open one only")
+    facts["arrivedAfterS"] = {bodies[b]: t for b, t in got.items()}
 
 
 STEPS = {"normal": normal, "invisible": invisible, "fifo": fifo, "delay": delay, "transaction": transaction}
