@@ -9,6 +9,7 @@
 //   prints one line: RESULT <step> OK <facts> or RESULT <step> FAIL <reason>; the exit code is 0 only
 //   when every step passed.
 
+const { format } = require('node:util');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 
@@ -36,9 +37,18 @@ async function using(client, fn) {
   }
 }
 
-const producer = (topic, checker) => new Producer({ endpoints: endpoint, namespace: '', topics: [ topic ], checker });
+// The clients' warnings and errors go to stderr. The default logger is not used: every client opens its own
+// on the same file, and the first client's shutdown closes that file under the others (egg-logger's
+// "log stream had been closed").
+const logger = {
+  info() {},
+  debug() {},
+  warn: (...args) => console.error(`client WARN ${format(...args)}`),
+  error: (...args) => console.error(`client ERROR ${format(...args)}`),
+};
+const producer = (topic, checker) => new Producer({ endpoints: endpoint, namespace: '', topics: [ topic ], checker, logger });
 const consumer = (topic, name, tag = '*') => new SimpleConsumer({
-  endpoints: endpoint, namespace: '', consumerGroup: group(name), awaitDuration: AWAIT_MS,
+  endpoints: endpoint, namespace: '', consumerGroup: group(name), awaitDuration: AWAIT_MS, logger,
   subscriptions: new Map([[ topic, tag ]]),
 });
 
