@@ -9,6 +9,7 @@
 //   prints one line: RESULT <step> OK <facts> or RESULT <step> FAIL <reason>; the exit code is 0 only
 //   when every step passed.
 
+const { randomBytes } = require('node:crypto');
 const { format } = require('node:util');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
@@ -16,6 +17,7 @@ const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/r
 const [ endpoint, prefix, onlyArg ] = process.argv.slice(2);
 const runId = String(Date.now() % 1000000);
 const AWAIT_MS = 3000;
+const TEXT = 'ünïcødé ✓ 消息 = a&b';
 const group = name => `${prefix.toLowerCase()}-${name}`;
 
 function check(cond, what) {
@@ -23,7 +25,7 @@ function check(cond, what) {
 }
 
 function describe(m) {
-  return `${m.body.toString()} (id ${m.messageId}, tag ${m.tag}, keys ${JSON.stringify(m.keys)}, group ${m.messageGroup}, ` +
+  return `${m.body.subarray(0, 40).toString()} (id ${m.messageId}, tag ${m.tag}, keys ${JSON.stringify(m.keys)}, group ${m.messageGroup}, ` +
     `attempt ${m.deliveryAttempt}, properties ${JSON.stringify(Object.fromEntries(m.properties))})`;
 }
 
@@ -67,12 +69,14 @@ async function normal(facts) {
   const sent = new Map();
   await using(producer(topic), async p => {
     for (let i = 0; i < 10; i++) {
-      const body = `js-${runId}-normal-${i}`;
+      const name = `js-${runId}-normal-${i}`;
+      // the first one with 256 KiB of binary after its name (the client sends it uncompressed)
+      const body = i === 0 ? Buffer.concat([ Buffer.from(name), Buffer.from([ 0 ]), randomBytes(256 * 1024) ]) : Buffer.from(name);
       const receipt = await p.send({
-        topic, body: Buffer.from(body), tag: 'TagA', keys: [ `key-${i}`, 'common' ],
-        properties: new Map([[ 'index', String(i) ], [ 'lang', 'node' ]]),
+        topic, body, tag: 'TagA', keys: [ `key-${i}`, 'common' ],
+        properties: new Map([[ 'index', String(i) ], [ 'lang', 'node' ], [ 'text', TEXT ]]),
       });
-      sent.set(body, { i, id: receipt.messageId });
+      sent.set(name, { i, id: receipt.messageId, body });
     }
     for (let i = 0; i < 2; i++) { // filtered out by the consumer's tag
       await p.send({ topic, body: Buffer.from(`js-${runId}-other-${i}`), tag: 'TagB' });
@@ -83,20 +87,23 @@ async function normal(facts) {
     const deadline = Date.now() + 30000;
     while (got.size < sent.size && Date.now() < deadline) {
       for (const m of await receive(c, 15000)) {
-        const body = m.body.toString();
-        const s = sent.get(body);
+        const zero = m.body.indexOf(0);
+        const name = m.body.subarray(0, zero < 0 ? m.body.length : zero).toString();
+        const s = sent.get(name);
         check(s, `unexpected ${describe(m)}`);
-        check(!got.has(body), `twice: ${describe(m)}`);
+        check(!got.has(name), `twice: ${describe(m)}`);
+        check(m.body.equals(s.body), `${describe(m)}: body of ${m.body.length} bytes, sent ${s.body.length}`);
         check(m.messageId === s.id, `${describe(m)}: message id, sent as ${s.id}`);
         check(m.topic === topic, `${describe(m)}: topic`);
         check(m.tag === 'TagA', `${describe(m)}: tag`);
         check(JSON.stringify([ ...m.keys ].sort()) === JSON.stringify([ 'common', `key-${s.i}` ]), `${describe(m)}: keys`);
-        check(m.properties.get('index') === String(s.i) && m.properties.get('lang') === 'node', `${describe(m)}: properties`);
+        check(JSON.stringify([ ...m.properties ].sort()) === JSON.stringify([[ 'index', String(s.i) ], [ 'lang', 'node' ], [ 'text', TEXT ]]),
+          `${describe(m)}: properties`);
         check(m.deliveryAttempt === 1, `${describe(m)}: delivery attempt`);
         check(m.bornTimestamp && m.bornTimestamp.getTime() <= Date.now(), `${describe(m)}: born timestamp`);
         check(!m.corrupted, `${describe(m)}: body digest`);
         await c.ack(m);
-        got.add(body);
+        got.add(name);
       }
     }
     check(got.size === sent.size, `received ${got.size} of ${sent.size} within 30 s`);

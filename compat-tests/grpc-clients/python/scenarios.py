@@ -8,6 +8,7 @@ Usage: scenarios.py ENDPOINT PREFIX
   code is 0 only when every step passed.
 """
 
+import random
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ ENDPOINT = sys.argv[1]
 PREFIX = sys.argv[2]
 RUN_ID = str(int(time.time() * 1000) % 1000000)
 AWAIT_S = 3
+TEXT = "ünïcødé ✓ 消息 = a&b"
 print_lock = threading.Lock()
 
 
@@ -37,7 +39,7 @@ def check(cond, what):
 
 
 def describe(m):
-    return (f"{m.body!r} (id {m.message_id}, tag {m.tag}, keys {sorted(m.keys)}, group {m.message_group}, "
+    return (f"{m.body[:40]!r} (id {m.message_id}, tag {m.tag}, keys {sorted(m.keys)}, group {m.message_group}, "
             f"attempt {m.delivery_attempt}, properties {m.properties})")
 
 
@@ -94,13 +96,16 @@ def normal(facts):
         for i in range(10):
             m = Message()
             m.topic = topic
-            m.body = f"py-{RUN_ID}-normal-{i}".encode()
+            name = f"py-{RUN_ID}-normal-{i}".encode()
+            # the first one with 256 KiB of binary after its name (the client sends it uncompressed)
+            m.body = name + (b"\0" + bytes(random.Random(i).getrandbits(8) for _ in range(256 * 1024)) if i == 0 else b"")
             m.tag = "TagA"
             m.keys = f"key-{i}"
             m.keys = "common"
             m.add_property("index", str(i))
             m.add_property("lang", "python")
-            sent[m.body] = (i, p.send(m).message_id)
+            m.add_property("text", TEXT)
+            sent[name] = (i, p.send(m).message_id, m.body)
         for i in range(2):  # filtered out by the consumer's tag
             m = Message()
             m.topic = topic
@@ -112,20 +117,21 @@ def normal(facts):
         deadline = time.time() + 30
         while len(got) < len(sent) and time.time() < deadline:
             for m in receive(c, 15):
-                check(m.body in sent, f"unexpected {describe(m)}")
-                check(m.body not in got, f"twice: {describe(m)}")
-                i, msg_id = sent[m.body]
+                name = m.body.split(b"\0", 1)[0]
+                check(name in sent, f"unexpected {describe(m)}")
+                check(name not in got, f"twice: {describe(m)}")
+                i, msg_id, body = sent[name]
+                check(m.body == body, f"{describe(m)}: body of {len(m.body)} bytes, sent {len(body)}")
                 check(m.message_id == msg_id, f"{describe(m)}: message id, sent as {msg_id}")
                 check(m.topic == topic, f"{describe(m)}: topic")
                 check(m.tag == "TagA", f"{describe(m)}: tag")
                 check(set(m.keys) == {f"key-{i}", "common"}, f"{describe(m)}: keys")
-                check(m.properties.get("index") == str(i) and m.properties.get("lang") == "python",
-                      f"{describe(m)}: properties")
+                check(m.properties == {"index": str(i), "lang": "python", "text": TEXT}, f"{describe(m)}: properties")
                 check(m.delivery_attempt == 1, f"{describe(m)}: delivery attempt")
                 check(m.born_timestamp and m.born_timestamp <= now_ms(), f"{describe(m)}: born timestamp")
                 check(not m.corrupted, f"{describe(m)}: body digest")
                 c.ack(m)
-                got[m.body] = m
+                got[name] = m
         check(len(got) == len(sent), f"received {len(got)} of {len(sent)} within 30 s")
         expect_nothing(c, "after the acks (TagB filtered out)")
     facts["sentAcked"] = len(got)
