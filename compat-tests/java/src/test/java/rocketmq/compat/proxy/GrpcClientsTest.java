@@ -161,6 +161,16 @@ class GrpcClientsTest {
         }
     }
 
+    @ParameterizedTest(name = "{0} client")
+    @DisplayName("each client's script ends by itself with exit code 0 (every step passed, nothing crashed after)")
+    @CsvSource({"Py", "Js"})
+    void exitsZero(String lang) {
+        if (exitCodes.get(lang) != 0) {
+            throw new AssertionError(clients.get(lang).name() + " exit code " + exitCodes.get(lang) + "\n"
+                + clients.get(lang).describe(120));
+        }
+    }
+
     @ParameterizedTest(name = "{0} client: {1}")
     @DisplayName("each scenario passes with each client")
     @CsvSource({
