@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test of the project: Rust unit and integration tests, the golden vectors regenerated
 # from the real Java classes, and the compat tests that drive our binaries with the official
-# Java client, Go client, Java broker and mqadmin. Nothing here skips: what is missing is installed
-# first (scripts/setup-tools.sh), and a tool that cannot be had fails the run.
+# Java client, the Go, Python and Node.js clients, Java broker and mqadmin. Nothing here skips: what
+# is missing is installed first (scripts/setup-tools.sh), and a tool that cannot be had fails the run.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-# What a fresh machine lacks (a JDK, Maven, Go, a C compiler, Rust) is installed first.
+# What a fresh machine lacks (a JDK, Maven, Go, a C compiler, Python's venv, Node.js, Rust, the pinned
+# Python and Node.js RocketMQ clients) is installed first.
 . scripts/setup-tools.sh
 
 echo "== format and lints"
@@ -33,17 +34,17 @@ cargo test --workspace
 
 # The compat suites mostly wait (elections, registrations, consumers catching up), so they run in
 # two lanes at once, one per core: the replication classes (ha, dledger) with two long classes of
-# the others (so both lanes take about as long), and the other Java classes followed by the Go
-# client. Each lane's output is printed when it ends; a failed lane fails the run. One after
-# another they take more than the 40 minutes CI allows the whole run.
-echo "== compat tests: Java broker, Java clients, mqadmin, Java DLedger members; Go client (two lanes)"
+# the others and GrpcClientsTest (the Python and Node.js clients, ~30 s; this lane ended ~6 min before
+# the other), and the other Java classes followed by the Go client. Each lane's output is printed
+# when it ends; a failed lane fails the run. One after another they take more than the 40 minutes CI allows the whole run.
+echo "== compat tests: Java broker, Java clients, mqadmin, Java DLedger members; Python, Node.js and Go clients (two lanes)"
 mvn -B -q -f compat-tests/java/pom.xml test-compile
 lanes="$root/target/compat-lanes"
 rm -rf "$lanes" && mkdir -p "$lanes"
 surefire() {  # test pattern
   mvn -B -q -f compat-tests/java/pom.xml surefire:test -Drmq.bin.dir="$root/target/debug" -Dtest="$1"
 }
-first_lane='**/ha/*Test,**/dledger/*Test,**/MqAdminRelaysTest,**/PrometheusMetricsTest'
+first_lane='**/ha/*Test,**/dledger/*Test,**/MqAdminRelaysTest,**/PrometheusMetricsTest,**/GrpcClientsTest'
 surefire "$first_lane" > "$lanes/replication.log" 2>&1 & replication=$!
 (
   set +e
