@@ -66,7 +66,8 @@ class GrpcClientsTest {
         NameServer ns = own(NameServer.start(dir.resolve("namesrv"), "rust"));
         int grpcPort = FreePorts.one();
         Path proxyConf = dir.resolve("rmq-proxy.json");
-        Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"minInvisibleTimeMillsForRecv\": 1000}");
+        Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"remotingListenPort\": " + FreePorts.one()
+            + ", \"minInvisibleTimeMillsForRecv\": 1000}");
         broker = own(RustBroker.start(dir.resolve("broker"), ns.address(), "GrpcClientsCluster", "grpc-clients-a",
             ProxyGrpcTest.BROKER_EXTRA, List.of("--enable-proxy", "-pc", proxyConf.toString())));
         Await.until("gRPC port 127.0.0.1:" + grpcPort, Duration.ofSeconds(30), () -> TcpProbe.accepts(grpcPort),
