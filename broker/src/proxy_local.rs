@@ -43,9 +43,16 @@ struct ToClient {
 }
 
 impl InboundHandler for ToClient {
-    fn on_request(&self, _channel: &Channel, request: RemotingCommand, _in_flight: InFlight) {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand, _in_flight: InFlight) {
         if let Some(handler) = self.requests.get() {
-            handler.on_request(&self.client_id, request);
+            let channel = channel.clone();
+            handler.on_request(
+                &self.client_id,
+                request,
+                Box::new(move |response| {
+                    let _ = channel.send(response);
+                }),
+            );
         }
     }
 }

@@ -324,3 +324,60 @@ async fn the_proxys_remoting_port_serves_remoting_clients_and_grpc_ones() {
     assert_eq!((code(&route.status), route.message_queues.len()), (Code::Ok, 4));
     broker.shutdown().await;
 }
+
+/// The console's requests of a gRPC consumer (mqadmin consumeMessage, consumerStatus -s) go to it
+/// over its Telemetry stream and its answers back to the broker's caller, as Java's proxy relays them.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_requests_reach_a_grpc_consumer_and_its_answers_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start(dir.path(), &[]).await;
+    let grpc_port = free_port();
+    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, remoting_listen_port: 0, ..Default::default() };
+    broker.enable_proxy(config).await.unwrap();
+    let addr = broker.local_addr().to_string();
+    let admin = std::sync::Arc::new(RemotingClient::new(ClientConfig::default()));
+    assert_eq!(admin.invoke(&addr, create_topic("GrpcConsole", "NORMAL"), TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    let sent = admin.invoke(&addr, send("GrpcConsole", 0, "verify me", ""), TIMEOUT).await.unwrap();
+    let msg_id = sent.ext("msgId").unwrap().to_owned();
+
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}")).unwrap().connect().await.unwrap();
+    let mut c = MessagingServiceClient::new(channel);
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(consumer_settings(grpc_port, "grpc-console", "GrpcConsole")).await.unwrap();
+    let mut telemetry = c.telemetry(as_client(tokio_stream_of(rx), "console-client")).await.unwrap().into_inner();
+    let first = tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
+    assert_eq!(code(&first.status), Code::Ok);
+
+    // CONSUME_MESSAGE_DIRECTLY: a VerifyMessageCommand with the stored message; the result answers.
+    let direct = raw(RequestCode::CONSUME_MESSAGE_DIRECTLY, &[("consumerGroup", "grpc-console"), ("clientId", "console-client"), ("msgId", &msg_id)]);
+    let asked = tokio::spawn({
+        let (admin, addr) = (admin.clone(), addr.clone());
+        async move { admin.invoke(&addr, direct, Duration::from_secs(10)).await }
+    });
+    let command = tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
+    let Some(pb::telemetry_command::Command::VerifyMessageCommand(verify)) = command.command else { panic!("{command:?}") };
+    assert_eq!(verify.message.map(|m| m.body), Some(b"verify me".to_vec()));
+    let ok = pb::Status { code: Code::Ok as i32, message: "OK".into() };
+    let answer = pb::telemetry_command::Command::VerifyMessageResult(pb::VerifyMessageResult { nonce: verify.nonce });
+    tx.send(pb::TelemetryCommand { status: Some(ok.clone()), command: Some(answer) }).await.unwrap();
+    let r = asked.await.unwrap().unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert!(std::str::from_utf8(r.body_bytes()).unwrap().contains(r#""consumeResult":"CR_SUCCESS""#));
+
+    // GET_CONSUMER_RUNNING_INFO with the thread stack: a PrintThreadStackTraceCommand; the stack answers.
+    let info = raw(RequestCode::GET_CONSUMER_RUNNING_INFO, &[("consumerGroup", "grpc-console"), ("clientId", "console-client"), ("jstackEnable", "true")]);
+    let asked = tokio::spawn({
+        let (admin, addr) = (admin.clone(), addr.clone());
+        async move { admin.invoke(&addr, info, Duration::from_secs(10)).await }
+    });
+    let command = tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
+    let Some(pb::telemetry_command::Command::PrintThreadStackTraceCommand(print)) = command.command else { panic!("{command:?}") };
+    let answer =
+        pb::telemetry_command::Command::ThreadStackTrace(pb::ThreadStackTrace { nonce: print.nonce, thread_stack_trace: Some("\"main\" RUNNABLE".into()) });
+    tx.send(pb::TelemetryCommand { status: Some(ok), command: Some(answer) }).await.unwrap();
+    let r = asked.await.unwrap().unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert!(std::str::from_utf8(r.body_bytes()).unwrap().starts_with(r#"{"jstack":"\"main\" RUNNABLE""#));
+    drop(tx);
+    broker.shutdown().await;
+}

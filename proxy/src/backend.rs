@@ -47,10 +47,14 @@ pub enum BackendError {
     Unreachable(String),
 }
 
-/// Requests brokers make of a client (CHECK_TRANSACTION_STATE), handed to the service, which
-/// turns them into Telemetry commands.
+/// Sends the answer to a request a broker made of a client (at most once).
+pub type Reply = Box<dyn FnOnce(RemotingCommand) + Send>;
+
+/// Requests brokers make of a client (CHECK_TRANSACTION_STATE, the console's
+/// GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY), handed to the service, which turns
+/// them into Telemetry commands and answers through `reply` those that want an answer.
 pub trait ClientRequests: Send + Sync + 'static {
-    fn on_request(&self, client_id: &str, request: RemotingCommand);
+    fn on_request(&self, client_id: &str, request: RemotingCommand, reply: Reply);
 }
 
 pub trait Backend: Send + Sync + 'static {

@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod config;
 pub mod convert;
+pub mod relay;
 pub mod remoting_port;
 pub mod server;
 pub mod service;

@@ -72,6 +72,8 @@ struct Clients {
     /// invisible time is renewed until acked (Java's `enableProxyAutoRenew`).
     renewing: Mutex<HashMap<(String, String, String), Renewing>>,
     transactions: Mutex<(HashMap<String, HalfMessage>, std::collections::VecDeque<String>)>,
+    /// The console's requests waiting for their client's answer.
+    relays: crate::relay::Relays,
 }
 
 impl Clients {
@@ -101,15 +103,24 @@ pub struct Messaging {
 struct CheckRequests(std::sync::Weak<Clients>);
 
 impl ClientRequests for CheckRequests {
-    /// CHECK_TRANSACTION_STATE: a RecoverOrphanedTransactionCommand on the client's Telemetry.
-    fn on_request(&self, client_id: &str, request: RemotingCommand) {
+    /// CHECK_TRANSACTION_STATE: a RecoverOrphanedTransactionCommand on the client's Telemetry; the
+    /// console's requests: the commands of [`crate::relay`].
+    fn on_request(&self, client_id: &str, request: RemotingCommand, reply: crate::backend::Reply) {
         let Some(clients) = self.0.upgrade() else { return };
+        let record = request.body.as_ref().and_then(|body| match store::message::decode_record(body, false) {
+            Ok(store::message::RecordAt::Record(r)) => Some(r),
+            _ => None,
+        });
         if request.code != RequestCode::CHECK_TRANSACTION_STATE.0 {
+            let message = record.as_ref().map(|r| convert::incoming(r, now_ms()));
+            let command = clients.relays.command_for(&request, message, reply);
+            let tx = clients.telemetry.lock().get(client_id).cloned();
+            if let (Some(command), Some(tx)) = (command, tx) {
+                let _ = tx.try_send(Ok(pb::TelemetryCommand { status: None, command: Some(command) }));
+            }
             return;
         }
-        let Some(body) = request.body.as_ref() else { return };
-        let Ok(store::message::RecordAt::Record(r)) = store::message::decode_record(body, false) else { return };
-        let r = &r;
+        let Some(r) = record.as_ref() else { return };
         let message = convert::incoming(r, now_ms());
         let transaction_id =
             request.ext("transactionId").map(str::to_owned).or_else(|| r.property(names::TRANSACTION_ID).map(str::to_owned)).unwrap_or_default();
@@ -1048,8 +1059,20 @@ impl MessagingService for Messaging {
                     Ok(Some(c)) => c,
                     Ok(None) | Err(_) => break,
                 };
-                // Thread stacks, verify results: the console's; nothing to do here.
-                if let Some(pb::telemetry_command::Command::Settings(s)) = command.command {
+                // The console's answers (thread stacks, verify results) go to the broker that asked.
+                let pb::TelemetryCommand { status: answer_status, command } = command;
+                let command = match command {
+                    Some(pb::telemetry_command::Command::ThreadStackTrace(t)) => {
+                        me.clients.relays.thread_stack(answer_status.as_ref(), t);
+                        None
+                    }
+                    Some(pb::telemetry_command::Command::VerifyMessageResult(v)) => {
+                        me.clients.relays.verify_result(answer_status.as_ref(), v);
+                        None
+                    }
+                    other => other,
+                };
+                if let Some(pb::telemetry_command::Command::Settings(s)) = command {
                     {
                         let ok = matches!(
                             pb::ClientType::try_from(s.client_type.unwrap_or(0)),
