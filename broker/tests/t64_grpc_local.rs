@@ -381,3 +381,53 @@ async fn console_requests_reach_a_grpc_consumer_and_its_answers_come_back() {
     drop(tx);
     broker.shutdown().await;
 }
+
+/// A receive whose client went away while it was parked: the message it popped when one arrived
+/// could not be written, so it is visible again a second later (Java's nack), not after its
+/// 30 s invisible time.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_receive_could_not_hand_to_a_departed_client_is_visible_again_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start(dir.path(), &[]).await;
+    let grpc_port = free_port();
+    let config = proxy::config::ProxyConfig { grpc_server_port: grpc_port, remoting_listen_port: 0, ..Default::default() };
+    broker.enable_proxy(config).await.unwrap();
+    let addr = broker.local_addr().to_string();
+    let admin = RemotingClient::new(ClientConfig::default());
+    assert_eq!(admin.invoke(&addr, create_topic("GrpcNack", "NORMAL"), TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}")).unwrap().connect().await.unwrap();
+    let mut c = MessagingServiceClient::new(channel);
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(consumer_settings(grpc_port, "grpc-nack", "GrpcNack")).await.unwrap();
+    let mut telemetry = c.telemetry(as_client(tokio_stream_of(rx), "nack-client")).await.unwrap().into_inner();
+    assert_eq!(code(&tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap().status), Code::Ok);
+
+    let receive = |polling_s: i64| pb::ReceiveMessageRequest {
+        group: resource("grpc-nack"),
+        message_queue: Some(pb::MessageQueue { topic: resource("GrpcNack"), id: -1, ..Default::default() }),
+        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 1,
+        invisible_duration: Some(prost_types::Duration { seconds: 30, nanos: 0 }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration { seconds: polling_s, nanos: 0 }),
+        attempt_id: None,
+    };
+    // Parked at the broker, then abandoned by its client.
+    let abandoned = c.receive_message(as_client(receive(10), "nack-client")).await.unwrap().into_inner();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(abandoned);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sent = admin.invoke(&addr, send("GrpcNack", 0, "nacked", ""), TIMEOUT).await.unwrap();
+    assert_eq!(sent.response_code(), ResponseCode::SUCCESS);
+
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    while got.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        got = receive_all(&mut c, "nack-client", receive(5)).await;
+    }
+    assert_eq!(got.len(), 1, "the message came back within 20 s, long before its 30 s invisible time");
+    assert_eq!(got[0].body, b"nacked");
+    assert_eq!(got[0].system_properties.as_ref().and_then(|s| s.delivery_attempt), Some(2), "its first delivery was the abandoned one");
+    drop(tx);
+    broker.shutdown().await;
+}

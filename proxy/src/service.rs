@@ -789,13 +789,7 @@ impl Messaging {
         if h.is_expired(now_ms()) {
             return Err(Refusal::new(Code::InvalidReceiptHandle, "receipt handle is expired"));
         }
-        let change = RemotingCommand::request(RequestCode::CHANGE_MESSAGE_INVISIBLETIME)
-            .with_ext("consumerGroup", group.clone())
-            .with_ext("topic", h.real_topic(&topic, &group))
-            .with_ext("queueId", h.queue_id.to_string())
-            .with_ext("extraInfo", h.text.clone())
-            .with_ext("offset", h.offset.to_string())
-            .with_ext("invisibleTime", invisible.to_string());
+        let change = change_invisible_command(&h, &group, &topic, invisible);
         let r = match self.backend.invoke(&client_id, &h.broker_name, change, timeout).await {
             Ok(r) => r,
             Err(e) => return Ok(pb::ChangeInvisibleDurationResponse { status: Some(backend_status(&e)), receipt_handle: String::new() }),
@@ -848,6 +842,37 @@ impl Messaging {
 /// Java's `ReceiptHandleManager`: every 5 s, the tracked handles that become visible within 10 s
 /// get another `default_invisible_ms` (CHANGE_MESSAGE_INVISIBLETIME), for at most 3 h; a refused
 /// renewal forgets the handle. Ends when the service is gone.
+/// CHANGE_MESSAGE_INVISIBLETIME of the message a receipt handle names, read by `group` of `topic`.
+fn change_invisible_command(h: &ReceiptHandle, group: &str, topic: &str, invisible_ms: i64) -> RemotingCommand {
+    RemotingCommand::request(RequestCode::CHANGE_MESSAGE_INVISIBLETIME)
+        .with_ext("consumerGroup", group.to_owned())
+        .with_ext("topic", h.real_topic(topic, group))
+        .with_ext("queueId", h.queue_id.to_string())
+        .with_ext("extraInfo", h.text.clone())
+        .with_ext("offset", h.offset.to_string())
+        .with_ext("invisibleTime", invisible_ms.to_string())
+}
+
+/// How soon a message received for a client that went away before it was written is visible
+/// again (Java's `NACK_INVISIBLE_TIME`).
+const NACK_INVISIBLE_MS: i64 = 1_000;
+
+impl Messaging {
+    /// The messages of a receive its client did not take (its stream closed first): visible again
+    /// in a second, and no longer renewed, as Java's proxy nacks them.
+    async fn nack_unwritten(&self, client_id: &str, group: &str, unwritten: impl Iterator<Item = pb::ReceiveMessageResponse>) {
+        for item in unwritten {
+            let Some(pb::receive_message_response::Content::Message(m)) = item.content else { continue };
+            let Some(sys) = m.system_properties.as_ref() else { continue };
+            let Some(h) = sys.receipt_handle.as_deref().and_then(|h| ReceiptHandle::parse(h).ok()) else { continue };
+            self.clients.renewing.lock().remove(&(client_id.to_owned(), group.to_owned(), sys.message_id.clone()));
+            let topic = resource_name(&m.topic);
+            let change = change_invisible_command(&h, group, &topic, NACK_INVISIBLE_MS);
+            let _ = self.backend.invoke(client_id, &h.broker_name, change, CALL_TIMEOUT).await;
+        }
+    }
+}
+
 async fn renew_loop(clients: std::sync::Weak<Clients>, backend: Arc<dyn Backend>, default_invisible_ms: i64) {
     loop {
         tokio::time::sleep(RENEW_PERIOD).await;
@@ -864,13 +889,7 @@ async fn renew_loop(clients: std::sync::Weak<Clients>, backend: Arc<dyn Backend>
         };
         for ((client_id, group, message_id), r) in due {
             let Ok(h) = ReceiptHandle::parse(&r.handle) else { continue };
-            let change = RemotingCommand::request(RequestCode::CHANGE_MESSAGE_INVISIBLETIME)
-                .with_ext("consumerGroup", group.clone())
-                .with_ext("topic", h.real_topic(&r.topic, &group))
-                .with_ext("queueId", h.queue_id.to_string())
-                .with_ext("extraInfo", h.text.clone())
-                .with_ext("offset", h.offset.to_string())
-                .with_ext("invisibleTime", default_invisible_ms.to_string());
+            let change = change_invisible_command(&h, &group, &r.topic, default_invisible_ms);
             let renewed = match backend.invoke(&client_id, &h.broker_name, change, CALL_TIMEOUT).await {
                 Ok(a) if a.code == 0 => {
                     let num = |k: &str| a.ext(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
@@ -992,8 +1011,24 @@ impl MessagingService for Messaging {
     type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;
 
     async fn receive_message(&self, request: Request<pb::ReceiveMessageRequest>) -> Answer<Self::ReceiveMessageStream> {
-        let out = self.receive(request).await;
-        Ok(Response::new(Box::pin(futures::stream::iter(out.into_iter().map(Ok)))))
+        // The receive runs to its end even if the client goes away meanwhile (its pop is under way
+        // at the broker); what cannot be written then is nacked. One item in flight at a time, so
+        // an item is not taken from here unless the stream is still there to write it.
+        let (client, group) = (client_id(&request).unwrap_or_default(), resource_name(&request.get_ref().group));
+        let (tx, rx) = mpsc::channel(1);
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut items = me.receive(request).await.into_iter();
+            while let Some(item) = items.next() {
+                if let Err(unsent) = tx.send(Ok(item)).await {
+                    if let Ok(item) = unsent.0 {
+                        me.nack_unwritten(&client, &group, std::iter::once(item).chain(items)).await;
+                    }
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
     }
 
     async fn ack_message(&self, request: Request<pb::AckMessageRequest>) -> Answer<pb::AckMessageResponse> {
