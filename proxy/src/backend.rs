@@ -47,6 +47,10 @@ pub enum BackendError {
     Unreachable(String),
 }
 
+/// The extension field a backend sets on a request a broker makes of a client: the broker's name
+/// (where the client's answer, such as END_TRANSACTION, goes).
+pub const BROKER_NAME_EXT: &str = "brokerName";
+
 /// Requests brokers make of a client (CHECK_TRANSACTION_STATE), handed to the service, which
 /// turns them into Telemetry commands.
 pub trait ClientRequests: Send + Sync + 'static {
