@@ -342,12 +342,18 @@ impl Inner {
         let mut brokers = Vec::new();
         {
             let mut masters = self.masters.lock();
-            for name in names {
-                if let Some(addr) = info.broker_addr_table.get(&name).and_then(|b| master(&b.broker_addrs)) {
-                    masters.insert(name.clone(), addr.clone());
-                    brokers.push(name);
+            // A broker name without a master now (its master gone) is not called until one is back.
+            for (name, b) in &info.broker_addr_table {
+                match master(&b.broker_addrs) {
+                    Some(addr) => {
+                        masters.insert(name.clone(), addr.clone());
+                    }
+                    None => {
+                        masters.remove(name);
+                    }
                 }
             }
+            brokers.extend(names.into_iter().filter(|n| masters.contains_key(n)));
         }
         *self.cluster_brokers.lock() = brokers;
         Ok(())
