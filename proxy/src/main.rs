@@ -20,13 +20,13 @@ struct Args {
     /// Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'
     #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS")]
     namesrv_addr: Option<String>,
-    /// Proxy config file path (rmq-proxy.json)
+    /// -pc: proxy config file path (rmq-proxy.json)
     #[arg(long = "proxyConfigPath", value_name = "FILE")]
     proxy_config: Option<PathBuf>,
-    /// Proxy run in local or cluster mode (only cluster here)
+    /// -pm: proxy run in local or cluster mode (only cluster here)
     #[arg(long = "proxyMode", value_name = "MODE")]
     proxy_mode: Option<String>,
-    /// Broker config file path for local mode (refused: local mode is mqbroker --enable-proxy)
+    /// -bc: broker config file path for local mode (refused: local mode is mqbroker --enable-proxy)
     #[arg(long = "brokerConfigPath", value_name = "FILE")]
     broker_config: Option<PathBuf>,
     /// Print help
@@ -34,14 +34,12 @@ struct Args {
     help: Option<bool>,
 }
 
-/// Java's reading order: `-pc`, else `$RMQ_PROXY_HOME` (or `$ROCKETMQ_HOME`)`/conf/rmq-proxy.json`
-/// if there is one, else the defaults; then `-n` and `-pm` over the file's keys.
+/// Java's reading order: `-pc`, else `conf/rmq-proxy.json` under `$RMQ_PROXY_HOME` (else
+/// `$ROCKETMQ_HOME`, else `.`) if there is one, else the defaults; then `-n` and `-pm` over the
+/// file's keys.
 fn load_config(args: &Args) -> Result<ProxyConfig, String> {
-    let home_file = ["RMQ_PROXY_HOME", "ROCKETMQ_HOME"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(|h| PathBuf::from(h).join("conf").join("rmq-proxy.json"))
-        .find(|p| p.is_file());
+    let home = ["RMQ_PROXY_HOME", "ROCKETMQ_HOME"].iter().filter_map(std::env::var_os).find(|h| !h.is_empty()).unwrap_or_else(|| ".".into());
+    let home_file = Some(PathBuf::from(home).join("conf").join("rmq-proxy.json")).filter(|p| p.is_file());
     let mut config = match args.proxy_config.clone().or(home_file) {
         Some(path) => ProxyConfig::load(&path).map_err(|e| e.to_string())?,
         None => ProxyConfig::default(),
