@@ -95,8 +95,8 @@ impl<V: Clone> Cache<V> {
         Cache { entries: Mutex::new(HashMap::new()) }
     }
 
-    /// The entry of `key`; `touch`: counts as an access (the refresher's look does not).
-    fn lookup(&self, key: &str, s: &ClusterSettings, touch: bool) -> Lookup<V> {
+    /// The entry of `key`, counted as an access.
+    fn lookup(&self, key: &str, s: &ClusterSettings) -> Lookup<V> {
         let now = Instant::now();
         let mut entries = self.entries.lock();
         let Some(e) = entries.get_mut(key) else { return Lookup::Missing };
@@ -104,9 +104,7 @@ impl<V: Clone> Cache<V> {
             entries.remove(key);
             return Lookup::Missing;
         }
-        if touch {
-            e.accessed = now;
-        }
+        e.accessed = now;
         if now.duration_since(e.loaded) > s.refresh && !e.reloading {
             e.reloading = true;
             return Lookup::Stale(e.value.clone());
@@ -136,8 +134,14 @@ impl<V: Clone> Cache<V> {
         }
     }
 
-    fn keys(&self) -> Vec<String> {
-        self.entries.lock().keys().cloned().collect()
+    fn drop_expired(&self, s: &ClusterSettings) {
+        let now = Instant::now();
+        self.entries.lock().retain(|_, e| now.duration_since(e.accessed) <= s.expire);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.lock().len()
     }
 }
 
@@ -147,6 +151,13 @@ fn wait_for<F: Future>(load: F) -> Option<F::Output> {
     match handle.runtime_flavor() {
         tokio::runtime::RuntimeFlavor::MultiThread => Some(tokio::task::block_in_place(|| handle.block_on(load))),
         _ => None,
+    }
+}
+
+/// Starts a background reload when inside a runtime (else the next lookup after one tries again).
+fn spawn(reload: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(h) = tokio::runtime::Handle::try_current() {
+        h.spawn(reload);
     }
 }
 
@@ -243,8 +254,8 @@ impl Drop for ClusterBackend {
     }
 }
 
-/// Every refresh period: the cluster's brokers again, and the routes of topics not asked for lately
-/// (asked ones reload when asked).
+/// Every refresh period: the cluster's brokers again, expired cache entries dropped, closed
+/// connections forgotten. Cached entries reload when asked for (refresh after write), as Java's.
 async fn refresh_loop(inner: std::sync::Weak<Inner>) {
     let period = match inner.upgrade() {
         Some(i) => i.settings.refresh,
@@ -256,12 +267,8 @@ async fn refresh_loop(inner: std::sync::Weak<Inner>) {
         if let Err(e) = i.refresh_brokers().await {
             tracing::warn!(error = %e, "cannot refresh the cluster's brokers");
         }
-        // Expired entries go at their next lookup; a lookup of each stale one reloads it.
-        for topic in i.routes.keys() {
-            if let Lookup::Stale(_) = i.routes.lookup(&topic, &i.settings, false) {
-                i.reload_route(&topic).await;
-            }
-        }
+        i.routes.drop_expired(&i.settings);
+        i.groups.drop_expired(&i.settings);
         i.close_idle_connections();
     }
 }
@@ -561,11 +568,11 @@ impl Backend for ClusterBackend {
 
     fn route(&self, topic: &str) -> Option<TopicRoute> {
         let inner = &self.inner;
-        match inner.routes.lookup(topic, &inner.settings, true) {
+        match inner.routes.lookup(topic, &inner.settings) {
             Lookup::Fresh(r) => r,
             Lookup::Stale(r) => {
                 let (i, t) = (inner.clone(), topic.to_owned());
-                tokio::spawn(async move { i.reload_route(&t).await });
+                spawn(async move { i.reload_route(&t).await });
                 r
             }
             Lookup::Missing => {
@@ -581,9 +588,7 @@ impl Backend for ClusterBackend {
                     }
                     None => {
                         let (i, t) = (inner.clone(), topic.to_owned());
-                        if tokio::runtime::Handle::try_current().is_ok() {
-                            tokio::spawn(async move { i.reload_route(&t).await });
-                        }
+                        spawn(async move { i.reload_route(&t).await });
                         None
                     }
                 }
@@ -593,11 +598,11 @@ impl Backend for ClusterBackend {
 
     fn group(&self, group: &str) -> Option<GroupSettings> {
         let inner = &self.inner;
-        match inner.groups.lookup(group, &inner.settings, true) {
+        match inner.groups.lookup(group, &inner.settings) {
             Lookup::Fresh(g) => g,
             Lookup::Stale(g) => {
                 let (i, name) = (inner.clone(), group.to_owned());
-                tokio::spawn(async move { i.reload_group(&name).await });
+                spawn(async move { i.reload_group(&name).await });
                 g
             }
             Lookup::Missing => {
@@ -682,15 +687,15 @@ mod tests {
     fn the_cache_refreshes_after_write_and_stays_bounded() {
         let s = settings();
         let c: Cache<i32> = Cache::new();
-        assert!(matches!(c.lookup("a", &s, true), Lookup::Missing));
+        assert!(matches!(c.lookup("a", &s), Lookup::Missing));
         c.put("a", 1, &s);
-        assert!(matches!(c.lookup("a", &s, true), Lookup::Fresh(1)));
+        assert!(matches!(c.lookup("a", &s), Lookup::Fresh(1)));
         std::thread::sleep(Duration::from_millis(60));
-        assert!(matches!(c.lookup("a", &s, true), Lookup::Stale(1)));
+        assert!(matches!(c.lookup("a", &s), Lookup::Stale(1)));
         // One reload at a time.
-        assert!(matches!(c.lookup("a", &s, true), Lookup::Fresh(1)));
+        assert!(matches!(c.lookup("a", &s), Lookup::Fresh(1)));
         c.put("b", 2, &s);
         c.put("c", 3, &s);
-        assert_eq!(c.keys().len(), 2);
+        assert_eq!(c.len(), 2);
     }
 }
