@@ -201,6 +201,8 @@ struct Inner {
     connections: Mutex<HashMap<String, HashMap<String, Connection>>>,
     requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
     round_robin: AtomicUsize,
+    /// When an unknown broker name last made us ask the name server.
+    unknown_broker_refresh: Mutex<Option<Instant>>,
 }
 
 pub struct ClusterBackend {
@@ -224,6 +226,7 @@ impl ClusterBackend {
             connections: Mutex::new(HashMap::new()),
             requests: Arc::new(OnceLock::new()),
             round_robin: AtomicUsize::new(0),
+            unknown_broker_refresh: Mutex::new(None),
         });
         let refresher = tokio::runtime::Handle::try_current().ok().map(|h| h.spawn(refresh_loop(Arc::downgrade(&inner))));
         ClusterBackend { inner, refresher: Mutex::new(refresher) }
@@ -463,7 +466,20 @@ impl Inner {
         if let Some(a) = self.masters.lock().get(broker_name) {
             return Ok(a.clone());
         }
-        self.refresh_brokers().await?;
+        // A name from a client (a receipt handle, a queue) may be made up: the name server is asked
+        // again at most once a second for unknown names.
+        let now = Instant::now();
+        let ask = {
+            let mut last = self.unknown_broker_refresh.lock();
+            let due = last.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
+            if due {
+                *last = Some(now);
+            }
+            due
+        };
+        if ask {
+            self.refresh_brokers().await?;
+        }
         self.masters.lock().get(broker_name).cloned().ok_or_else(|| BackendError::NoBroker(broker_name.to_owned()))
     }
 
