@@ -7,10 +7,13 @@
 //!   expire-after-access). A topic no broker serves is cached as such, as Java does.
 //! - A topic's `message.type` is the attribute of its config, read with GET_TOPIC_CONFIG from one
 //!   broker of its route (Java's `ClusterMetadataService`); `UNSPECIFIED` when it cannot be read.
+//!   The type is loaded with the route and cached with it (Java's separate `topicConfigCache*`
+//!   keys have the same defaults and are not read).
 //! - A group's settings come from GET_SUBSCRIPTIONGROUP_CONFIG to one broker of the cluster (the
 //!   broker creates the group when it auto-creates groups), cached the same way.
-//! - The brokers are the masters of `rocketMQClusterName` (GET_BROKER_CLUSTER_INFO, refreshed with
-//!   the routes), plus any master a route names.
+//! - The brokers (heartbeats go to each) are the masters of `rocketMQClusterName`, or of every
+//!   cluster when the name server knows no such cluster (GET_BROKER_CLUSTER_INFO, read again every
+//!   refresh period); a master a route names is also called.
 //! - Requests go to a broker's master over one connection per (gRPC client, broker), so each
 //!   client is a registered producer or consumer on each broker, and the broker's requests to it
 //!   (CHECK_TRANSACTION_STATE) reach [`ClientRequests`], marked with the broker's name.
