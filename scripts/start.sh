@@ -5,6 +5,8 @@
 #   scripts/start.sh --enable-proxy   the same, the broker also serving RocketMQ 5's gRPC clients on
 #                                     127.0.0.1:8081 (Java's local proxy mode; GRPC_PORT), and the
 #                                     proxy's remoting port 8080 (PROXY_REMOTING_PORT)
+#   scripts/start.sh --proxy          the same gRPC port served by mqproxy, a separate process in
+#                                     front of the name server's brokers (Java's cluster proxy mode)
 #   scripts/start.sh --master-slave   a name server, a SYNC_MASTER (10911, HA port 10912) and its
 #                                     slave (10921, brokerId 1) in one broker group
 #   scripts/start.sh --dledger-brokers  a name server and three brokers in DLedger mode, one broker
@@ -25,10 +27,11 @@ mode=single
 case "${1:-}" in
   "") ;;
   --enable-proxy) mode=single-proxy ;;
+  --proxy) mode=cluster-proxy ;;
   --master-slave) mode=master-slave ;;
   --dledger-group) mode=dledger-group ;;
   --dledger-brokers) mode=dledger-brokers ;;
-  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
   *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 mkdir -p "$run/logs"
@@ -50,7 +53,9 @@ if [ "$mode" = dledger-group ]; then
   exit 0
 fi
 
-cargo build --release --manifest-path "$root/Cargo.toml" --bin mqnamesrv --bin mqbroker
+bins=(--bin mqnamesrv --bin mqbroker)
+[ "$mode" = cluster-proxy ] && bins+=(--bin mqproxy)
+cargo build --release --manifest-path "$root/Cargo.toml" "${bins[@]}"
 
 cat > "$run/namesrv.conf" <<CONF
 listenPort=$ns_port
@@ -106,6 +111,15 @@ elif [ "$mode" = single-proxy ]; then
   launch broker mqbroker "$run/broker.conf" "$broker_port" --enable-proxy -pc "$run/rmq-proxy.json"
   wait_for_port "$grpc_port"
   echo "gRPC (MessagingService) on 127.0.0.1:$grpc_port; the proxy's remoting port (remoting and gRPC) on 127.0.0.1:$proxy_remoting_port"
+elif [ "$mode" = cluster-proxy ]; then
+  grpc_port="${GRPC_PORT:-8081}"
+  broker_conf broker "$broker_port" 0 ASYNC_MASTER "$run/store"
+  launch broker mqbroker "$run/broker.conf" "$broker_port"
+  printf '{"rocketMQClusterName": "DefaultCluster", "grpcServerPort": %s}\n' "$grpc_port" > "$run/rmq-proxy.json"
+  HOME="$run" nohup "$root/target/release/mqproxy" -pc "$run/rmq-proxy.json" -n "127.0.0.1:$ns_port" > "$run/logs/proxy.log" 2>&1 &
+  echo $! > "$run/proxy.pid"
+  wait_for_port "$grpc_port"
+  echo "mqproxy: gRPC (MessagingService) on port $grpc_port (log: $run/logs/proxy.log)"
 elif [ "$mode" = dledger-brokers ]; then
   peers="n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
   for i in 0 1 2; do

@@ -3,7 +3,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 run="${RMQ_RUN_DIR:-$root/run}"
-for name in dl0 dl1 dl2 raft0 raft1 raft2 slave master broker namesrv; do
+for name in proxy dl0 dl1 dl2 raft0 raft1 raft2 slave master broker namesrv; do
   pidfile="$run/$name.pid"
   [ -f "$pidfile" ] || continue
   pid="$(cat "$pidfile")"

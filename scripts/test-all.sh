@@ -34,8 +34,8 @@ cargo test --workspace
 
 # The compat suites mostly wait (elections, registrations, consumers catching up), so they run in
 # two lanes at once, one per core: the replication classes (ha, dledger) with two long classes of
-# the others and GrpcClientsTest (the Python and Node.js clients, ~30 s; this lane ended ~6 min before
-# the other), and the other Java classes followed by the Go client. Each lane's output is printed
+# the others, GrpcClientsTest (the Python and Node.js clients, ~30 s) and ClusterProxyGrpcTest (mqproxy,
+# ~2 min; this lane ended ~6 min before the other), and the other Java classes followed by the Go client. Each lane's output is printed
 # when it ends; a failed lane fails the run. One after another they take more than the 40 minutes CI allows the whole run.
 echo "== compat tests: Java broker, Java clients, mqadmin, Java DLedger members; Python, Node.js and Go clients (two lanes)"
 mvn -B -q -f compat-tests/java/pom.xml test-compile
@@ -44,7 +44,7 @@ rm -rf "$lanes" && mkdir -p "$lanes"
 surefire() {  # test pattern
   mvn -B -q -f compat-tests/java/pom.xml surefire:test -Drmq.bin.dir="$root/target/debug" -Dtest="$1"
 }
-first_lane='**/ha/*Test,**/dledger/*Test,**/MqAdminRelaysTest,**/PrometheusMetricsTest,**/GrpcClientsTest'
+first_lane='**/ha/*Test,**/dledger/*Test,**/MqAdminRelaysTest,**/PrometheusMetricsTest,**/GrpcClientsTest,**/ClusterProxyGrpcTest'
 surefire "$first_lane" > "$lanes/replication.log" 2>&1 & replication=$!
 (
   set +e

@@ -47,6 +47,10 @@ pub enum BackendError {
     Unreachable(String),
 }
 
+/// The extension field a backend sets on a request a broker makes of a client: the broker's name
+/// (where the client's answer, such as END_TRANSACTION, goes).
+pub const BROKER_NAME_EXT: &str = "brokerName";
+
 /// Sends the answer to a request a broker made of a client (at most once).
 pub type Reply = Box<dyn FnOnce(RemotingCommand) + Send>;
 

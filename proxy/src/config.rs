@@ -43,6 +43,10 @@ pub struct ProxyConfig {
     /// Receives waiting at once per client and in all (ours; Java bounds them by its thread pools).
     pub max_receives_per_client: usize,
     pub max_receives: usize,
+    /// Cluster mode: the route, topic config and group caches' reload and expiry.
+    pub topic_route_service_cache_expired_seconds: u64,
+    pub topic_route_service_cache_refresh_seconds: u64,
+    pub topic_route_service_cache_max_num: usize,
 }
 
 impl Default for ProxyConfig {
@@ -78,6 +82,9 @@ impl Default for ProxyConfig {
             tls_cert_path: "conf/tls/rocketmq.crt".to_owned(),
             max_receives_per_client: 64,
             max_receives: 10_000,
+            topic_route_service_cache_expired_seconds: 300,
+            topic_route_service_cache_refresh_seconds: 20,
+            topic_route_service_cache_max_num: 20_000,
         }
     }
 }

@@ -8,13 +8,15 @@
 //! - [`backend`]: what the service needs of brokers: remoting requests sent as a given client
 //!   (send, pop, ack, change invisible time, end transaction, heartbeat), a topic's route and a
 //!   group's settings, and the requests brokers make of clients (transaction checks). The broker
-//!   implements it in local mode (`mqbroker --enable-proxy`).
+//!   implements it in local mode (`mqbroker --enable-proxy`); [`cluster`] in cluster mode
+//!   (`mqproxy`), over the name server and remoting connections to the brokers.
 //! - [`convert`]: gRPC messages to the broker's message properties and back, receipt handles.
 //! - [`service`]: the RPCs, with Java's status codes and messages.
 //! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
 //!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
 
 pub mod backend;
+pub mod cluster;
 pub mod config;
 pub mod convert;
 pub mod relay;

@@ -126,7 +126,7 @@ impl ClientRequests for CheckRequests {
             request.ext("transactionId").map(str::to_owned).or_else(|| r.property(names::TRANSACTION_ID).map(str::to_owned)).unwrap_or_default();
         let offset = |k: &str| request.ext(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
         let half = HalfMessage {
-            broker_name: String::new(),
+            broker_name: request.ext(crate::backend::BROKER_NAME_EXT).unwrap_or_default().to_owned(),
             producer_group: r.property(names::PGROUP).unwrap_or_default().to_owned(),
             queue_offset: offset("tranStateTableOffset"),
             commit_log_offset: offset("commitLogOffset"),

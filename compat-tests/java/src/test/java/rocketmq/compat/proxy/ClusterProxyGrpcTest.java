@@ -1,0 +1,169 @@
+package rocketmq.compat.proxy;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
+import rocketmq.compat.broker.JavaBroker;
+import rocketmq.compat.broker.RustBroker;
+import rocketmq.compat.client.DriverRun;
+import rocketmq.compat.harness.DumpLogsOnFailure;
+import rocketmq.compat.namesrv.NameServer;
+import rocketmq.compat.runtime.Versions;
+
+/**
+ * The RocketMQ 5 gRPC path in CLUSTER mode through OUR proxy: {@code mqproxy -pc rmq-proxy.json -n NAMESRV} in front
+ * of a name server and one broker, driven by rocketmq-client-java ({@code GrpcDriver}) through the scenarios of
+ * {@link ProxyGrpcTest} (whose Java side, Java's proxy in front of Java's broker, shows they are right). Twice, at
+ * the same time: our name server with our broker, and Java's name server 5.3.3 with a Java broker 5.3.3 (the proxy
+ * reads routes, topic configs and groups, and talks to the broker, over remoting only). Same topics, groups, broker
+ * keys and 1 s minimum invisible duration as {@link ProxyGrpcTest}.
+ */
+@DisplayName("gRPC clients through our mqproxy (cluster mode): our broker and Java's")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(DumpLogsOnFailure.class)
+class ClusterProxyGrpcTest {
+    private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
+    private static final Map<String, Object> PROXY_EXTRA = Map.of("minInvisibleTimeMillsForRecv", 1000);
+
+    /** {@code -Drmq.proxy.sides=java} (or {@code ours}) runs one side only; default both. */
+    private static final String SIDES = System.getProperty("rmq.proxy.sides", "java,ours");
+
+    @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+    static Path dir;
+    private final List<AutoCloseable> started = new ArrayList<>();
+    private DriverRun javaRun;
+    private DriverRun ourRun;
+    private RustProxy javaSideProxy;
+    private RustProxy ourSideProxy;
+    private JavaBroker javaBroker;
+    private RustBroker ourBroker;
+
+    @BeforeAll
+    void start() throws Exception {
+        System.out.println("ClusterProxyGrpcTest folder (kept on failure): " + dir);
+        boolean runJava = SIDES.contains("java");
+        boolean runOurs = SIDES.contains("ours");
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            Future<RustProxy> javaSide = !runJava ? null : pool.submit(() -> {
+                NameServer ns = own(NameServer.start(dir.resolve("java-namesrv"), "java"));
+                javaBroker = own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
+                    "GrpcJavaCluster", "grpc-java-a", ProxyGrpcTest.BROKER_EXTRA));
+                ProxyGrpcTest.prepare(ns.address(), javaBroker.address(), "grpc-java-a", () -> javaBroker.describe(60));
+                return own(RustProxy.start(dir.resolve("java-side-proxy"), ns.address(), "GrpcJavaCluster", PROXY_EXTRA));
+            });
+            Future<RustProxy> ourSide = !runOurs ? null : pool.submit(() -> {
+                NameServer ns = own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
+                ourBroker = own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "GrpcOurCluster",
+                    "grpc-ours-a", ProxyGrpcTest.BROKER_EXTRA));
+                ProxyGrpcTest.prepare(ns.address(), ourBroker.address(), "grpc-ours-a", () -> ourBroker.describe(60));
+                return own(RustProxy.start(dir.resolve("our-side-proxy"), ns.address(), "GrpcOurCluster", PROXY_EXTRA));
+            });
+            javaSideProxy = javaSide == null ? null : javaSide.get();
+            ourSideProxy = ourSide == null ? null : ourSide.get();
+        } finally {
+            pool.shutdown();
+        }
+        DriverRun.Running java = javaSideProxy == null ? null : own(DriverRun.start("GrpcDriver",
+            "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON", dir.resolve("java-driver"),
+            ProxyGrpcTest.args(javaSideProxy.endpoint())));
+        DriverRun.Running ours = ourSideProxy == null ? null : own(DriverRun.start("GrpcDriver",
+            "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON", dir.resolve("our-driver"),
+            ProxyGrpcTest.args(ourSideProxy.endpoint())));
+        if (java != null) {
+            javaRun = java.await(DRIVER_TIMEOUT);
+            System.out.println("our proxy, Java broker: " + javaRun.summary());
+        }
+        if (ours != null) {
+            ourRun = ours.await(DRIVER_TIMEOUT);
+            System.out.println("our proxy, our broker:  " + ourRun.summary());
+        }
+    }
+
+    private <T extends AutoCloseable> T own(T c) {
+        synchronized (started) {
+            started.add(c);
+        }
+        return c;
+    }
+
+    @AfterAll
+    void stop() {
+        for (int i = started.size() - 1; i >= 0; i--) {
+            try {
+                started.get(i).close();
+            } catch (Exception e) {
+                System.out.println("closing " + started.get(i) + ": " + e);
+            }
+        }
+    }
+
+    /** The step passed through our proxy in front of the Java broker and in front of ours. */
+    private void assertStep(String step) {
+        if (javaRun != null) {
+            check("our proxy and the Java broker", javaRun, step, javaSideProxy, javaBroker::describe);
+        }
+        if (ourRun != null) {
+            check("our proxy and our broker", ourRun, step, ourSideProxy, ourBroker::describe);
+        }
+    }
+
+    private static void check(String side, DriverRun run, String step, RustProxy proxy,
+                              java.util.function.IntFunction<String> broker) {
+        Map<String, String> r = run.result(step);
+        if (!"OK".equals(r.get("status"))) {
+            throw new AssertionError("through " + side + ": step " + step + " "
+                + (r.isEmpty() ? "printed no RESULT" : r.get("status") + ": " + r.get("reason") + "\n  facts: " + r)
+                + "\n" + run.report() + "\n" + proxy.describe(80) + "\n" + broker.apply(100));
+        }
+    }
+
+    @Test
+    @DisplayName("normal sends, SimpleConsumer receive and ack: every message intact, once, none after the acks")
+    void normal() {
+        assertStep("normal");
+    }
+
+    @Test
+    @DisplayName("SimpleConsumer: a message not acked comes back after its invisible time; changeInvisibleDuration")
+    void invisible() {
+        assertStep("invisible");
+    }
+
+    @Test
+    @DisplayName("FIFO producer with message groups, PushConsumer of an orderly group: each group's order kept")
+    void fifo() {
+        assertStep("fifo");
+    }
+
+    @Test
+    @DisplayName("delay messages (setDeliveryTimestamp) arrive not early, within 10 s")
+    void delay() {
+        assertStep("delay");
+    }
+
+    @Test
+    @DisplayName("transactions: commit, rollback, and the checker's commit and rollback over Telemetry")
+    void transaction() {
+        assertStep("transaction");
+    }
+
+    @Test
+    @DisplayName("PushConsumer: 200 messages, every one exactly once")
+    void pushOnce() {
+        assertStep("pushOnce");
+    }
+}

@@ -1,0 +1,107 @@
+//! `mqproxy`: the gRPC front in cluster mode, started like Java's `ProxyStartup`
+//! (`mqproxy [-n NAMESRV] [-pc rmq-proxy.json] [-pm CLUSTER]`), serving
+//! `apache.rocketmq.v2.MessagingService` in front of the brokers a name server knows.
+//! Local mode runs inside the broker (`mqbroker --enable-proxy`), not here.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use proxy::cluster::{ClusterBackend, ClusterSettings};
+use proxy::config::ProxyConfig;
+use proxy::server::GrpcServer;
+use proxy::service::Messaging;
+
+#[derive(Parser)]
+#[command(name = "mqproxy", about = "RocketMQ 5 gRPC proxy (cluster mode)", disable_help_flag = true)]
+struct Args {
+    /// Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'
+    #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS")]
+    namesrv_addr: Option<String>,
+    /// -pc: proxy config file path (rmq-proxy.json)
+    #[arg(long = "proxyConfigPath", value_name = "FILE")]
+    proxy_config: Option<PathBuf>,
+    /// -pm: proxy run in local or cluster mode (only cluster here)
+    #[arg(long = "proxyMode", value_name = "MODE")]
+    proxy_mode: Option<String>,
+    /// -bc: broker config file path for local mode (refused: local mode is mqbroker --enable-proxy)
+    #[arg(long = "brokerConfigPath", value_name = "FILE")]
+    broker_config: Option<PathBuf>,
+    /// Print help
+    #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
+    help: Option<bool>,
+}
+
+/// Java's reading order: `-pc`, else `conf/rmq-proxy.json` under `$RMQ_PROXY_HOME` (else
+/// `$ROCKETMQ_HOME`, else `.`) if there is one, else the defaults; then `-n` and `-pm` over the
+/// file's keys.
+fn load_config(args: &Args) -> Result<ProxyConfig, String> {
+    let home = ["RMQ_PROXY_HOME", "ROCKETMQ_HOME"].iter().filter_map(std::env::var_os).find(|h| !h.is_empty()).unwrap_or_else(|| ".".into());
+    let home_file = Some(PathBuf::from(home).join("conf").join("rmq-proxy.json")).filter(|p| p.is_file());
+    let mut config = match args.proxy_config.clone().or(home_file) {
+        Some(path) => ProxyConfig::load(&path).map_err(|e| e.to_string())?,
+        None => ProxyConfig::default(),
+    };
+    if config.namesrv_addr.is_empty() {
+        config.namesrv_addr = std::env::var("NAMESRV_ADDR").unwrap_or_default();
+    }
+    if let Some(n) = args.namesrv_addr.as_ref().filter(|n| !n.trim().is_empty()) {
+        config.namesrv_addr = n.trim().to_owned();
+    }
+    if let Some(m) = args.proxy_mode.as_ref().filter(|m| !m.trim().is_empty()) {
+        config.proxy_mode = m.trim().to_owned();
+    }
+    if args.broker_config.is_some() || !config.proxy_mode.eq_ignore_ascii_case("CLUSTER") {
+        return Err(format!("proxyMode {} is not served by mqproxy: local mode runs inside the broker (mqbroker --enable-proxy -pc FILE)", config.proxy_mode));
+    }
+    if config.namesrv_addr.trim().is_empty() {
+        return Err("no name server address: give -n or namesrvAddr in rmq-proxy.json".to_owned());
+    }
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    remoting::process::init_logging();
+    // Java's options are `-pc`, `-pm`, `-bc` (commons-cli takes multi-letter short options; clap does not).
+    let args = Args::parse_from(std::env::args().map(|a| match a.as_str() {
+        "-pc" => "--proxyConfigPath".to_owned(),
+        "-pm" => "--proxyMode".to_owned(),
+        "-bc" => "--brokerConfigPath".to_owned(),
+        _ => a,
+    }));
+    let config = match load_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let backend = Arc::new(ClusterBackend::new(ClusterSettings::from_config(&config)));
+        if let Err(e) = backend.refresh_brokers().await {
+            // Not fatal: the name server may come up later; lookups retry.
+            tracing::warn!(error = %e, namesrv = %config.namesrv_addr, "cannot read the cluster's brokers yet");
+        }
+        let addr = SocketAddr::from(([0, 0, 0, 0], config.grpc_server_port));
+        let server = match GrpcServer::start(addr, Messaging::new(config, backend)).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cannot serve gRPC on {addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("rocketmq-proxy startup successfully, gRPC on {}", server.local_addr());
+        remoting::process::wait_for_stop_signal().await;
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
