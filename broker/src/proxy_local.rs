@@ -33,6 +33,9 @@ pub struct LocalBackend {
     broker: Arc<Broker>,
     acceptor: StreamAcceptor,
     connections: Mutex<HashMap<String, Channel>>,
+    /// Where each client connects from, reported as its connection's peer (as Java's proxy
+    /// channel reports the gRPC client's address); bounded as the connections are.
+    addresses: Mutex<HashMap<String, SocketAddr>>,
     requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
 }
 
@@ -59,10 +62,12 @@ impl InboundHandler for ToClient {
 
 impl LocalBackend {
     pub fn new(broker: Arc<Broker>, acceptor: StreamAcceptor) -> LocalBackend {
-        LocalBackend { broker, acceptor, connections: Mutex::new(HashMap::new()), requests: Arc::new(OnceLock::new()) }
+        LocalBackend { broker, acceptor, connections: Mutex::new(HashMap::new()), addresses: Mutex::new(HashMap::new()), requests: Arc::new(OnceLock::new()) }
     }
 
     fn connection(&self, client_id: &str) -> Result<Channel, BackendError> {
+        // Read before the connections' lock (`client_address` takes the two the other way).
+        let peer = self.addresses.lock().get(client_id).copied().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
         let mut connections = self.connections.lock();
         if let Some(c) = connections.get(client_id).filter(|c| !c.is_closed()) {
             return Ok(c.clone());
@@ -72,7 +77,6 @@ impl LocalBackend {
             return Err(BackendError::Unreachable(format!("{MAX_CLIENTS} gRPC clients connected, the most taken")));
         }
         let (client_end, server_end) = command_pipe();
-        let peer = SocketAddr::from(([127, 0, 0, 1], 0));
         let broker_addr = self.acceptor.local_addr();
         self.acceptor.serve_commands(server_end, peer).map_err(|e| BackendError::Unreachable(e.to_string()))?;
         let handler = Arc::new(ToClient { client_id: client_id.to_owned(), requests: self.requests.clone() });
@@ -139,9 +143,23 @@ impl Backend for LocalBackend {
     }
 
     fn client_gone(&self, client_id: &str) {
+        self.addresses.lock().remove(client_id);
         if let Some(c) = self.connections.lock().remove(client_id) {
             c.close();
         }
+    }
+
+    fn client_address(&self, client_id: &str, addr: SocketAddr) {
+        let mut addresses = self.addresses.lock();
+        if addresses.len() >= MAX_CLIENTS && !addresses.contains_key(client_id) {
+            // Forget those without a live connection first; past that, the new one goes unnamed.
+            let connections = self.connections.lock();
+            addresses.retain(|id, _| connections.get(id).is_some_and(|c| !c.is_closed()));
+            if addresses.len() >= MAX_CLIENTS {
+                return;
+            }
+        }
+        addresses.insert(client_id.to_owned(), addr);
     }
 
     fn set_client_requests(&self, handler: Arc<dyn ClientRequests>) {

@@ -348,6 +348,15 @@ async fn console_requests_reach_a_grpc_consumer_and_its_answers_come_back() {
     let first = tokio::time::timeout(TIMEOUT, telemetry.message()).await.unwrap().unwrap().unwrap();
     assert_eq!(code(&first.status), Code::Ok);
 
+    // The broker knows the gRPC client by its own address, as Java's proxy channel reports it.
+    let connections = admin.invoke(&addr, raw(RequestCode::GET_CONSUMER_CONNECTION_LIST, &[("consumerGroup", "grpc-console")]), TIMEOUT).await.unwrap();
+    assert_eq!(connections.response_code(), ResponseCode::SUCCESS, "{:?}", connections.remark);
+    let listed = String::from_utf8_lossy(connections.body_bytes()).into_owned();
+    assert!(
+        listed.contains(r#""clientId":"console-client""#) && listed.contains(r#""clientAddr":"127.0.0.1:"#) && !listed.contains("127.0.0.1:0\""),
+        "{listed}"
+    );
+
     // CONSUME_MESSAGE_DIRECTLY: a VerifyMessageCommand with the stored message; the result answers.
     let direct = raw(RequestCode::CONSUME_MESSAGE_DIRECTLY, &[("consumerGroup", "grpc-console"), ("clientId", "console-client"), ("msgId", &msg_id)]);
     let asked = tokio::spawn({

@@ -84,6 +84,10 @@ pub trait Backend: Send + Sync + 'static {
     /// connections close, which unregisters it.
     fn client_gone(&self, client_id: &str);
 
+    /// Where the client connects from (its Telemetry stream, its heartbeats): what a backend may
+    /// report as the client's address to brokers, as Java's proxy channels do.
+    fn client_address(&self, _client_id: &str, _addr: std::net::SocketAddr) {}
+
     /// Where requests brokers make of clients go.
     fn set_client_requests(&self, handler: std::sync::Arc<dyn ClientRequests>);
 }

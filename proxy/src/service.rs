@@ -958,7 +958,12 @@ impl MessagingService for Messaging {
 
     async fn heartbeat(&self, request: Request<pb::HeartbeatRequest>) -> Answer<pb::HeartbeatResponse> {
         let s = match client_id(&request) {
-            Ok(id) => self.heartbeat_brokers(&id).await,
+            Ok(id) => {
+                if let Some(addr) = request.remote_addr() {
+                    self.backend.client_address(&id, addr);
+                }
+                self.heartbeat_brokers(&id).await
+            }
             Err(r) => r.status(),
         };
         Ok(Response::new(pb::HeartbeatResponse { status: Some(s) }))
@@ -1084,6 +1089,9 @@ impl MessagingService for Messaging {
 
     async fn telemetry(&self, request: Request<Streaming<pb::TelemetryCommand>>) -> Answer<Self::TelemetryStream> {
         let client_id = client_id(&request).map_err(|r| Status::invalid_argument(r.message))?;
+        if let Some(addr) = request.remote_addr() {
+            self.backend.client_address(&client_id, addr);
+        }
         let mut incoming = request.into_inner();
         let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
         self.clients.telemetry.lock().insert(client_id.clone(), tx.clone());
