@@ -36,6 +36,9 @@ pub struct LocalBackend {
     /// Where each client connects from, reported as its connection's peer (as Java's proxy
     /// channel reports the gRPC client's address); bounded as the connections are.
     addresses: Mutex<HashMap<String, SocketAddr>>,
+    /// With ACL on, the account each client proved it holds (its gRPC signature), whose key signs
+    /// its commands, so the broker's ACL checks them as that account's.
+    identities: Mutex<HashMap<String, String>>,
     requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
 }
 
@@ -62,7 +65,14 @@ impl InboundHandler for ToClient {
 
 impl LocalBackend {
     pub fn new(broker: Arc<Broker>, acceptor: StreamAcceptor) -> LocalBackend {
-        LocalBackend { broker, acceptor, connections: Mutex::new(HashMap::new()), addresses: Mutex::new(HashMap::new()), requests: Arc::new(OnceLock::new()) }
+        LocalBackend {
+            broker,
+            acceptor,
+            connections: Mutex::new(HashMap::new()),
+            addresses: Mutex::new(HashMap::new()),
+            identities: Mutex::new(HashMap::new()),
+            requests: Arc::new(OnceLock::new()),
+        }
     }
 
     fn connection(&self, client_id: &str) -> Result<Channel, BackendError> {
@@ -103,12 +113,24 @@ impl Backend for LocalBackend {
             Ok(c) => c,
             Err(e) => return async move { Err(e) }.boxed(),
         };
+        let mut request = request;
+        let acl_on = self.broker.acl.is_some();
+        if let Some(acl) = &self.broker.acl {
+            let access_key = self.identities.lock().get(client_id).cloned();
+            if let Some((access_key, secret_key)) = access_key.and_then(|ak| acl.secret_of(&ak).map(|sk| (ak, sk))) {
+                crate::acl::Credentials { access_key, secret_key }.sign(&mut request);
+            }
+        }
         async move {
             if request.is_oneway() {
                 channel.invoke_oneway(request).map_err(|e| BackendError::Unreachable(e.to_string()))?;
                 return Ok(RemotingCommand::request(remoting::RequestCode(0)));
             }
             match channel.invoke(request, timeout).await {
+                // The account may not: Java's proxy answers that as an authorization failure.
+                Ok(r) if acl_on && r.code != ResponseCode::SUCCESS.0 && r.remark.as_deref().is_some_and(|m| m.starts_with(crate::acl::REFUSAL_PREFIX)) => {
+                    Err(BackendError::Unauthorized(r.remark.unwrap_or_default()))
+                }
                 Ok(r) => Ok(r),
                 Err(remoting::connection::ChannelError::Timeout { .. }) => Err(BackendError::Timeout),
                 Err(e) => Err(BackendError::Unreachable(e.to_string())),
@@ -142,7 +164,28 @@ impl Backend for LocalBackend {
         Some(GroupSettings { consume_orderly: g.consume_message_orderly, retry_max_times: g.retry_max_times })
     }
 
+    fn authenticate(&self, client_id: &str, credentials: Option<&proxy::auth::Credentials>) -> Result<(), String> {
+        let Some(acl) = &self.broker.acl else { return Ok(()) };
+        let Some(c) = credentials else { return Err("No accessKey is configured".to_owned()) };
+        let Some(secret_key) = acl.secret_of(&c.access_key) else { return Err(format!("No acl config for {}", c.access_key)) };
+        if !proxy::auth::signature_matches(c, &secret_key) {
+            return Err(format!("Check signature failed for accessKey={}", c.access_key));
+        }
+        if !client_id.is_empty() {
+            let mut identities = self.identities.lock();
+            if identities.len() >= MAX_CLIENTS && !identities.contains_key(client_id) {
+                let connections = self.connections.lock();
+                identities.retain(|id, _| connections.get(id).is_some_and(|c| !c.is_closed()));
+            }
+            if identities.len() < MAX_CLIENTS || identities.contains_key(client_id) {
+                identities.insert(client_id.to_owned(), c.access_key.clone());
+            }
+        }
+        Ok(())
+    }
+
     fn client_gone(&self, client_id: &str) {
+        self.identities.lock().remove(client_id);
         self.addresses.lock().remove(client_id);
         if let Some(c) = self.connections.lock().remove(client_id) {
             c.close();

@@ -45,6 +45,9 @@ pub enum BackendError {
     Timeout,
     #[error("cannot reach the broker: {0}")]
     Unreachable(String),
+    /// The account may not do this (ACL).
+    #[error("{0}")]
+    Unauthorized(String),
 }
 
 /// The extension field a backend sets on a request a broker makes of a client: the broker's name
@@ -87,6 +90,13 @@ pub trait Backend: Send + Sync + 'static {
     /// Where the client connects from (its Telemetry stream, its heartbeats): what a backend may
     /// report as the client's address to brokers, as Java's proxy channels do.
     fn client_address(&self, _client_id: &str, _addr: std::net::SocketAddr) {}
+
+    /// Checks a request's credentials when the brokers check who sends (ACL on), and signs the
+    /// client's requests as that account from then on; the error is why not. With ACL off,
+    /// every request passes.
+    fn authenticate(&self, _client_id: &str, _credentials: Option<&crate::auth::Credentials>) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Where requests brokers make of clients go.
     fn set_client_requests(&self, handler: std::sync::Arc<dyn ClientRequests>);

@@ -15,6 +15,7 @@
 //! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
 //!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
 
+pub mod auth;
 pub mod backend;
 pub mod cluster;
 pub mod config;

@@ -150,6 +150,16 @@ impl ClientRequests for CheckRequests {
 
 type Answer<T> = Result<Response<T>, Status>;
 
+impl Messaging {
+    /// Java's authentication step, before anything else of a request: its credentials checked by
+    /// the backend (when the brokers check who sends), UNAUTHORIZED with the reason otherwise.
+    fn authorize<T>(&self, request: &Request<T>) -> Result<(), Refusal> {
+        let client = request.metadata().get(CLIENT_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let credentials = crate::auth::credentials(request.metadata());
+        self.backend.authenticate(client, credentials.as_ref()).map_err(|why| Refusal::new(Code::Unauthorized, why))
+    }
+}
+
 fn client_id<T>(request: &Request<T>) -> Result<String, Refusal> {
     match request.metadata().get(CLIENT_ID).and_then(|v| v.to_str().ok()).filter(|s| !s.is_empty()) {
         Some(id) => Ok(id.to_owned()),
@@ -222,6 +232,7 @@ fn broker_status(response: &RemotingCommand) -> pb::Status {
 fn backend_status(e: &BackendError) -> pb::Status {
     match e {
         BackendError::Timeout => status(Code::ProxyTimeout, e.to_string()),
+        BackendError::Unauthorized(why) => status(Code::Unauthorized, why.clone()),
         _ => status(Code::InternalServerError, e.to_string()),
     }
 }
@@ -475,6 +486,7 @@ impl Messaging {
     }
 
     async fn send(&self, request: Request<pb::SendMessageRequest>) -> Result<pb::SendMessageResponse, Refusal> {
+        self.authorize(&request)?;
         let client_id = client_id(&request)?;
         let remote = remote_addr(&request);
         let timeout = call_timeout(&request);
@@ -540,6 +552,9 @@ impl Messaging {
 
     async fn receive(&self, request: Request<pb::ReceiveMessageRequest>) -> Vec<pb::ReceiveMessageResponse> {
         let reply = |s: pb::Status| vec![pb::ReceiveMessageResponse { content: Some(pb::receive_message_response::Content::Status(s)) }];
+        if let Err(r) = self.authorize(&request) {
+            return reply(r.status());
+        }
         let client_id = match client_id(&request) {
             Ok(id) => id,
             Err(r) => return reply(r.status()),
@@ -732,6 +747,7 @@ impl Messaging {
     }
 
     async fn ack(&self, request: Request<pb::AckMessageRequest>) -> Result<pb::AckMessageResponse, Refusal> {
+        self.authorize(&request)?;
         let client_id = client_id(&request)?;
         let timeout = call_timeout(&request);
         let req = request.into_inner();
@@ -772,6 +788,7 @@ impl Messaging {
     }
 
     async fn change_invisible(&self, request: Request<pb::ChangeInvisibleDurationRequest>) -> Result<pb::ChangeInvisibleDurationResponse, Refusal> {
+        self.authorize(&request)?;
         let client_id = client_id(&request)?;
         let timeout = call_timeout(&request);
         let req = request.into_inner();
@@ -803,6 +820,7 @@ impl Messaging {
     }
 
     async fn end_transaction(&self, request: Request<pb::EndTransactionRequest>) -> Result<pb::EndTransactionResponse, Refusal> {
+        self.authorize(&request)?;
         let client_id = client_id(&request)?;
         let req = request.into_inner();
         let topic = resource_name(&req.topic);
@@ -937,9 +955,12 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 #[tonic::async_trait]
 impl MessagingService for Messaging {
     async fn query_route(&self, request: Request<pb::QueryRouteRequest>) -> Answer<pb::QueryRouteResponse> {
+        let answer = |s: pb::Status, q| pb::QueryRouteResponse { status: Some(s), message_queues: q };
+        if let Err(r) = self.authorize(&request) {
+            return Ok(Response::new(answer(r.status(), vec![])));
+        }
         let req = request.into_inner();
         let topic = resource_name(&req.topic);
-        let answer = |s: pb::Status, q| pb::QueryRouteResponse { status: Some(s), message_queues: q };
         if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic) {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
@@ -957,7 +978,7 @@ impl MessagingService for Messaging {
     }
 
     async fn heartbeat(&self, request: Request<pb::HeartbeatRequest>) -> Answer<pb::HeartbeatResponse> {
-        let s = match client_id(&request) {
+        let s = match self.authorize(&request).and_then(|()| client_id(&request)) {
             Ok(id) => {
                 if let Some(addr) = request.remote_addr() {
                     self.backend.client_address(&id, addr);
@@ -974,9 +995,12 @@ impl MessagingService for Messaging {
     }
 
     async fn query_assignment(&self, request: Request<pb::QueryAssignmentRequest>) -> Answer<pb::QueryAssignmentResponse> {
+        let answer = |s, a| pb::QueryAssignmentResponse { status: Some(s), assignments: a };
+        if let Err(r) = self.authorize(&request) {
+            return Ok(Response::new(answer(r.status(), vec![])));
+        }
         let req = request.into_inner();
         let topic = resource_name(&req.topic);
-        let answer = |s, a| pb::QueryAssignmentResponse { status: Some(s), assignments: a };
         let Some(endpoints) = req.endpoints.filter(|e| !e.addresses.is_empty()) else {
             return Ok(Response::new(answer(status(Code::IllegalAccessPoint, "endpoint is empty"), vec![])));
         };
@@ -1045,7 +1069,7 @@ impl MessagingService for Messaging {
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<pb::ForwardMessageToDeadLetterQueueResponse> {
         let answer = |s: pb::Status| Response::new(pb::ForwardMessageToDeadLetterQueueResponse { status: Some(s) });
-        let client_id = match client_id(&request) {
+        let client_id = match self.authorize(&request).and_then(|()| client_id(&request)) {
             Ok(id) => id,
             Err(r) => return Ok(answer(r.status())),
         };
@@ -1088,6 +1112,10 @@ impl MessagingService for Messaging {
     type TelemetryStream = BoxStream<pb::TelemetryCommand>;
 
     async fn telemetry(&self, request: Request<Streaming<pb::TelemetryCommand>>) -> Answer<Self::TelemetryStream> {
+        if let Err(r) = self.authorize(&request) {
+            let refused = pb::TelemetryCommand { status: Some(r.status()), command: None };
+            return Ok(Response::new(Box::pin(futures::stream::iter([Ok(refused)]))));
+        }
         let client_id = client_id(&request).map_err(|r| Status::invalid_argument(r.message))?;
         if let Some(addr) = request.remote_addr() {
             self.backend.client_address(&client_id, addr);
@@ -1145,7 +1173,7 @@ impl MessagingService for Messaging {
     }
 
     async fn notify_client_termination(&self, request: Request<pb::NotifyClientTerminationRequest>) -> Answer<pb::NotifyClientTerminationResponse> {
-        let s = match client_id(&request) {
+        let s = match self.authorize(&request).and_then(|()| client_id(&request)) {
             Ok(id) => {
                 self.clients.settings.lock().remove(&id);
                 self.clients.renewing.lock().retain(|(client, _, _), _| *client != id);

@@ -95,9 +95,12 @@ impl std::fmt::Debug for Access {
     }
 }
 
+/// What begins the remark of a request ACL refused (Java's `AclException` class name).
+pub const REFUSAL_PREFIX: &str = "org.apache.rocketmq.acl.common.AclException: ";
+
 /// Java's `AclException` text, as the 4.9.7 broker puts it in the remark.
 pub fn refusal(message: &str) -> String {
-    format!("org.apache.rocketmq.acl.common.AclException: {message}")
+    format!("{REFUSAL_PREFIX}{message}")
 }
 
 impl Acl {
@@ -138,6 +141,11 @@ impl Acl {
                 false
             }
         }
+    }
+
+    /// The secret key of an account, to check or make a signature with.
+    pub fn secret_of(&self, access_key: &str) -> Option<String> {
+        self.state.load().accounts.get(access_key).map(|a| a.secret_key.clone())
     }
 
     /// Checks one request from `ip` against its route's access rule; the error is the
