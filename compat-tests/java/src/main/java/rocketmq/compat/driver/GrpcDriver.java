@@ -19,6 +19,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -64,20 +66,30 @@ public final class GrpcDriver {
     private final ClientConfiguration config;
     private final String runId = UUID.randomUUID().toString().substring(0, 8);
 
-    /** {@code tls:host:port}: SSL on (the 5.x client's default, trusting any certificate); else plaintext. */
+    /**
+     * {@code [tls:][AK:SK@]host:port}: {@code tls:} SSL on (the 5.x client's default, trusting any certificate), else
+     * plaintext; {@code AK:SK@} the client's credentials (it then signs every request).
+     */
     private GrpcDriver(String endpoint) {
         boolean ssl = endpoint.startsWith("tls:");
-        this.config = ClientConfiguration.newBuilder().setEndpoints(ssl ? endpoint.substring(4) : endpoint).enableSsl(ssl)
-            .setRequestTimeout(Duration.ofSeconds(10)).build();
+        String rest = ssl ? endpoint.substring(4) : endpoint;
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder().enableSsl(ssl).setRequestTimeout(Duration.ofSeconds(10));
+        int at = rest.indexOf('@');
+        if (at > 0) {
+            String[] keys = rest.substring(0, at).split(":", 2);
+            builder.setCredentialProvider(new StaticSessionCredentialsProvider(keys[0], keys[1]));
+            rest = rest.substring(at + 1);
+        }
+        this.config = builder.setEndpoints(rest).build();
     }
 
     public static void main(String[] args) {
         if (args.length < 2) {
-            System.err.println("usage: GrpcDriver [tls:]<proxyEndpoint> <step> [<step> ...]");
+            System.err.println("usage: GrpcDriver [tls:][AK:SK@]<proxyEndpoint> <step> [<step> ...]");
             System.exit(2);
         }
         GrpcDriver driver = new GrpcDriver(args[0]);
-        System.out.printf("CLIENT grpc endpoint=%s run=%s%n", args[0], driver.runId);
+        System.out.printf("CLIENT grpc endpoint=%s run=%s%n", args[0].replaceAll(":[^:@]*@", ":***@"), driver.runId);
         boolean allOk = true;
         for (String step : Arrays.asList(args).subList(1, args.length)) {
             String[] s = step.split(":");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -16,6 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 import rocketmq.compat.client.DriverRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
+import rocketmq.compat.harness.FreePorts;
 import rocketmq.compat.mqadmin.MqAdmin;
 import rocketmq.compat.mqadmin.MqAdminRun;
 import rocketmq.compat.namesrv.NameServer;
@@ -49,6 +51,7 @@ class RustBrokerAclTest {
             defaultGroupPerm: SUB
             topicPerms:
               - AclTopic=PUB|SUB
+              - GrpcAclTopic=PUB|SUB
               - OtherTopic=%s
           - accessKey: RocketMQAdmin
             secretKey: 87654321
@@ -64,6 +67,7 @@ class RustBrokerAclTest {
     private NameServer namesrv;
     private RustBroker broker;
     private NamesrvProbe probe;
+    private int grpcPort;
 
     @BeforeAll
     void start() throws Exception {
@@ -71,7 +75,12 @@ class RustBrokerAclTest {
         Files.createDirectories(brokerDir.resolve("conf"));
         Files.writeString(brokerDir.resolve("conf/plain_acl.yml"), ACL.formatted("SUB"));
         namesrv = NameServer.start(dir.resolve("namesrv"));
-        broker = RustBroker.start(brokerDir, namesrv.address(), CLUSTER, BROKER, Map.of("aclEnable", "true"));
+        // With the gRPC front too: 5.x gRPC clients sign as the same accounts.
+        grpcPort = FreePorts.one();
+        Path proxyConf = dir.resolve("rmq-proxy.json");
+        Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"remotingListenPort\": " + FreePorts.one() + "}");
+        broker = RustBroker.start(brokerDir, namesrv.address(), CLUSTER, BROKER, Map.of("aclEnable", "true"),
+            List.of("--enable-proxy", "-pc", proxyConf.toString()));
         probe = NamesrvProbe.connect(namesrv.address());
         Await.until("our broker " + BROKER + " registered", Duration.ofSeconds(30), probe::clusterInfo,
             info -> info.getBrokerAddrTable() != null && info.getBrokerAddrTable().containsKey(BROKER), () -> broker.describe(40));
@@ -100,7 +109,7 @@ class RustBrokerAclTest {
 
     private static String line(DriverRun run, String prefix) {
         return run.lines(prefix).stream().map(w -> String.join(" ", w)).findFirst()
-            .orElseThrow(() -> new AssertionError("no " + prefix + " line\n" + run.summary()));
+            .orElseThrow(() -> new AssertionError("no " + prefix + " line\n" + run.report()));
     }
 
     @Test
@@ -184,5 +193,22 @@ class RustBrokerAclTest {
             () -> broker.output().contains("ACL files changed but do not load; the last good config stays"), () -> broker.describe(40));
         assertTrue(broker.isAlive(), broker.describe(40));
         assertEquals("1", line(client("send-after-bad-file", USER, USER_SECRET, "send:OtherTopic:1"), "SENT "));
+    }
+
+    /** The gRPC front (`--enable-proxy`): rocketmq-client-java 5.x signs with an account of plain_acl.yml. */
+    @Test
+    void grpcClientsSignAsTheirAccount() throws Exception {
+        MqAdminRun created = mqadmin("mqadmin-admin-grpc", ADMIN, ADMIN_SECRET).run("updateTopic", "-c", CLUSTER, "-t", "GrpcAclTopic");
+        assertTrue(created.succeeded(), created.describe());
+        Duration timeout = Duration.ofSeconds(120);
+        DriverRun ok = DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON", dir.resolve("grpc-ok"),
+            USER + ":" + USER_SECRET + "@127.0.0.1:" + grpcPort, "normal:GrpcAclTopic:grpc-acl:5").await(timeout);
+        System.out.println("gRPC client with the account's keys: " + ok.summary());
+        assertEquals("OK", ok.result("normal").get("status"), ok.report() + "\n" + broker.describe(60));
+        DriverRun bad = DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON", dir.resolve("grpc-bad"),
+            USER + ":not-the-secret@127.0.0.1:" + grpcPort, "normal:GrpcAclTopic:grpc-acl-bad:1").await(timeout);
+        System.out.println("gRPC client with a wrong secret: " + bad.summary());
+        assertEquals("FAILED", bad.result("normal").get("status"), bad.report());
+        assertTrue(bad.report().contains("Check signature failed for accessKey=" + USER), bad.report());
     }
 }
