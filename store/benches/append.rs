@@ -62,7 +62,10 @@ fn put_message(c: &mut Criterion) {
         })
     });
     group.finish();
-    println!("put_message/async_1KiB: {puts} puts, {faults} minor faults in the putting thread ({:.1} per 1000 puts)", faults as f64 * 1000.0 / puts.max(1) as f64);
+    println!(
+        "put_message/async_1KiB: {puts} puts, {faults} minor faults in the putting thread ({:.1} per 1000 puts)",
+        faults as f64 * 1000.0 / puts.max(1) as f64
+    );
     store.shutdown();
 }
 
