@@ -53,7 +53,8 @@ fn put_message(c: &mut Criterion) {
             let faults_before = thread_minor_faults();
             let started = Instant::now();
             for _ in 0..iters {
-                assert!(store.put_message(black_box(&msg)).is_ok());
+                let put = store.put_message(black_box(&msg));
+                assert!(put.is_ok(), "{:?}: {:?}", put.status, put.remark);
             }
             let elapsed = started.elapsed();
             faults += thread_minor_faults() - faults_before;
