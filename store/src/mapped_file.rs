@@ -24,11 +24,14 @@ pub const OS_PAGE_SIZE: usize = 4096;
 /// How far beyond the write position the active commit-log file is kept pre-faulted (see
 /// [`MappedFile::prefault_ahead`]), so appends under the append lock write into pages that are
 /// already in the page cache and mapped writable instead of taking a fault per new 4 KiB page.
-pub const PREFAULT_WINDOW_BYTES: usize = 4 << 20;
+/// The pre-faulter may wait milliseconds for a CPU on a busy machine, while the writer appends
+/// several hundred MB/s: with 4 MiB the store bench's writer still took 3-4 faults per 1000
+/// 1 KiB puts on 2 loaded cores, with 16 MiB about 1. The cost is that much page cache ahead.
+pub const PREFAULT_WINDOW_BYTES: usize = 16 << 20;
 
 /// The pre-faulter is woken when the writer has used this much of the window: when fewer than
 /// `PREFAULT_WINDOW_BYTES - PREFAULT_STEP_BYTES` pre-faulted bytes remain ahead of it.
-pub const PREFAULT_STEP_BYTES: usize = 1 << 20;
+pub const PREFAULT_STEP_BYTES: usize = 4 << 20;
 
 /// How a flush forces a range of a file to disk. Production uses [`Msync`]; the commit log takes
 /// another implementation only through its test seam

@@ -513,15 +513,15 @@ fn the_active_commit_log_file_is_kept_prefaulted_ahead_of_the_writer() {
     use store::mapped_file::{PREFAULT_STEP_BYTES, PREFAULT_WINDOW_BYTES};
     for pool in [false, true] {
         let dir = tempfile::tempdir().unwrap();
-        let size = 16 << 20;
+        let size = 32 << 20;
         let store = open(MessageStoreConfig {
             mapped_file_size_commit_log: size,
             transient_store_pool_enable: pool,
             transient_store_pool_size: 2,
             ..config(dir.path())
         });
-        // ~1.7 MiB: past the first step of the window.
-        for i in 0..3000 {
+        // ~7 MiB: past the first step of the window the allocation service pre-faulted.
+        for i in 0..10_000 {
             assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
