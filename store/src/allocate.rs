@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
-use crate::mapped_file::MappedFile;
+use crate::mapped_file::{MappedFile, PREFAULT_WINDOW_BYTES};
 use crate::transient_pool::TransientStorePool;
 
 #[derive(Clone)]
@@ -66,6 +66,10 @@ impl AllocateService {
             let started = std::time::Instant::now();
             file.warm_up(flush_every)?;
             info!(path = %file.path().display(), elapsed_ms = started.elapsed().as_millis() as u64, "warmed up");
+        } else if let Err(e) = file.prefault_ahead(PREFAULT_WINDOW_BYTES) {
+            // The first window of the next file, so the writer starts it without faults too (the
+            // commit log's pre-fault service keeps the window ahead from there).
+            debug!(path = %file.path().display(), error = %e, "pre-faulting a new commit-log file failed");
         }
         Ok(file)
     }

@@ -504,3 +504,43 @@ fn a_dispatcher_given_at_open_sees_what_recovery_re_dispatches_after_a_crash() {
     assert_eq!(seen.len(), 50, "recovery re-dispatched every record of the walked files to it");
     assert!(seen.windows(2).all(|w| w[0].3 < w[1].3), "in log order");
 }
+
+/// The pre-fault service keeps the active commit-log file faulted in a window ahead of the
+/// writer (the writer appends into pages already mapped), and leaves files that append into a
+/// transient-pool buffer alone.
+#[test]
+fn the_active_commit_log_file_is_kept_prefaulted_ahead_of_the_writer() {
+    use store::mapped_file::{PREFAULT_STEP_BYTES, PREFAULT_WINDOW_BYTES};
+    for pool in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 32 << 20;
+        let store = open(MessageStoreConfig {
+            mapped_file_size_commit_log: size,
+            transient_store_pool_enable: pool,
+            transient_store_pool_size: 2,
+            ..config(dir.path())
+        });
+        // ~7 MiB: past the first step of the window the allocation service pre-faulted.
+        for i in 0..10_000 {
+            assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let file = store.commit_log().files().last().unwrap();
+            let (wrote, prefaulted) = (file.wrote_position(), file.prefaulted_position());
+            if pool {
+                assert!(file.uses_write_buffer());
+                assert_eq!(prefaulted, 0, "a file appending into a pool buffer was pre-faulted");
+                break;
+            }
+            assert!(wrote > PREFAULT_STEP_BYTES);
+            if prefaulted >= wrote + PREFAULT_WINDOW_BYTES - PREFAULT_STEP_BYTES {
+                assert!(prefaulted <= wrote + PREFAULT_WINDOW_BYTES + 4096, "one window ahead, no more: {prefaulted} for {wrote}");
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the window never moved ahead of {wrote} (pre-faulted to {prefaulted})");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        store.shutdown();
+    }
+}
