@@ -398,23 +398,27 @@ pub struct ReceiptHandle {
 }
 
 impl ReceiptHandle {
+    /// Java's `ReceiptHandle.decode`; what it throws becomes INTERNAL_SERVER_ERROR with the
+    /// exception's message (Java's proxy adds the exception's class and frame, not repeated here).
     pub fn parse(text: &str) -> Result<ReceiptHandle, Refusal> {
-        let bad = || Refusal::new(Code::InvalidReceiptHandle, "receipt handle is invalid");
         let f: Vec<&str> = text.split(' ').collect();
         if f.len() < 8 {
-            return Err(bad());
+            return Err(Refusal::new(Code::InternalServerError, format!("Parse failed, dataList size {}", f.len())));
+        }
+        fn num<T: std::str::FromStr>(s: &str) -> Result<T, Refusal> {
+            s.parse().map_err(|_| Refusal::new(Code::InternalServerError, format!("For input string: \"{s}\"")))
         }
         Ok(ReceiptHandle {
-            ck_queue_offset: f[0].parse().map_err(|_| bad())?,
-            pop_time: f[1].parse().map_err(|_| bad())?,
-            invisible_time: f[2].parse().map_err(|_| bad())?,
-            revive_qid: f[3].parse().map_err(|_| bad())?,
+            ck_queue_offset: num(f[0])?,
+            pop_time: num(f[1])?,
+            invisible_time: num(f[2])?,
+            revive_qid: num(f[3])?,
             retry: f[4].to_owned(),
             broker_name: f[5].to_owned(),
-            queue_id: f[6].parse().map_err(|_| bad())?,
-            offset: f[7].parse().map_err(|_| bad())?,
+            queue_id: num(f[6])?,
+            offset: num(f[7])?,
             commit_log_offset: match f.get(8) {
-                Some(o) => Some(o.parse().map_err(|_| bad())?),
+                Some(o) => Some(num(o)?),
                 None => None,
             },
             text: text.to_owned(),

@@ -11,6 +11,7 @@
 //!   implements it in local mode (`mqbroker --enable-proxy`); [`cluster`] in cluster mode
 //!   (`mqproxy`), over the name server and remoting connections to the brokers.
 //! - [`convert`]: gRPC messages to the broker's message properties and back, receipt handles.
+//! - [`validate`]: Java's `GrpcValidator` (names, invisible durations).
 //! - [`service`]: the RPCs, with Java's status codes and messages.
 //! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
 //!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
@@ -25,6 +26,7 @@ pub mod remoting_port;
 pub mod server;
 pub mod service;
 pub mod tls;
+pub mod validate;
 
 /// The generated protobuf types of `apache.rocketmq.v2`.
 #[allow(clippy::all, missing_docs)]

@@ -20,6 +20,7 @@ use crate::convert::{self, names, ok_status, status, ReceiptHandle, Refusal};
 use crate::pb;
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::Code;
+use crate::validate;
 
 const CLIENT_ID: &str = "x-mq-client-id";
 /// How long a broker call may take, past any long polling it asks for, when the client gave no
@@ -163,8 +164,42 @@ impl Messaging {
 fn client_id<T>(request: &Request<T>) -> Result<String, Refusal> {
     match request.metadata().get(CLIENT_ID).and_then(|v| v.to_str().ok()).filter(|s| !s.is_empty()) {
         Some(id) => Ok(id.to_owned()),
-        None => Err(Refusal::new(Code::ClientIdRequired, "clientId is required")),
+        None => Err(Refusal::new(Code::ClientIdRequired, "client id cannot be empty")),
     }
+}
+
+/// Java's answer when no broker has the topic: the client's `MQClientException` text (code 17
+/// and the FAQ link).
+fn topic_not_found(topic: &str) -> Refusal {
+    Refusal::new(
+        Code::TopicNotFound,
+        format!(
+            "CODE: 17  DESC: No topic route info in name server for the topic: {topic}\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+        ),
+    )
+}
+
+/// A `ProxyException` of Java's proxy: its message is the exception's `toString`.
+fn proxy_exception(code: Code, message: &str) -> Refusal {
+    Refusal::new(code, format!("org.apache.rocketmq.proxy.common.ProxyException: {message}"))
+}
+
+/// Java's `DefaultTopicMessageTypeValidator`: `expected` is the topic's type (`UNSPECIFIED` when
+/// there is no such topic), `actual` the message's.
+fn check_message_type(expected: &str, actual: &str) -> Result<(), Refusal> {
+    if actual == "UNSPECIFIED" || (actual != expected && expected != "MIXED") {
+        return Err(proxy_exception(
+            Code::MessagePropertyConflictWithType,
+            &format!("TopicMessageType validate failed, the expected type is {expected}, but actual type is {actual}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What grpc-java answers for a method its service does not override (PullMessage, UpdateOffset,
+/// GetOffset, QueryOffset in Java's proxy 5.3.3).
+fn unimplemented(method: &str) -> Status {
+    Status::unimplemented(format!("Method apache.rocketmq.v2.MessagingService/{method} is unimplemented"))
 }
 
 /// The time left before the client's deadline (`grpc-timeout`: digits and a unit), if it sent one.
@@ -234,17 +269,6 @@ fn backend_status(e: &BackendError) -> pb::Status {
         BackendError::Timeout => status(Code::ProxyTimeout, e.to_string()),
         BackendError::Unauthorized(why) => status(Code::Unauthorized, why.clone()),
         _ => status(Code::InternalServerError, e.to_string()),
-    }
-}
-
-fn validate_name(kind: Code, what: &str, name: &str) -> Result<(), Refusal> {
-    let ok = !name.is_empty()
-        && name.len() <= if kind == Code::IllegalTopic { 127 } else { 255 }
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'%' || b == b'|' || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(Refusal::new(kind, format!("{what} name {name:?} is illegal")))
     }
 }
 
@@ -495,7 +519,7 @@ impl Messaging {
             return Err(Refusal::new(Code::MessageCorrupted, "no message to send"));
         };
         let topic = resource_name(&first.topic);
-        validate_name(Code::IllegalTopic, "topic", &topic)?;
+        validate::topic(&topic)?;
         let mut outgoing = Vec::with_capacity(req.messages.len());
         for m in &req.messages {
             if m.topic != first.topic {
@@ -503,20 +527,16 @@ impl Messaging {
             }
             outgoing.push(convert::outgoing(m, &self.config, &remote, now_ms())?);
         }
-        let Some(route) = self.backend.route(&topic) else {
-            return Err(Refusal::new(Code::TopicNotFound, format!("No topic route info in name server for the topic: {topic}")));
-        };
-        if self.config.enable_topic_message_type_check && !matches!(route.message_type.as_str(), "MIXED" | "UNSPECIFIED") {
-            for o in &outgoing {
-                let kind = convert::type_of(o);
-                if kind != route.message_type.as_str() && !(route.message_type.is_empty() && kind == "NORMAL") {
-                    return Err(Refusal::new(
-                        Code::MessagePropertyConflictWithType,
-                        format!("topic type {} not match message type {kind}", route.message_type),
-                    ));
-                }
+        let route = self.backend.route(&topic);
+        // Java checks the first message only, and not on retry or DLQ topics.
+        if self.config.enable_topic_message_type_check && !topic.starts_with("%RETRY%") && !topic.starts_with("%DLQ%") {
+            if let Some(first) = outgoing.first() {
+                check_message_type(route.as_ref().map_or("UNSPECIFIED", |r| r.message_type.as_str()), convert::type_of(first))?;
             }
         }
+        let Some(route) = route else {
+            return Err(topic_not_found(&topic));
+        };
         let single = outgoing.len() == 1;
         let mut entries = Vec::with_capacity(outgoing.len());
         for o in outgoing {
@@ -565,8 +585,9 @@ impl Messaging {
         let remaining = deadline(&request).map(|d| d.as_millis().min(i64::MAX as u128) as i64);
         let client_version = request.metadata().get("x-mq-client-version").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         let req = request.into_inner();
+        // Java's proxy fails on the missing settings (a NullPointerException): INTERNAL_SERVER_ERROR.
         let Some(settings) = self.clients.settings.lock().get(&client_id).cloned() else {
-            return reply(status(Code::UnrecognizedClientType, "cannot find client settings for this client"));
+            return reply(status(Code::InternalServerError, "cannot find client settings for this client"));
         };
         let max_attempts = self.merged_settings(settings.clone()).backoff_policy.map_or(0, |b| b.max_attempts);
         let fifo = matches!(&settings.pub_sub, Some(pb::settings::PubSub::Subscription(s)) if s.fifo == Some(true))
@@ -584,24 +605,15 @@ impl Messaging {
         };
         let topic = req.message_queue.as_ref().map(|q| resource_name(&q.topic)).unwrap_or_default();
         let group = resource_name(&req.group);
-        if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic) {
-            return reply(r.status());
-        }
-        if let Err(r) = validate_name(Code::IllegalConsumerGroup, "group", &group) {
+        if let Err(r) = validate::topic_and_group(&topic, &group) {
             return reply(r.status());
         }
         let invisible = if req.auto_renew {
             c.default_invisible_time_mills
         } else {
             let ms = req.invisible_duration.as_ref().map_or(0, convert::duration_ms);
-            if ms < c.min_invisible_time_mills_for_recv || ms > c.max_invisible_time_mills {
-                return reply(status(
-                    Code::IllegalInvisibleTime,
-                    format!(
-                        "the invisibleTime is too small or too large, must be in [{}, {}]",
-                        c.min_invisible_time_mills_for_recv, c.max_invisible_time_mills
-                    ),
-                ));
+            if let Err(r) = validate::invisible_time(ms, c.min_invisible_time_mills_for_recv, c.max_invisible_time_mills) {
+                return reply(r.status());
             }
             ms
         };
@@ -610,6 +622,9 @@ impl Messaging {
             Some(f) if !f.expression.is_empty() => ("TAG", f.expression.clone()),
             _ => ("TAG", "*".to_owned()),
         };
+        if self.backend.route(&topic).is_none() {
+            return reply(topic_not_found(&topic).status());
+        }
         let broker = req
             .message_queue
             .as_ref()
@@ -752,14 +767,14 @@ impl Messaging {
         let timeout = call_timeout(&request);
         let req = request.into_inner();
         let (group, topic) = (resource_name(&req.group), resource_name(&req.topic));
-        validate_name(Code::IllegalTopic, "topic", &topic)?;
-        validate_name(Code::IllegalConsumerGroup, "group", &group)?;
+        validate::topic(&topic)?;
+        validate::group(&group)?;
         let mut entries = Vec::with_capacity(req.entries.len());
         for e in req.entries {
             let current = self.current_handle(&client_id, &group, &e.message_id, &e.receipt_handle);
             let s = match ReceiptHandle::parse(&current) {
                 Err(r) => r.status(),
-                Ok(h) if h.is_expired(now_ms()) => status(Code::InvalidReceiptHandle, "receipt handle is expired"),
+                Ok(h) if h.is_expired(now_ms()) => proxy_exception(Code::InvalidReceiptHandle, "receipt handle is expired").status(),
                 Ok(h) => {
                     let ack = RemotingCommand::request(RequestCode::ACK_MESSAGE)
                         .with_ext("consumerGroup", group.clone())
@@ -779,9 +794,13 @@ impl Messaging {
         let mut codes: Vec<i32> = entries.iter().filter_map(|e| e.status.as_ref().map(|s| s.code)).collect();
         codes.sort_unstable();
         codes.dedup();
+        // Java's `setAckResponseStatus`: the one code with its name, else MULTIPLE_RESULTS.
         let overall = match codes.as_slice() {
-            [one] => entries.iter().find_map(|e| e.status.clone()).filter(|_| *one != Code::Ok as i32).unwrap_or_else(ok_status),
-            [] => ok_status(),
+            [one] => {
+                let code = Code::try_from(*one).unwrap_or(Code::InternalServerError);
+                status(code, code.as_str_name())
+            }
+            [] => status(Code::InternalServerError, "ack message result is empty"),
             _ => status(Code::MultipleResults, "MULTIPLE_RESULTS"),
         };
         Ok(pb::AckMessageResponse { status: Some(overall), entries })
@@ -793,18 +812,14 @@ impl Messaging {
         let timeout = call_timeout(&request);
         let req = request.into_inner();
         let (group, topic) = (resource_name(&req.group), resource_name(&req.topic));
-        validate_name(Code::IllegalTopic, "topic", &topic)?;
-        validate_name(Code::IllegalConsumerGroup, "group", &group)?;
+        validate::topic(&topic)?;
+        validate::group(&group)?;
         let invisible = req.invisible_duration.as_ref().map_or(0, convert::duration_ms);
-        if invisible < 0 || invisible > self.config.max_invisible_time_mills {
-            return Err(Refusal::new(
-                Code::IllegalInvisibleTime,
-                format!("the invisibleTime is too large, must be less than {}", self.config.max_invisible_time_mills),
-            ));
-        }
+        validate::invisible_time(invisible, 0, self.config.max_invisible_time_mills)?;
+        ReceiptHandle::parse(&req.receipt_handle)?;
         let h = ReceiptHandle::parse(&self.current_handle(&client_id, &group, &req.message_id, &req.receipt_handle))?;
         if h.is_expired(now_ms()) {
-            return Err(Refusal::new(Code::InvalidReceiptHandle, "receipt handle is expired"));
+            return Err(proxy_exception(Code::InvalidReceiptHandle, "receipt handle is expired"));
         }
         let change = change_invisible_command(&h, &group, &topic, invisible);
         let r = match self.backend.invoke(&client_id, &h.broker_name, change, timeout).await {
@@ -824,7 +839,7 @@ impl Messaging {
         let client_id = client_id(&request)?;
         let req = request.into_inner();
         let topic = resource_name(&req.topic);
-        validate_name(Code::IllegalTopic, "topic", &topic)?;
+        validate::topic(&topic)?;
         if req.transaction_id.is_empty() {
             return Err(Refusal::new(Code::InvalidTransactionId, "transaction id cannot be empty"));
         }
@@ -956,12 +971,12 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 impl MessagingService for Messaging {
     async fn query_route(&self, request: Request<pb::QueryRouteRequest>) -> Answer<pb::QueryRouteResponse> {
         let answer = |s: pb::Status, q| pb::QueryRouteResponse { status: Some(s), message_queues: q };
-        if let Err(r) = self.authorize(&request) {
+        if let Err(r) = self.authorize(&request).and_then(|()| client_id(&request).map(drop)) {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
         let req = request.into_inner();
         let topic = resource_name(&req.topic);
-        if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic) {
+        if let Err(r) = validate::topic(&topic) {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
         let Some(mut endpoints) = req.endpoints.filter(|e| !e.addresses.is_empty()) else {
@@ -973,7 +988,7 @@ impl MessagingService for Messaging {
         }
         match self.backend.route(&topic) {
             Some(route) => Ok(Response::new(answer(ok_status(), message_queues(&topic, &route, &endpoints)))),
-            None => Ok(Response::new(answer(status(Code::TopicNotFound, format!("No topic route info in name server for the topic: {topic}")), vec![]))),
+            None => Ok(Response::new(answer(topic_not_found(&topic).status(), vec![]))),
         }
     }
 
@@ -996,7 +1011,7 @@ impl MessagingService for Messaging {
 
     async fn query_assignment(&self, request: Request<pb::QueryAssignmentRequest>) -> Answer<pb::QueryAssignmentResponse> {
         let answer = |s, a| pb::QueryAssignmentResponse { status: Some(s), assignments: a };
-        if let Err(r) = self.authorize(&request) {
+        if let Err(r) = self.authorize(&request).and_then(|()| client_id(&request).map(drop)) {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
         let req = request.into_inner();
@@ -1009,7 +1024,7 @@ impl MessagingService for Messaging {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
         let Some(route) = self.backend.route(&topic) else {
-            return Ok(Response::new(answer(status(Code::TopicNotFound, format!("No topic route info in name server for the topic: {topic}")), vec![])));
+            return Ok(Response::new(answer(topic_not_found(&topic).status(), vec![])));
         };
         // Java: an orderly group gets each readable queue of each broker (one receive loop per
         // queue); any other one assignment per broker, queue id -1. Receives pop queue -1 either way.
@@ -1075,7 +1090,7 @@ impl MessagingService for Messaging {
         };
         let req = request.into_inner();
         let (group, topic) = (resource_name(&req.group), resource_name(&req.topic));
-        if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic).and(validate_name(Code::IllegalConsumerGroup, "group", &group)) {
+        if let Err(r) = validate::topic_and_group(&topic, &group) {
             return Ok(answer(r.status()));
         }
         let h = match ReceiptHandle::parse(&req.receipt_handle) {
@@ -1088,21 +1103,19 @@ impl MessagingService for Messaging {
     type PullMessageStream = BoxStream<pb::PullMessageResponse>;
 
     async fn pull_message(&self, _request: Request<pb::PullMessageRequest>) -> Answer<Self::PullMessageStream> {
-        let s = status(Code::NotImplemented, "PullMessage is not supported");
-        let one = pb::PullMessageResponse { content: Some(pb::pull_message_response::Content::Status(s)) };
-        Ok(Response::new(Box::pin(futures::stream::iter([Ok(one)]))))
+        Err(unimplemented("PullMessage"))
     }
 
     async fn update_offset(&self, _request: Request<pb::UpdateOffsetRequest>) -> Answer<pb::UpdateOffsetResponse> {
-        Ok(Response::new(pb::UpdateOffsetResponse { status: Some(status(Code::NotImplemented, "UpdateOffset is not supported")) }))
+        Err(unimplemented("UpdateOffset"))
     }
 
     async fn get_offset(&self, _request: Request<pb::GetOffsetRequest>) -> Answer<pb::GetOffsetResponse> {
-        Ok(Response::new(pb::GetOffsetResponse { status: Some(status(Code::NotImplemented, "GetOffset is not supported")), offset: 0 }))
+        Err(unimplemented("GetOffset"))
     }
 
     async fn query_offset(&self, _request: Request<pb::QueryOffsetRequest>) -> Answer<pb::QueryOffsetResponse> {
-        Ok(Response::new(pb::QueryOffsetResponse { status: Some(status(Code::NotImplemented, "QueryOffset is not supported")), offset: 0 }))
+        Err(unimplemented("QueryOffset"))
     }
 
     async fn end_transaction(&self, request: Request<pb::EndTransactionRequest>) -> Answer<pb::EndTransactionResponse> {
