@@ -449,6 +449,27 @@ impl ReceiptHandle {
     }
 }
 
+/// The broker named in a recall handle (Java's `RecallMessageHandle.decodeHandle`: URL-safe
+/// base64 of `v1 topic brokerName timestamp messageId`), `None` when it is not one.
+pub fn recall_handle_broker(handle: &str) -> Option<String> {
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    use base64::engine::DecodePaddingMode;
+    use base64::Engine as _;
+    // Java's URL decoder takes the padding or leaves it out.
+    const URL_SAFE: GeneralPurpose =
+        GeneralPurpose::new(&base64::alphabet::URL_SAFE, GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent));
+    if handle.is_empty() {
+        return None;
+    }
+    let raw = URL_SAFE.decode(handle.as_bytes()).ok()?;
+    let raw = String::from_utf8_lossy(&raw);
+    let items: Vec<&str> = raw.split(' ').collect();
+    if items.first() != Some(&"v1") || items.len() < 5 {
+        return None;
+    }
+    Some(items[2].to_owned())
+}
+
 /// The retry marker of a topic in receipt handles and offset infos: `2` a v2 pop retry topic
 /// (`%RETRY%group+topic`), `1` another retry topic, `0` any other.
 pub fn retry_marker(topic: &str) -> &'static str {

@@ -30,6 +30,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 const DEADLINE_RESERVE: Duration = Duration::from_millis(100);
 /// Transactions remembered for EndTransaction at most (oldest forgotten first).
 const MAX_TRANSACTIONS: usize = 100_000;
+/// How long Java's proxy waits for a broker's RECALL_MESSAGE answer.
+const RECALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Telemetry commands queued to one client at most.
 const TELEMETRY_QUEUE: usize = 64;
 
@@ -625,6 +627,10 @@ impl Messaging {
         if self.backend.route(&topic).is_none() {
             return reply(topic_not_found(&topic).status());
         }
+        // Java's proxy sizes a list by the batch size: a negative one fails (IllegalArgumentException).
+        if req.batch_size < 0 {
+            return reply(status(Code::InternalServerError, format!("java.lang.IllegalArgumentException: Illegal Capacity: {}", req.batch_size)));
+        }
         let broker = req
             .message_queue
             .as_ref()
@@ -832,6 +838,33 @@ impl Messaging {
         let num = |k: &str| r.ext(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
         let handle = h.renewed(num("popTime"), num("invisibleTime"), num("reviveQid") as i32);
         Ok(pb::ChangeInvisibleDurationResponse { status: Some(ok_status()), receipt_handle: handle })
+    }
+
+    /// Java's `RecallMessageActivity`: the topic must be a DELAY one (with the type check on), the
+    /// handle names the broker, which cancels the timer message (RECALL_MESSAGE) and answers its id.
+    async fn recall(&self, request: Request<pb::RecallMessageRequest>) -> Result<pb::RecallMessageResponse, Refusal> {
+        let client_id = client_id(&request)?;
+        let timeout = call_timeout(&request).min(RECALL_TIMEOUT);
+        let req = request.into_inner();
+        let topic = resource_name(&req.topic);
+        validate::topic(&topic)?;
+        if self.config.enable_topic_message_type_check {
+            let route = self.backend.route(&topic);
+            check_message_type(route.as_ref().map_or("UNSPECIFIED", |r| r.message_type.as_str()), "DELAY")?;
+        }
+        let Some(broker) = convert::recall_handle_broker(&req.recall_handle) else {
+            return Err(proxy_exception(Code::InternalServerError, "recall handle is invalid"));
+        };
+        let recall = RemotingCommand::request(RequestCode::RECALL_MESSAGE)
+            .with_ext("topic", topic)
+            .with_ext("recallHandle", req.recall_handle)
+            .with_ext("bname", broker.clone());
+        let answer = |s: pb::Status, id: String| pb::RecallMessageResponse { status: Some(s), message_id: id };
+        Ok(match self.backend.invoke(&client_id, &broker, recall, timeout).await {
+            Ok(r) if r.code == 0 => answer(ok_status(), r.ext("msgId").unwrap_or_default().to_owned()),
+            Ok(r) => answer(broker_status(&r), String::new()),
+            Err(e) => answer(backend_status(&e), String::new()),
+        })
     }
 
     async fn end_transaction(&self, request: Request<pb::EndTransactionRequest>) -> Result<pb::EndTransactionResponse, Refusal> {
@@ -1206,11 +1239,8 @@ impl MessagingService for Messaging {
         ))
     }
 
-    async fn recall_message(&self, _request: Request<pb::RecallMessageRequest>) -> Answer<pb::RecallMessageResponse> {
-        Ok(Response::new(pb::RecallMessageResponse {
-            status: Some(status(Code::NotImplemented, "RecallMessage is not supported yet")),
-            message_id: String::new(),
-        }))
+    async fn recall_message(&self, request: Request<pb::RecallMessageRequest>) -> Answer<pb::RecallMessageResponse> {
+        Ok(Response::new(self.recall(request).await.unwrap_or_else(|r| pb::RecallMessageResponse { status: Some(r.status()), message_id: String::new() })))
     }
 }
 

@@ -54,6 +54,8 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  *   <li>{@code transaction:TOPIC:GROUP} four transactions: committed, rolled back, left open (the checker, asked by
  *       the broker through the proxy over Telemetry, commits it), left open (the checker rolls it back); the
  *       consumer gets exactly the two committed messages, the checked one after its check.
+ *   <li>{@code recall:TOPIC:GROUP} two delay messages (3 s); the second is recalled with the handle its send answered
+ *       ({@code Producer.recallMessage}), which answers its id; the consumer gets the first and never the second.
  *   <li>{@code pushOnce:TOPIC:GROUP:N} N async sends; a PushConsumer gets every message exactly once (nothing
  *       again within 3 s of the last).
  * </ul>
@@ -108,6 +110,7 @@ public final class GrpcDriver {
             case "delay" -> delay(s[1], s[2], Integer.parseInt(s[3]), Long.parseLong(s[4]), facts);
             case "transaction" -> transaction(s[1], s[2], facts);
             case "pushOnce" -> pushOnce(s[1], s[2], Integer.parseInt(s[3]), facts);
+            case "recall" -> recall(s[1], s[2], facts);
             default -> throw new Steps.Failure("unknown step " + s[0]);
         }
     }
@@ -340,6 +343,42 @@ public final class GrpcDriver {
             facts.put("maxLateMs", maxLate);
             check(got.size() == n, "received " + got.size() + " of " + n);
             check(maxLate <= 10_000, "a message arrived " + maxLate + " ms late");
+        }
+    }
+
+    private void recall(String topic, String group, Map<String, Object> facts) throws Exception {
+        try (SimpleConsumer consumer = simpleConsumer(topic, group); Producer producer = producer(topic)) {
+            long at = System.currentTimeMillis() + 3_000;
+            Map<String, String> sent = new HashMap<>();
+            String recalledId = null;
+            String handle = null;
+            for (String kind : List.of("kept", "recalled")) {
+                SendReceipt r = producer.send(provider.newMessageBuilder().setTopic(topic).setTag("TagR")
+                    .setDeliveryTimestamp(at).setBody((runId + "-recall-" + kind).getBytes(StandardCharsets.UTF_8)).build());
+                sent.put(r.getMessageId().toString(), kind);
+                recalledId = r.getMessageId().toString();
+                handle = r.getRecallHandle();
+            }
+            check(handle != null && !handle.isEmpty(), "the send answered no recall handle");
+            String answered = producer.recallMessage(topic, handle).getMessageId().toString();
+            facts.put("recalledId", answered);
+            check(recalledId.equals(answered), "recall answered id " + answered + ", sent " + recalledId);
+            Set<String> got = new HashSet<>();
+            // Until the kept one arrived and 3 s more: the recalled one must not come.
+            long deadline = at + 20_000;
+            long quietUntil = Long.MAX_VALUE;
+            while (System.currentTimeMillis() < Math.min(deadline, quietUntil)) {
+                for (MessageView v : consumer.receive(16, Duration.ofSeconds(20))) {
+                    String kind = sent.get(v.getMessageId().toString());
+                    check(kind != null, "received a message not sent: " + describe(v));
+                    check(!kind.equals("recalled"), "the recalled message arrived: " + describe(v));
+                    got.add(kind);
+                    consumer.ack(v);
+                    quietUntil = System.currentTimeMillis() + 3_000;
+                }
+            }
+            facts.put("received", got);
+            check(got.equals(Set.of("kept")), "received " + got + ", expected the kept message only");
         }
     }
 

@@ -176,4 +176,10 @@ class LocalProxyGrpcTest {
         System.out.println("gRPC client on the proxy's remoting port: " + viaRemotingPort.summary());
         assertStep(viaRemotingPort, "normal");
     }
+
+    @Test
+    @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
+    void recall() {
+        assertStep("recall");
+    }
 }

@@ -47,7 +47,9 @@ class ProxyGrpcTest {
         "timerWheelEnable", "true",
         // longer than Java's transactionOpBatchInterval (3 s): a check sooner after a commit by check can miss that
         // commit's op and commit the half message again (a Java 5.3.3 broker then delivers it twice)
-        "transactionCheckInterval", "5000");
+        "transactionCheckInterval", "5000",
+        // RECALL_MESSAGE is refused by default (Java's recallMessageEnable=false)
+        "recallMessageEnable", "true");
     private static final Map<String, Object> PROXY_EXTRA = Map.of(
         "minInvisibleTimeMillsForRecv", 1000,
         "transactionHeartbeatPeriodSecond", 2);
@@ -59,6 +61,7 @@ class ProxyGrpcTest {
         {"GrpcDelay", "DELAY"},
         {"GrpcTx", "TRANSACTION"},
         {"GrpcPush", "NORMAL"},
+        {"GrpcRecall", "DELAY"},
     };
     static final String[] STEPS = {
         "normal:GrpcNormal:grpc-normal:20",
@@ -67,6 +70,7 @@ class ProxyGrpcTest {
         "delay:GrpcDelay:grpc-delay:5:3000",
         "transaction:GrpcTx:grpc-tx",
         "pushOnce:GrpcPush:grpc-push:200",
+        "recall:GrpcRecall:grpc-recall",
     };
 
     /** {@code -Drmq.proxy.sides=java} (or {@code ours}) runs one side only, to look at it alone; default both. */
@@ -227,5 +231,11 @@ class ProxyGrpcTest {
     @DisplayName("PushConsumer: 200 messages, every one exactly once")
     void pushOnce() {
         assertStep("pushOnce");
+    }
+
+    @Test
+    @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
+    void recall() {
+        assertStep("recall");
     }
 }
