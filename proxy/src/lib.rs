@@ -13,6 +13,8 @@
 //! - [`convert`]: gRPC messages to the broker's message properties and back, receipt handles.
 //! - [`validate`]: Java's `GrpcValidator` (names, invisible durations).
 //! - [`service`]: the RPCs, with Java's status codes and messages.
+//! - [`frames`]: request bodies passed to tonic's decoder one whole message at a time (a
+//!   declared length costs nothing until its bytes arrive).
 //! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
 //!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
 
@@ -21,6 +23,7 @@ pub mod backend;
 pub mod cluster;
 pub mod config;
 pub mod convert;
+pub mod frames;
 pub mod relay;
 pub mod remoting_port;
 pub mod server;

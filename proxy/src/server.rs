@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use crate::frames::WholeMessages;
 use crate::pb::messaging_service_server::MessagingServiceServer;
 use crate::service::Messaging;
 use crate::tls::{Io, RemotingHandoff};
@@ -42,6 +43,7 @@ impl GrpcServer {
             let served = tonic::transport::Server::builder()
                 .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
                 .concurrency_limit_per_connection(256)
+                .layer(tower::util::MapRequestLayer::new(move |r| WholeMessages::gate(r, max)))
                 .add_service(svc)
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stopped.await;
