@@ -83,16 +83,18 @@ async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port
     let mut c = MessagingServiceClient::new(channel);
 
     // QueryRoute: the proxy's own endpoint, the topic's queues and type; Java's codes otherwise.
-    let route = c.query_route(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: endpoints(1) }).await.unwrap().into_inner();
+    let route = c.query_route(as_client(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: endpoints(1) }, "c0")).await.unwrap().into_inner();
     assert_eq!(code(&route.status), Code::Ok);
     assert_eq!(route.message_queues.len(), 4);
     let q = &route.message_queues[0];
     assert_eq!(q.permission, pb::Permission::ReadWrite as i32);
     assert_eq!(q.accept_message_types, vec![pb::MessageType::Normal as i32]);
     assert_eq!(q.broker.as_ref().and_then(|b| b.endpoints.as_ref()).map(|e| e.addresses[0].port), Some(i32::from(grpc_port)));
-    let missing = c.query_route(pb::QueryRouteRequest { topic: resource("NoSuchTopic"), endpoints: endpoints(1) }).await.unwrap();
+    let missing = c.query_route(as_client(pb::QueryRouteRequest { topic: resource("NoSuchTopic"), endpoints: endpoints(1) }, "c0")).await.unwrap();
     assert_eq!(code(&missing.into_inner().status), Code::TopicNotFound);
-    let no_endpoint = c.query_route(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: None }).await.unwrap();
+    let anonymous = c.query_route(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: endpoints(1) }).await.unwrap();
+    assert_eq!(code(&anonymous.into_inner().status), Code::ClientIdRequired);
+    let no_endpoint = c.query_route(as_client(pb::QueryRouteRequest { topic: resource("GrpcT"), endpoints: None }, "c0")).await.unwrap();
     assert_eq!(code(&no_endpoint.into_inner().status), Code::IllegalAccessPoint);
 
     // QueryAssignment: one per broker (queue -1) for a group, each queue for an orderly one (Java).
@@ -199,8 +201,9 @@ async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port
     };
     let r = c.ack_message(ack(&handle)).await.unwrap().into_inner();
     assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    // Java's ReceiptHandle.decode throws: INTERNAL_SERVER_ERROR, as Java's proxy answers.
     let r = c.ack_message(ack("not a handle")).await.unwrap().into_inner();
-    assert_eq!(code(&r.status), Code::InvalidReceiptHandle, "{r:?}");
+    assert_eq!(code(&r.status), Code::InternalServerError, "{r:?}");
 
     let r = c.notify_client_termination(as_client(pb::NotifyClientTerminationRequest { group: resource("grpc-g") }, "consumer-1")).await.unwrap().into_inner();
     assert_eq!(code(&r.status), Code::Ok);

@@ -226,7 +226,40 @@ public final class GrpcBadInputDriver {
             }
             return Status.newBuilder().setCodeValue(20000).setMessage("stream ended").build();
         });
+        // Not protobuf: raw bytes as the request message.
+        raw("raw.garbage", "SendMessage", new byte[] {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF});
+        byte[] whole = send(message(normal).build()).toByteArray();
+        raw("raw.truncated", "SendMessage", java.util.Arrays.copyOf(whole, whole.length / 2));
+        raw("raw.truncatedRoute", "QueryRoute", java.util.Arrays.copyOf(route(normal).toByteArray(), 3));
         telemetry.onCompleted();
+    }
+
+    /** Sends {@code body} as the request message of unary {@code method}, with no protobuf encoding. */
+    private void raw(String name, String method, byte[] body) {
+        io.grpc.MethodDescriptor.Marshaller<byte[]> bytes = new io.grpc.MethodDescriptor.Marshaller<>() {
+            @Override
+            public java.io.InputStream stream(byte[] value) {
+                return new java.io.ByteArrayInputStream(value);
+            }
+
+            @Override
+            public byte[] parse(java.io.InputStream stream) {
+                try {
+                    return stream.readAllBytes();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        };
+        io.grpc.MethodDescriptor<byte[], byte[]> descriptor = io.grpc.MethodDescriptor.<byte[], byte[]>newBuilder()
+            .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+            .setFullMethodName("apache.rocketmq.v2.MessagingService/" + method)
+            .setRequestMarshaller(bytes).setResponseMarshaller(bytes).build();
+        unary(name, () -> {
+            byte[] answer = io.grpc.stub.ClientCalls.blockingUnaryCall(c().getChannel(), descriptor,
+                c().getCallOptions(), body);
+            return Status.newBuilder().setCodeValue(20000).setMessage("answered " + answer.length + " bytes").build();
+        });
     }
 
     private RecallMessageRequest recall(String topic, String handle) {
