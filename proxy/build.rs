@@ -7,6 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={f}");
     }
     let descriptors = protox::compile(files, ["proto"])?;
-    tonic_build::configure().build_client(true).build_server(true).compile_fds(descriptors)?;
+    // The service's codec answers undecodable requests as grpc-java does (src/codec.rs).
+    tonic_build::configure().build_client(true).build_server(true).codec_path("crate::codec::JavaCodec").compile_fds(descriptors)?;
     Ok(())
 }

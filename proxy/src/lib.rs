@@ -4,6 +4,7 @@
 //! Read it from the wire up:
 //! - [`pb`]: the protobuf messages and the tonic service, generated at build time from
 //!   `proto/` (written from the API's field numbers and types) by protox, no system `protoc`.
+//! - [`codec`]: prost's codec, undecodable requests answered as grpc-java answers them.
 //! - [`config`]: `rmq-proxy.json` keys with Java's defaults (the ones this front reads).
 //! - [`backend`]: what the service needs of brokers: remoting requests sent as a given client
 //!   (send, pop, ack, change invisible time, end transaction, heartbeat), a topic's route and a
@@ -21,6 +22,7 @@
 pub mod auth;
 pub mod backend;
 pub mod cluster;
+pub mod codec;
 pub mod config;
 pub mod convert;
 pub mod frames;
