@@ -92,6 +92,8 @@ mod tests {
     use super::*;
     use http_body_util::BodyExt as _;
 
+    // The stream's error type is the body's, tonic's Status.
+    #[allow(clippy::result_large_err)]
     fn body_of(chunks: Vec<Vec<u8>>, max: usize) -> WholeMessages {
         let stream = futures::stream::iter(chunks.into_iter().map(|c| Ok::<_, Status>(Frame::data(Bytes::from(c)))));
         WholeMessages::new(BoxBody::new(http_body_util::StreamBody::new(stream)), max)
