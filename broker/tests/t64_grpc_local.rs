@@ -101,7 +101,7 @@ async fn a_grpc_client_sends_receives_and_acks_through_the_brokers_own_grpc_port
     let orderly = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
         .with_body(&br#"{"groupName":"grpc-orderly","consumeMessageOrderly":true}"#[..]);
     assert_eq!(admin.invoke(&addr, orderly, TIMEOUT).await.unwrap().response_code(), ResponseCode::SUCCESS);
-    let assignment = |group: &str| pb::QueryAssignmentRequest { topic: resource("GrpcF"), group: resource(group), endpoints: endpoints(1) };
+    let assignment = |group: &str| as_client(pb::QueryAssignmentRequest { topic: resource("GrpcF"), group: resource(group), endpoints: endpoints(1) }, "c0");
     let ids = |r: pb::QueryAssignmentResponse| r.assignments.iter().filter_map(|a| a.message_queue.as_ref().map(|q| (q.id, q.permission))).collect::<Vec<_>>();
     let rw = pb::Permission::ReadWrite as i32;
     let r = c.query_assignment(assignment("grpc-g")).await.unwrap().into_inner();

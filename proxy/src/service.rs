@@ -1053,7 +1053,7 @@ impl MessagingService for Messaging {
             return Ok(Response::new(answer(status(Code::IllegalAccessPoint, "endpoint is empty"), vec![])));
         };
         let group = resource_name(&req.group);
-        if let Err(r) = validate_name(Code::IllegalTopic, "topic", &topic).and(validate_name(Code::IllegalConsumerGroup, "group", &group)) {
+        if let Err(r) = validate::topic_and_group(&topic, &group) {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
         let Some(route) = self.backend.route(&topic) else {
