@@ -352,6 +352,16 @@ impl Messaging {
         self.clients.renewing.lock().remove(&key).map_or_else(|| given.to_owned(), |r| r.handle)
     }
 
+    /// Java's `convertToAddressList`: the request's hosts (none if it named none: Java does not
+    /// refuse that) with this front's gRPC port.
+    fn own_endpoints(&self, asked: Option<pb::Endpoints>) -> pb::Endpoints {
+        let mut endpoints = asked.unwrap_or_default();
+        for a in &mut endpoints.addresses {
+            a.port = i32::from(self.config.grpc_server_port);
+        }
+        endpoints
+    }
+
     pub fn config(&self) -> &ProxyConfig {
         &self.config
     }
@@ -878,7 +888,8 @@ impl Messaging {
         }
         let half = self.clients.transactions.lock().0.get(&req.transaction_id).cloned();
         let Some(half) = half else {
-            return Err(Refusal::new(Code::InvalidTransactionId, "cannot find transaction data"));
+            // Java's wording.
+            return Err(proxy_exception(Code::InternalServerError, "cannot found transaction data"));
         };
         let commit_or_rollback = match pb::TransactionResolution::try_from(req.resolution) {
             Ok(pb::TransactionResolution::Commit) => 8,
@@ -1012,13 +1023,7 @@ impl MessagingService for Messaging {
         if let Err(r) = validate::topic(&topic) {
             return Ok(Response::new(answer(r.status(), vec![])));
         }
-        let Some(mut endpoints) = req.endpoints.filter(|e| !e.addresses.is_empty()) else {
-            return Ok(Response::new(answer(status(Code::IllegalAccessPoint, "endpoint is empty"), vec![])));
-        };
-        // Java answers the request's hosts with its own gRPC port.
-        for a in &mut endpoints.addresses {
-            a.port = i32::from(self.config.grpc_server_port);
-        }
+        let endpoints = self.own_endpoints(req.endpoints);
         match self.backend.route(&topic) {
             Some(route) => Ok(Response::new(answer(ok_status(), message_queues(&topic, &route, &endpoints)))),
             None => Ok(Response::new(answer(topic_not_found(&topic).status(), vec![]))),
@@ -1049,9 +1054,6 @@ impl MessagingService for Messaging {
         }
         let req = request.into_inner();
         let topic = resource_name(&req.topic);
-        let Some(endpoints) = req.endpoints.filter(|e| !e.addresses.is_empty()) else {
-            return Ok(Response::new(answer(status(Code::IllegalAccessPoint, "endpoint is empty"), vec![])));
-        };
         let group = resource_name(&req.group);
         if let Err(r) = validate::topic_and_group(&topic, &group) {
             return Ok(Response::new(answer(r.status(), vec![])));
@@ -1059,6 +1061,7 @@ impl MessagingService for Messaging {
         let Some(route) = self.backend.route(&topic) else {
             return Ok(Response::new(answer(topic_not_found(&topic).status(), vec![])));
         };
+        let endpoints = self.own_endpoints(req.endpoints);
         // Java: an orderly group gets each readable queue of each broker (one receive loop per
         // queue); any other one assignment per broker, queue id -1. Receives pop queue -1 either way.
         let fifo = self.backend.group(&group).is_some_and(|g| g.consume_orderly);

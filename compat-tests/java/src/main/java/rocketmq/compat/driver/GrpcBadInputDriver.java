@@ -110,6 +110,8 @@ public final class GrpcBadInputDriver {
         unary("queryRoute.unknownTopic", () -> c().queryRoute(route("NoSuchTopicBadInput")).getStatus());
         unary("queryRoute.illegalTopic", () -> c().queryRoute(route("bad topic!")).getStatus());
         unary("queryRoute.longTopic", () -> c().queryRoute(route("T".repeat(128))).getStatus());
+        unary("queryRoute.noEndpoints", () -> c().queryRoute(route(normal).toBuilder().clearEndpoints().build())
+            .getStatus());
         unary("queryRoute.noClientId", () -> anonymous.withDeadlineAfter(10, TimeUnit.SECONDS)
             .queryRoute(route(normal)).getStatus());
         unary("send.noClientId", () -> anonymous.withDeadlineAfter(10, TimeUnit.SECONDS)
@@ -146,6 +148,20 @@ public final class GrpcBadInputDriver {
         unary("send.delayBeyondMax", () -> c().sendMessage(send(message(normal, sp -> sp.setMessageType(MessageType.DELAY)
             .setDeliveryTimestamp(Timestamps.fromMillis(System.currentTimeMillis() + 40L * 24 * 3600 * 1000))).build()))
             .getStatus());
+        // Other RPCs' refusals.
+        unary("heartbeat.noSettings", () -> c().heartbeat(apache.rocketmq.v2.HeartbeatRequest.newBuilder()
+            .setClientType(ClientType.PRODUCER).build()).getStatus());
+        unary("assignment.unknownTopic", () -> c().queryAssignment(assignment("NoSuchTopicBadInput", group)).getStatus());
+        unary("assignment.illegalGroup", () -> c().queryAssignment(assignment(normal, "bad group!")).getStatus());
+        unary("assignment.noEndpoints", () -> c().queryAssignment(assignment(normal, group).toBuilder().clearEndpoints()
+            .build()).getStatus());
+        unary("endTransaction.unknownId", () -> c().endTransaction(apache.rocketmq.v2.EndTransactionRequest.newBuilder()
+            .setTopic(res(normal)).setMessageId("0A0000000000000000000000000000AA").setTransactionId("no-such-tx")
+            .setResolution(apache.rocketmq.v2.TransactionResolution.COMMIT).build()).getStatus());
+        unary("endTransaction.illegalTopic", () -> c().endTransaction(apache.rocketmq.v2.EndTransactionRequest.newBuilder()
+            .setTopic(res("bad topic!")).setTransactionId("no-such-tx").build()).getStatus());
+        unary("notify.noClientId", () -> anonymous.withDeadlineAfter(10, TimeUnit.SECONDS).notifyClientTermination(
+            apache.rocketmq.v2.NotifyClientTerminationRequest.newBuilder().setGroup(res(group)).build()).getStatus());
         // Receives: without client settings, then with them.
         receive("receive.noSettings", receiveRequest(normal, group, 16, 10_000));
         CountDownLatch settled = new CountDownLatch(1);
@@ -179,6 +195,9 @@ public final class GrpcBadInputDriver {
             settingsStatus.set("no answer");
         }
         System.out.println("SETTINGS " + settingsStatus.get());
+        unary("forward.malformedHandle", () -> c().forwardMessageToDeadLetterQueue(
+            apache.rocketmq.v2.ForwardMessageToDeadLetterQueueRequest.newBuilder().setTopic(res(normal)).setGroup(res(group))
+                .setReceiptHandle("not-a-handle").setMessageId("0A0000000000000000000000000000AA").build()).getStatus());
         // Receipt handles.
         String expired = "0 1000 1000 0 0 " + broker + " 0 0 0";
         String future = "0 " + System.currentTimeMillis() + " 60000 0 0 " + broker + " 0 0 0";
@@ -268,6 +287,11 @@ public final class GrpcBadInputDriver {
 
     private Resource res(String name) {
         return Resource.newBuilder().setName(name).build();
+    }
+
+    private apache.rocketmq.v2.QueryAssignmentRequest assignment(String topic, String group) {
+        return apache.rocketmq.v2.QueryAssignmentRequest.newBuilder().setTopic(res(topic)).setGroup(res(group))
+            .setEndpoints(endpoints).build();
     }
 
     private QueryRouteRequest route(String topic) {
