@@ -326,7 +326,7 @@ async fn the_proxys_remoting_port_serves_remoting_clients_and_grpc_ones() {
 
     let channel = Channel::from_shared(format!("http://{proxy_addr}")).unwrap().connect().await.unwrap();
     let mut c = MessagingServiceClient::new(channel);
-    let route = c.query_route(pb::QueryRouteRequest { topic: resource("ViaProxy"), endpoints: endpoints(1) }).await.unwrap().into_inner();
+    let route = c.query_route(as_client(pb::QueryRouteRequest { topic: resource("ViaProxy"), endpoints: endpoints(1) }, "c0")).await.unwrap().into_inner();
     assert_eq!((code(&route.status), route.message_queues.len()), (Code::Ok, 4));
     broker.shutdown().await;
 }
