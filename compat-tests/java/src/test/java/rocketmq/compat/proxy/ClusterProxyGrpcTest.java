@@ -166,4 +166,10 @@ class ClusterProxyGrpcTest {
     void pushOnce() {
         assertStep("pushOnce");
     }
+
+    @Test
+    @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
+    void recall() {
+        assertStep("recall");
+    }
 }
