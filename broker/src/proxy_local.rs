@@ -14,8 +14,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
-use proxy::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, TopicRoute};
-use remoting::connection::{command_pipe, spawn_commands, Channel, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
+use proxy::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, RequestsSlot, ToClient, TopicRoute};
+use remoting::connection::{command_pipe, spawn_commands, Channel, ConnectionConfig, Endpoints, Side};
 use remoting::fastjson;
 use remoting::protocol::name::GroupName;
 use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
@@ -39,28 +39,7 @@ pub struct LocalBackend {
     /// With ACL on, the account each client proved it holds (its gRPC signature), whose key signs
     /// its commands, so the broker's ACL checks them as that account's.
     identities: Mutex<HashMap<String, String>>,
-    requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
-}
-
-/// The client side of an in-process connection: the broker's requests to the client.
-struct ToClient {
-    client_id: String,
-    requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
-}
-
-impl InboundHandler for ToClient {
-    fn on_request(&self, channel: &Channel, request: RemotingCommand, _in_flight: InFlight) {
-        if let Some(handler) = self.requests.get() {
-            let channel = channel.clone();
-            handler.on_request(
-                &self.client_id,
-                request,
-                Box::new(move |response| {
-                    let _ = channel.send(response);
-                }),
-            );
-        }
-    }
+    requests: RequestsSlot,
 }
 
 impl LocalBackend {
@@ -89,7 +68,8 @@ impl LocalBackend {
         let (client_end, server_end) = command_pipe();
         let broker_addr = self.acceptor.local_addr();
         self.acceptor.serve_commands(server_end, peer).map_err(|e| BackendError::Unreachable(e.to_string()))?;
-        let handler = Arc::new(ToClient { client_id: client_id.to_owned(), requests: self.requests.clone() });
+        let broker_name = self.broker.identity.broker_name.clone();
+        let handler = Arc::new(ToClient { client_id: client_id.to_owned(), broker_name, requests: self.requests.clone() });
         let channel = spawn_commands(client_end, Endpoints { remote: broker_addr, local: peer }, &ConnectionConfig::default(), Side::Client, handler);
         connections.insert(client_id.to_owned(), channel.clone());
         Ok(channel)

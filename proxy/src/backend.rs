@@ -8,7 +8,10 @@
 
 use std::time::Duration;
 
+use std::sync::{Arc, OnceLock};
+
 use futures::future::BoxFuture;
+use remoting::connection::{Channel, InFlight, InboundHandler};
 use remoting::RemotingCommand;
 
 /// A topic's queues on one broker, as QueryRoute answers them.
@@ -62,6 +65,36 @@ pub type Reply = Box<dyn FnOnce(RemotingCommand) + Send>;
 /// them into Telemetry commands and answers through `reply` those that want an answer.
 pub trait ClientRequests: Send + Sync + 'static {
     fn on_request(&self, client_id: &str, request: RemotingCommand, reply: Reply);
+}
+
+/// Where a backend keeps the service's [`ClientRequests`] (set once, by the service).
+pub type RequestsSlot = Arc<OnceLock<Arc<dyn ClientRequests>>>;
+
+/// The client side of a gRPC client's connection to a broker, in either mode: the broker's
+/// requests, marked with the broker's name, go to the service; its answers go back on the
+/// connection they came on.
+pub struct ToClient {
+    pub client_id: String,
+    pub broker_name: String,
+    pub requests: RequestsSlot,
+}
+
+impl InboundHandler for ToClient {
+    fn on_request(&self, channel: &Channel, mut request: RemotingCommand, _in_flight: InFlight) {
+        if request.ext(BROKER_NAME_EXT).is_none_or(str::is_empty) {
+            request = request.with_ext(BROKER_NAME_EXT, self.broker_name.clone());
+        }
+        if let Some(handler) = self.requests.get() {
+            let channel = channel.clone();
+            handler.on_request(
+                &self.client_id,
+                request,
+                Box::new(move |response| {
+                    let _ = channel.send(response);
+                }),
+            );
+        }
+    }
 }
 
 pub trait Backend: Send + Sync + 'static {

@@ -32,12 +32,12 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use remoting::client::{ClientConfig, RemotingClient};
-use remoting::connection::{self, Channel, ChannelError, ConnectionConfig, InFlight, InboundHandler, Side};
+use remoting::connection::{self, Channel, ChannelError, ConnectionConfig, Side};
 use remoting::fastjson;
 use remoting::protocol::route::{ClusterInfo, TopicRouteData};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
-use crate::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, TopicRoute, BROKER_NAME_EXT};
+use crate::backend::{Backend, BackendError, BrokerQueues, ClientRequests, GroupSettings, RequestsSlot, ToClient, TopicRoute};
 use crate::config::ProxyConfig;
 
 /// Java's `DEFAULT_TIMEOUT` of the proxy's metadata and route calls.
@@ -164,31 +164,6 @@ fn spawn(reload: impl Future<Output = ()> + Send + 'static) {
     }
 }
 
-/// The side of a client's broker connection that hears the broker's requests.
-struct ToClient {
-    client_id: String,
-    broker_name: String,
-    requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
-}
-
-impl InboundHandler for ToClient {
-    fn on_request(&self, channel: &Channel, mut request: RemotingCommand, _in_flight: InFlight) {
-        if request.ext(BROKER_NAME_EXT).is_none_or(str::is_empty) {
-            request = request.with_ext(BROKER_NAME_EXT, self.broker_name.clone());
-        }
-        if let Some(handler) = self.requests.get() {
-            let channel = channel.clone();
-            handler.on_request(
-                &self.client_id,
-                request,
-                Box::new(move |response| {
-                    let _ = channel.send(response);
-                }),
-            );
-        }
-    }
-}
-
 /// A client's connection to one broker: the address it was made to, and the connection.
 struct Connection {
     addr: String,
@@ -209,7 +184,7 @@ struct Inner {
     /// The cluster's brokers, from GET_BROKER_CLUSTER_INFO.
     cluster_brokers: Mutex<Vec<String>>,
     connections: Mutex<HashMap<String, HashMap<String, Connection>>>,
-    requests: Arc<OnceLock<Arc<dyn ClientRequests>>>,
+    requests: RequestsSlot,
     round_robin: AtomicUsize,
     /// When an unknown broker name last made us ask the name server.
     unknown_broker_refresh: Mutex<Option<Instant>>,
