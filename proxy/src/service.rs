@@ -1207,7 +1207,9 @@ impl MessagingService for Messaging {
                         let merged = me.merged_settings(s);
                         let _ = me.heartbeat_brokers(&client_id).await;
                         let reply = pb::TelemetryCommand { status: Some(ok_status()), command: Some(pb::telemetry_command::Command::Settings(merged)) };
-                        if tx.send(Ok(reply)).await.is_err() {
+                        let sent = tx.send(Ok(reply)).await.is_ok();
+                        tracing::info!(client_id = %client_id, sent, "client settings answered on its Telemetry stream");
+                        if !sent {
                             break;
                         }
                     }
