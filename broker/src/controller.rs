@@ -220,6 +220,7 @@ impl BrokerController {
         let remoting = tokio::net::TcpListener::bind(SocketAddr::new(bind, config.remoting_listen_port)).await?;
         let remoting_addr = remoting.local_addr()?;
         let grpc_port = config.grpc_server_port;
+        let check_message_types = config.enable_topic_message_type_check;
         let backend = Arc::new(crate::proxy_local::LocalBackend::new(self.broker.clone(), self.server.acceptor()));
         let service = proxy::service::Messaging::new(config, backend);
         let grpc = proxy::server::GrpcServer::start(SocketAddr::new(bind, grpc_port), service).await?;
@@ -228,6 +229,12 @@ impl BrokerController {
         // The address routes name: the port's, with the broker's IP when it listens on all.
         let host = if bind.is_unspecified() { broker_config.broker_ip1.clone() } else { bind.to_string() };
         let mut registry = self.proxy_registry.take().unwrap_or_default();
+        if check_message_types {
+            let broker = self.broker.clone();
+            registry.wrap(&[RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE], |inner| {
+                Arc::new(crate::proxy_local::TypedSends::new(inner, broker.clone()))
+            });
+        }
         let routes = Arc::new(crate::proxy_local::ProxyRoutes::new(self.broker.clone(), format!("{host}:{}", remoting_addr.port())));
         if let Some(pool) = self.pools.get(&Pool::ClientManage) {
             registry.register(proxy::remoting_port::ROUTE_CODE, routes, pool);

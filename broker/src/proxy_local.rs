@@ -125,7 +125,7 @@ impl Backend for LocalBackend {
 
     fn route(&self, topic: &str) -> Option<TopicRoute> {
         let tc = self.broker.topics.select(topic)?;
-        let message_type = tc.attributes.get(crate::topic_attributes::MESSAGE_TYPE).cloned().unwrap_or_else(|| "NORMAL".to_owned());
+        let message_type = message_type_of_topic(&tc);
         Some(TopicRoute {
             brokers: vec![BrokerQueues {
                 broker_name: self.broker.identity.broker_name.clone(),
@@ -187,6 +187,66 @@ impl Backend for LocalBackend {
 
     fn set_client_requests(&self, handler: Arc<dyn ClientRequests>) {
         let _ = self.requests.set(handler);
+    }
+}
+
+/// A topic's `message.type` (Java's `TopicConfig.getTopicMessageType`: NORMAL when not set).
+fn message_type_of_topic(tc: &remoting::protocol::topic::TopicConfig) -> String {
+    tc.attributes.get(crate::topic_attributes::MESSAGE_TYPE).cloned().unwrap_or_else(|| "NORMAL".to_owned())
+}
+
+/// The sends of the proxy's remoting port (Java's proxy `SendMessageActivity`): with
+/// `enableTopicMessageTypeCheck`, a message whose type does not match its topic's is refused
+/// MESSAGE_ILLEGAL before the broker's send processor sees it; retry and DLQ topics, and messages
+/// a broker hands on (TRANSFER_FLAG), are not checked.
+pub struct TypedSends {
+    inner: Arc<dyn RequestProcessor>,
+    broker: Arc<Broker>,
+}
+
+impl TypedSends {
+    pub fn new(inner: Arc<dyn RequestProcessor>, broker: Arc<Broker>) -> TypedSends {
+        TypedSends { inner, broker }
+    }
+
+    /// Why the send is refused, if it is: Java's validator's message.
+    fn refusal(&self, request: &RemotingCommand) -> Option<String> {
+        use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
+        // A header that does not decode is the send processor's to answer.
+        let h: SendMessageRequestHeader = match request.request_code() {
+            remoting::RequestCode::SEND_MESSAGE => request.decode_header().ok()?,
+            _ => request.decode_header::<SendMessageRequestHeaderV2>().ok()?.into(),
+        };
+        let topic = h.topic.as_str();
+        let properties = h.properties.unwrap_or_default();
+        if topic.starts_with(remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX)
+            || topic.starts_with(remoting::protocol::system_topic::DLQ_GROUP_TOPIC_PREFIX)
+            || store::message::properties::get(&properties, proxy::convert::names::TRANSFER_FLAG).is_some()
+        {
+            return None;
+        }
+        let expected = self.broker.topics.select(topic).map_or_else(|| "UNSPECIFIED".to_owned(), |tc| message_type_of_topic(&tc));
+        proxy::convert::check_message_type(&expected, proxy::convert::message_type_of(&properties)).err()
+    }
+}
+
+impl RequestProcessor for TypedSends {
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
+        match self.refusal(&request) {
+            Some(why) => {
+                let refused = RemotingCommand::error_response(&request, ResponseCode::MESSAGE_ILLEGAL, why);
+                Ok(Some(crate::processor::send::decorate(&self.broker.config(), refused)))
+            }
+            None => self.inner.process(channel, request),
+        }
+    }
+
+    fn reject(&self) -> bool {
+        self.inner.reject()
+    }
+
+    fn answers_are_small(&self) -> bool {
+        self.inner.answers_are_small()
     }
 }
 

@@ -167,6 +167,9 @@ pub const ROUTES: &[Route] = &[
     route(R::PEEK_MESSAGE, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
     route(R::NOTIFICATION, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
     route(R::POLLING_INFO, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
+    // mqadmin exportPopRecord: 5.3's admin processor moves pop records from its RocksDB store
+    // (`popConsumerKVServiceInit`) to the revive topic, where ours always keeps them.
+    route(R::POP_ROLLBACK, Handler::Admin, Pool::Admin, S),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),
     route(R::UNREGISTER_CLIENT, Handler::ClientManage, Pool::ClientManage, T(touches::unregister)),

@@ -321,6 +321,40 @@ async fn the_proxys_remoting_port_serves_remoting_clients_and_grpc_ones() {
     let max = raw(RequestCode::GET_MAX_OFFSET, &[("topic", "ViaProxy"), ("queueId", "0")]);
     let r = client.invoke(&proxy_addr, max, TIMEOUT).await.unwrap();
     assert_eq!((r.response_code(), r.ext("offset")), (ResponseCode::SUCCESS, Some("0")));
+    // A send's message type is checked against its topic's, as Java's proxy checks it (its
+    // SendMessageActivity), before the broker sees it; the broker's own port does not check.
+    let send = |topic: &str, properties: &str| {
+        let fields = [
+            ("producerGroup", "pg"),
+            ("topic", topic),
+            ("defaultTopic", "TBW102"),
+            ("defaultTopicQueueNums", "4"),
+            ("queueId", "0"),
+            ("sysFlag", "0"),
+            ("bornTimestamp", "1"),
+            ("flag", "0"),
+            ("properties", properties),
+        ];
+        raw(RequestCode::SEND_MESSAGE, &fields).with_body(b"typed".to_vec())
+    };
+    let fifo = "__SHARDINGKEY\u{1}g1\u{2}";
+    let r = client.invoke(&proxy_addr, send("ViaProxy", fifo), TIMEOUT).await.unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark.as_deref()),
+        (ResponseCode::MESSAGE_ILLEGAL, Some("TopicMessageType validate failed, the expected type is NORMAL, but actual type is FIFO"))
+    );
+    let r = client.invoke(&proxy_addr, send("NoSuchTopic", ""), TIMEOUT).await.unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark.as_deref()),
+        (ResponseCode::MESSAGE_ILLEGAL, Some("TopicMessageType validate failed, the expected type is UNSPECIFIED, but actual type is NORMAL"))
+    );
+    let r = client.invoke(&proxy_addr, send("ViaProxy", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let r = client.invoke(&proxy_addr, send("ViaProxy", "TRANSFER_FLAG\u{1}true\u{2}__SHARDINGKEY\u{1}g1\u{2}"), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "a message a broker hands on is not checked again: {:?}", r.remark);
+    let r = client.invoke(&addr, send("ViaProxy", fifo), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+
     let r = client.invoke(&proxy_addr, create_topic("NotThroughTheProxy", "NORMAL"), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::REQUEST_CODE_NOT_SUPPORTED, "admin codes are the broker's, not the proxy's");
 

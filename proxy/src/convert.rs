@@ -24,6 +24,10 @@ pub mod names {
     pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
     pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
     pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// Set on a message one broker hands to another (Java's `PROPERTY_TRANSFER_FLAG`): its type is
+    /// not checked again.
+    pub const TRANSFER_FLAG: &str = "TRANSFER_FLAG";
     pub const BORN_HOST: &str = "__BORNHOST";
     pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
     pub const DLQ_ORIGIN_TOPIC: &str = "DLQ_ORIGIN_TOPIC";
@@ -303,19 +307,29 @@ pub fn outgoing(m: &pb::Message, config: &ProxyConfig, remote_addr: &str, now_ms
 
 /// Java's `TopicMessageType.parseFromMessageProperty`: the type a message's properties make it.
 pub fn type_of(o: &Outgoing) -> &'static str {
-    let p = &o.properties;
+    message_type_of(&o.properties)
+}
+
+/// Java's `TopicMessageType.parseFromMessageProperty`, over a message's serialized properties.
+pub fn message_type_of(p: &str) -> &'static str {
     if properties::get(p, names::TRAN_MSG) == Some("true") {
         "TRANSACTION"
-    } else if properties::get(p, names::DELAY).is_some()
-        || properties::get(p, names::TIMER_DELIVER_MS).is_some()
-        || properties::get(p, names::TIMER_DELAY_SEC).is_some()
-    {
+    } else if [names::DELAY, names::TIMER_DELIVER_MS, names::TIMER_DELAY_SEC, names::TIMER_DELAY_MS].iter().any(|n| properties::get(p, n).is_some()) {
         "DELAY"
     } else if properties::get(p, names::SHARDING_KEY).is_some() {
         "FIFO"
     } else {
         "NORMAL"
     }
+}
+
+/// Java's `DefaultTopicMessageTypeValidator`: `expected` is the topic's type (`UNSPECIFIED` when
+/// there is no such topic), `actual` the message's; the error is the `ProxyException`'s message.
+pub fn check_message_type(expected: &str, actual: &str) -> Result<(), String> {
+    if actual == "UNSPECIFIED" || (actual != expected && expected != "MIXED") {
+        return Err(format!("TopicMessageType validate failed, the expected type is {expected}, but actual type is {actual}"));
+    }
+    Ok(())
 }
 
 fn socket_text(a: &std::net::SocketAddr) -> String {

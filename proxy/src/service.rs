@@ -186,16 +186,9 @@ fn proxy_exception(code: Code, message: &str) -> Refusal {
     Refusal::new(code, format!("org.apache.rocketmq.proxy.common.ProxyException: {message}"))
 }
 
-/// Java's `DefaultTopicMessageTypeValidator`: `expected` is the topic's type (`UNSPECIFIED` when
-/// there is no such topic), `actual` the message's.
+/// Java's `DefaultTopicMessageTypeValidator`, refusing as a `ProxyException`.
 fn check_message_type(expected: &str, actual: &str) -> Result<(), Refusal> {
-    if actual == "UNSPECIFIED" || (actual != expected && expected != "MIXED") {
-        return Err(proxy_exception(
-            Code::MessagePropertyConflictWithType,
-            &format!("TopicMessageType validate failed, the expected type is {expected}, but actual type is {actual}"),
-        ));
-    }
-    Ok(())
+    convert::check_message_type(expected, actual).map_err(|m| proxy_exception(Code::MessagePropertyConflictWithType, &m))
 }
 
 /// What grpc-java answers for a method its service does not override (PullMessage, UpdateOffset,

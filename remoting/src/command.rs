@@ -72,6 +72,10 @@ impl LanguageCode {
 
 pub use crate::header::ExtFields;
 
+/// The remark of a response Java made with `createResponseCommand(Class)`, kept when only the code
+/// is set afterwards.
+pub const UNSET_REMARK: &str = "not set any response code";
+
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RemotingCommand {
     pub code: i32,
@@ -111,6 +115,12 @@ impl RemotingCommand {
             serialize_type: request.serialize_type,
             ..Default::default()
         }
+    }
+
+    /// SUCCESS with the remark Java's `createResponseCommand(Class)` starts a response with, which
+    /// many of Java's processors never clear (they set the code only).
+    pub fn success_unset_remark(request: &RemotingCommand) -> RemotingCommand {
+        RemotingCommand::response_to(request, ResponseCode::SUCCESS).with_remark(UNSET_REMARK)
     }
 
     /// A response with a remark, the usual shape of an error answer.

@@ -142,6 +142,16 @@ impl ProcessorRegistry {
         }
     }
 
+    /// Serves each of `codes` with `wrap` of its processor, on the same pool (the proxy's remoting
+    /// port checks a send's message type before the broker's send processor runs).
+    pub fn wrap(&mut self, codes: &[RequestCode], wrap: impl Fn(Arc<dyn RequestProcessor>) -> Arc<dyn RequestProcessor>) {
+        for code in codes {
+            if let Some(route) = self.routes.get_mut(&code.0) {
+                route.processor = wrap(route.processor.clone());
+            }
+        }
+    }
+
     fn pools(&self) -> Vec<Arc<BusinessPool>> {
         let mut pools: Vec<Arc<BusinessPool>> = Vec::new();
         for route in self.routes.values().chain(self.default.iter()) {

@@ -11,10 +11,11 @@
 use remoting::server::Channel;
 use remoting::{RemotingCommand, ResponseCode};
 
-use super::service::{now_ms, park_on, PopService, JAVA_UNSET_REMARK};
+use super::service::{now_ms, park_on, PopService};
 use crate::parking::QueueKey;
 use crate::pop::headers::{NotificationRequestHeader, NotificationResponseHeader, PollingInfoRequestHeader, PollingInfoResponseHeader};
 use crate::pop::names;
+use remoting::command::UNSET_REMARK;
 
 /// Java's `PopRequest.isTimeout`: a request is due 50 ms before its `bornTime + pollTime`.
 const DUE_EARLY_MS: i64 = 50;
@@ -31,7 +32,7 @@ impl PopService {
         let h = NotificationRequestHeader::read_as_java(&request);
         let answer = |request: &RemotingCommand, has_msg: bool, polling_full: bool| {
             RemotingCommand::response_to(request, ResponseCode::SUCCESS)
-                .with_remark(JAVA_UNSET_REMARK)
+                .with_remark(UNSET_REMARK)
                 .with_header(&NotificationResponseHeader { has_msg, polling_full })
         };
         if let Err((code, remark)) = self.check_readable(channel, h.topic.as_deref(), h.queue_id, h.consumer_group.as_deref()) {
@@ -108,7 +109,7 @@ impl PopService {
         let group = h.consumer_group.as_deref().unwrap_or_default();
         let parked = self.parking.get().map_or(0, |lot| lot.count_on(&key, |p| p.request.ext("consumerGroup") == Some(group)));
         RemotingCommand::response_to(request, ResponseCode::SUCCESS)
-            .with_remark(JAVA_UNSET_REMARK)
+            .with_remark(UNSET_REMARK)
             .with_header(&PollingInfoResponseHeader { polling_num: i32::try_from(parked).unwrap_or(i32::MAX) })
     }
 }

@@ -818,7 +818,7 @@ impl PopService {
             response = response.with_header(&ChangeInvisibleTimeResponseHeader { pop_time: 0, invisible_time: 0, revive_qid: 0 });
         }
         if response.remark.is_none() {
-            response = response.with_remark(JAVA_UNSET_REMARK);
+            response = response.with_remark(remoting::command::UNSET_REMARK);
         }
         response
     }
@@ -914,10 +914,6 @@ impl PopService {
         }
     }
 }
-
-/// The remark of a Java response made by `createResponseCommand(headerClass)` whose remark was
-/// never set.
-pub(crate) const JAVA_UNSET_REMARK: &str = "not set any response code";
 
 /// A refused pop as Java answers it: its response header's numbers (0) come along, so the 5.3.3
 /// client, which decodes the header of a POLLING_TIMEOUT answer, reads it as "nothing found".

@@ -93,9 +93,7 @@ use super::broker_stats::{consume_stats_json, offset_entries, Queues, MAX_STATS_
 /// Java's answer to a topic created or updated: SUCCESS with the remark `createResponseCommand`
 /// starts with, which neither 4.9.7 nor 5.3.3 clears.
 fn created(request: &RemotingCommand) -> RemotingCommand {
-    let mut response = ok(request);
-    response.remark = Some("not set any response code".into());
-    response
+    RemotingCommand::success_unset_remark(request)
 }
 
 /// How long the broker has run, as Java's `StoreStatsService` writes it.
@@ -144,6 +142,10 @@ impl RequestProcessor for AdminProcessor {
         let b = &self.ctx;
         match request.request_code() {
             RequestCode::GET_BROKER_RUNTIME_INFO => Ok(Some(ok(&request).with_body(self.runtime_info()))),
+            // exportPopRecord: Java moves its pop records from the RocksDB pop store to the file
+            // store (the revive topic) and answers SUCCESS, also when that store is off (the
+            // default). Ours keeps them in the revive topic only: nothing to move.
+            RequestCode::POP_ROLLBACK => Ok(Some(RemotingCommand::success_unset_remark(&request))),
             RequestCode::UPDATE_AND_CREATE_TOPIC => {
                 let started = std::time::Instant::now();
                 let answer = self.create_topic(&request);

@@ -69,7 +69,7 @@ impl RequestProcessor for StoreAdminProcessor {
                     "checkRocksdbCqWriteProgress result: rocksdbCQWriteEnable is false, checkRocksdbCqWriteProgressCommand is invalid"
                 );
                 // Java leaves the remark its `createResponseCommand(null)` starts with.
-                let response = ok(&request).with_remark("not set any response code");
+                let response = RemotingCommand::success_unset_remark(&request);
                 Ok(Some(response.with_body(format!(r#"{{"checkStatus":{CHECK_IN_PROGRESS}}}"#).into_bytes())))
             }
             RequestCode::EXPORT_ROCKSDB_CONFIG_TO_JSON => {

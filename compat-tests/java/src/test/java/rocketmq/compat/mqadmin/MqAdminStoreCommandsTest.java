@@ -107,7 +107,7 @@ class MqAdminStoreCommandsTest {
             "2001|body=rawB=5\nrawA=7\nRawGroupX=9\nzz1=-3\n", "2003|", "2001|body=rawA=8\n", "2003|",
             "2001|body=bad\\u12=1\n", "2002|body=rawA", "2003|",
             "2004|READ_AHEAD_MODE=1", "2004|READ_AHEAD_MODE=0", "2004|READ_AHEAD_MODE=2", "2004|READ_AHEAD_MODE=x", "2004|",
-            "908|masterFlushOffset=4096", "354|topic=SomeTopic|checkStoreTime=0", "1007|",
+            "908|masterFlushOffset=4096", "354|topic=SomeTopic|checkStoreTime=0", "1007|", "200056|",
             "355|configType=topics;subscriptionGroups;consumerOffsets;", "355|configType=TOPICS",
             "2002|body=rawB", "2002|body=RawGroupX", "2002|body=zz1", "2003|");
         List<String> fromJava = new ArrayList<>();
@@ -162,6 +162,20 @@ class MqAdminStoreCommandsTest {
         Pair readAhead = onBoth("setCommitLogReadAheadMode", "-b", "ADDR", "-m", "1");
         readAhead.assertSameOutput();
         assertTrue(readAhead.ours.stdout().contains("set commitlog readahead mode success, mode: 1"), readAhead.ours.describe());
+        // POP_ROLLBACK (200056; rawAnswersAreJavasByteForByte has its answer): mqadmin's ROCKETMQ header
+        // encoding writes the code in 16 bits, 3448, which both brokers refuse, as they refuse pop's codes.
+        Pair export = onBoth("exportPopRecord", "-b", "ADDR");
+        export.assertSameOutput();
+        assertTrue(export.ours.stdout().contains("Export broker records error, brokerName=" + RUST_BROKER + ", brokerAddr="
+            + ours.address() + ", dryRun=false") && export.ours.stdout().contains("request type 3448 not supported"),
+            export.ours.describe());
+        // With JSON headers the code arrives whole: both answer SUCCESS.
+        MqAdmin json = new MqAdmin(Versions.JAVA_5, "JSON", namesrv.address(), dir.resolve("mqadmin-5-json"));
+        for (String[] broker : new String[][] {{ours.address(), RUST_BROKER}, {java.address(), JAVA_BROKER}}) {
+            MqAdminRun run = json.run("exportPopRecord", "-b", broker[0]);
+            assertTrue(run.stdout().contains("Export broker records, brokerName=" + broker[1] + ", brokerAddr=" + broker[0]
+                + ", dryRun=false"), run.describe());
+        }
         Pair reset = onBoth("resetMasterFlushOffset", "-b", "ADDR", "-o", "4096");
         reset.assertSameOutput();
         assertTrue(reset.ours.stdout().contains("reset master flush offset to 4096 success"), reset.ours.describe());
