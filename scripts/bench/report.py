@@ -26,7 +26,7 @@ WORKLOADS = {
     "e-lean": "e' name server, routeload",
     "g": "g  DLedger 3 members 1 KiB x64",
     "h": "h  DLedger-mode brokers 1 KiB x64",
-    "i": "i  gRPC local proxy 1 KiB x64",
+    "i": "i  gRPC local proxy 1 KiB async",
 }
 
 
