@@ -51,7 +51,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
     --elections) elections="$2"; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
