@@ -5,9 +5,10 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f,g,h  a subset (default all; e also runs e', the lean route client;
+#            --workloads a,b,c,d,e,f,g,h,i  a subset (default all; e also runs e', the lean route client;
 #                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger;
-#                                     h is three brokers in DLedger mode, one DLedger group)
+#                                     h is three brokers in DLedger mode, one DLedger group;
+#                                     i is the gRPC front, mqbroker --enable-proxy, not run for 4.9)
 #            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
 #            --elections N            g: leader kills timed (default 5 quick, 10 full)
@@ -26,6 +27,12 @@
 # DLedger group: the leader is the master, brokerId 0), all three on the server core, the name server
 # with the load generator: sync sends of 1 KiB from 64 threads through the master and a push consumer;
 # the CPU per message is the three brokers' sum.
+# i is the gRPC front in local mode (ours: mqbroker --enable-proxy; Java 5.3.3: ProxyStartup -pm local,
+# broker and proxy in one JVM, as its bin/mqbroker --enable-proxy), driven by the official 5.x gRPC client
+# rocketmq-client-java: a Producer sending 1 KiB (sendAsync, 1024 in flight, held while over 4096 sent
+# but not yet received) to a NORMAL topic of 8 queues and 4 SimpleConsumers (4 receiving threads each)
+# receiving batches of 32 with long polling and acking every message; the CPU is the one server
+# process's, per message sent or consumed.
 # Binaries: target/release of this checkout, built here; BENCH_BIN_DIR=DIR uses DIR's as they are.
 # Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
 # target/bench/run-<timestamp>/.
@@ -34,7 +41,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f,g,h" systems="ours,java" elections=10
+workloads="a,b,c,d,e,f,g,h,i" systems="ours,java" elections=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) warmup=5 duration=20 drain=30 label=quick elections=5 ;;
@@ -44,7 +51,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
     --elections) elections="$2"; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -61,9 +68,9 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
-# the broker workloads (a-f, h) need the broker, the name server and their load generators; g (DLedger) its own
+# the broker workloads (a-f, h, i) need the broker, the name server and their load generators; g (DLedger) its own
 wants_broker="" wants_dledger="" wants_routeload=""
-case ",$workloads," in *,[a-fh],*) wants_broker=1 ;; esac
+case ",$workloads," in *,[a-fhi],*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
@@ -302,6 +309,10 @@ declare -A wl_args=(
   [f]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
   [f0]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
   [h]="--mode sync --threads 64 --size 1024 --topic bench_dledger"
+  # i: sendAsync with 1024 in flight loads a server more than 64 sync threads can (the one client core is the
+  # limit: the Java gRPC client's sync send parks a thread per call), and the senders wait while more than
+  # 4096 messages are sent but not received, so the consumers are not starved of the client's core
+  [i]="--mode async --threads 4 --inflight 1024 --max-backlog 4096 --size 1024 --topic bench_grpc --queues 8 --consumers 4 --receivers 4 --batch 32 --await-s 5"
 )
 
 # A Java broker takes ~13 s to stop cleanly and ours ~1 s; nothing after the run is measured and the
@@ -437,6 +448,60 @@ dledger_brokers_workload() {  # system
   for i in 0 1 2; do rm -rf "$dir/broker$i/store"; done  # commit logs are large; logs stay
 }
 
+# ---- i: the gRPC front (RocketMQ 5's API) --------------------------------------------------------
+
+# One broker with its gRPC front in local mode, as each system's `mqbroker --enable-proxy` runs it: ours
+# is the one mqbroker process (`--enable-proxy -pc rmq-proxy.json`); Java's bin/mqbroker --enable-proxy
+# starts runbroker.sh (the broker's JVM flags) on org.apache.rocketmq.proxy.ProxyStartup with
+# `-pm local -bc broker.conf`, so its broker and proxy share one JVM, here on rocketmq-proxy 5.3.3's
+# classpath. The same rmq-proxy.json for both (the ports; Java's proxy binds them on every address) and
+# start_broker's broker.conf. Plain-text gRPC: Java's proxy gets tls.server.mode=disabled (as the compat
+# tests run it), ours serves plain text to a client that does not start TLS. The name server shares the
+# client core; the load generator (rocketmq-client-java, the official 5.x client) creates the topic with
+# +message.type=NORMAL through the broker's remoting port, then sends and receives through gRPC.
+grpc_workload() {  # system
+  local sys="$1" dir="$run/$1/i" base port grpc_port bdir
+  ns_pid="" broker_pid=""
+  bdir="$dir/broker"
+  echo "== [i] gRPC (local proxy) $sys: ${wl_args[i]} + SimpleConsumers" >&2
+  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv"; then
+    echo "  $sys name server failed to start; skipping i" >&2
+  else
+    mkdir -p "$bdir/store"
+    base="$(free_ports 6)"
+    port=$((base + 2)) grpc_port=$((base + 4))  # base..base+3 the broker's (as start_broker), then gRPC and the proxy's remoting
+    # a SimpleConsumer's receive is a pop, which Java refuses without the timer wheel (its invisible-time
+    # revive runs on it): on for both here, unlike the other workloads
+    broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "$port" |
+      sed 's/^timerWheelEnable=false$/timerWheelEnable=true/' > "$bdir/broker.conf"
+    printf '{\n  "rocketMQClusterName": "DefaultCluster",\n  "namesrvAddr": "%s",\n  "grpcServerPort": %s,\n  "remotingListenPort": %s,\n  "grpcShutdownTimeSeconds": 1,\n  "enablePrintJstack": false\n}\n' \
+      "$ns_addr" "$grpc_port" "$((base + 5))" > "$bdir/rmq-proxy.json"
+    if [ "$sys" = ours ]; then
+      env -u RUST_LOG HOME="$bdir" taskset -c "$server_cpu" "$bin_dir/mqbroker" -c "$bdir/broker.conf" \
+        --enable-proxy -pc "$bdir/rmq-proxy.json" > "$bdir/broker.log" 2>&1 &
+    else
+      java_home_dir "$bdir"
+      # shellcheck disable=SC2086
+      HOME="$bdir" ROCKETMQ_HOME="$bdir" RMQ_PROXY_HOME="$bdir" taskset -c "$server_cpu" "$java_bin" $java_broker_flags \
+        "-Xlog:gc*:file=$bdir/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M" $jdk17_flags $(java_props "$bdir") \
+        -Dtls.server.mode=disabled -cp "$(cpfile rocketmq-proxy "$RMQ_JAVA_5")" org.apache.rocketmq.proxy.ProxyStartup \
+        -pm local -bc "$bdir/broker.conf" -pc "$bdir/rmq-proxy.json" -n "$ns_addr" > "$bdir/broker.log" 2>&1 &
+    fi
+    broker_pid=$!
+    started+=("$broker_pid")
+    if ! wait_port "$port" "$broker_pid" "$bdir/broker.log" || ! wait_port "$grpc_port" "$broker_pid" "$bdir/broker.log"; then
+      echo "  $sys broker with the gRPC front failed to start; skipping i" >&2
+    else
+      # shellcheck disable=SC2086
+      loadgen "$dir" grpc --namesrv "$ns_addr" --broker-addr "127.0.0.1:$port" --endpoint "127.0.0.1:$grpc_port" \
+        ${wl_args[i]} --broker-pid "$broker_pid"
+      kill -0 "$broker_pid" 2>/dev/null || echo "  the $sys broker DIED during the run; see $bdir/broker.log" >&2
+    fi
+  fi
+  stop_pid "$broker_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2
+  rm -rf "$bdir/store"  # commit logs are large; logs stay
+}
+
 # ---- g: DLedger ----------------------------------------------------------------------------------
 
 # The Java members' JVM: DLedger ships no tuned start script (its own run.sh is a bare `java -jar`), so
@@ -532,6 +597,7 @@ for wl in "${wl_list[@]}"; do
       # Java DLedger 0.3.1.2 is what both 4.9.x and 5.x pin: one Java group, under "java"
       g) [ "$sys" = java49 ] || dledger_workload "$sys" ;;
       h) dledger_brokers_workload "$sys" ;;
+      i) [ "$sys" = java49 ] || grpc_workload "$sys" ;;  # 4.9 has no gRPC front
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -548,13 +614,13 @@ meta = {
   "server_cpu": $server_cpu, "client_cpu": $client_cpu, "load_average_at_start": $load1,
   "machine": {"cpus": out("nproc"), "cpu_model": out("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
               "kernel": platform.release(), "memory": out("free -g | sed -n 2p"), "java": out("$java_bin -version 2>&1 | head -1")},
-  "versions": {"java": "$RMQ_JAVA_5", "java49": "$RMQ_JAVA_49", "client": "5.3.3", "ours": out("git -C $root rev-parse --short HEAD")},
+  "versions": {"java": "$RMQ_JAVA_5", "java49": "$RMQ_JAVA_49", "client": "5.3.3", "grpc_client": "rocketmq-client-java $RMQ_CLIENT_JAVA", "ours": out("git -C $root rev-parse --short HEAD")},
   "jvm": {"java_broker": "$java_broker_flags -Xlog:gc*:file=<run>/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
           "java_namesrv": "$java_namesrv_flags -Xlog:gc*:file=<run>/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
           "loadgen": "$loadgen_flags", "java_dledger": "$java_dledger_opts (+ compat-tests/dledger-node/run.sh's --add-opens)"},
   "dledger": {"java": "$DLEDGER_JAVA", "members": 3, "config": "DLedgerConfig defaults on both sides (group $dl_group, loopback, store per member)",
               "elections": $elections},
-  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false, defaults otherwise",
+  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false (i: true), defaults otherwise",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
@@ -563,6 +629,7 @@ meta = {
                 "f": "SYNC_MASTER + a slave of the same system, both on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "e": "name server GET_ROUTEINFO_BY_TOPIC, official Java client, 128 in flight on one connection",
                 "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight",
+                "i": "gRPC front in local mode (ours: mqbroker --enable-proxy; Java: ProxyStartup -pm local, broker+proxy in one JVM with the broker's JVM flags), rocketmq-client-java $RMQ_CLIENT_JAVA: Producer sendAsync 1 KiB, 1024 in flight, held while over 4096 sent but not received, NORMAL topic of 8 queues (created with +message.type=NORMAL), 4 SimpleConsumers x 4 receivers, batches of 32, long polling 5 s, every message acked; timerWheelEnable=true (Java pops only with it); CPU = the one server process, per message sent or consumed",
                 "h": "3 brokers of one system in DLedger mode (one brokerName, one DLedger group; the leader is the master), all on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues; CPU summed over the three",
                 "g": "DLedger: 3 members of one system on the server core, 64 appenders x 1 KiB through the leader (dledger-load, our DLedgerClient); then leader SIGKILLs timed to METADATA naming a new leader and to the first append SUCCESS"},
 }

@@ -26,6 +26,7 @@ WORKLOADS = {
     "e-lean": "e' name server, routeload",
     "g": "g  DLedger 3 members 1 KiB x64",
     "h": "h  DLedger-mode brokers 1 KiB x64",
+    "i": "i  gRPC local proxy 1 KiB async",
 }
 
 
@@ -149,6 +150,32 @@ NAMESRV_ROWS = [
     ("name server peak RSS (MiB)", lambda r: kb_to_mib(get(r, "server_vmhwm_kb")), None),
     ("failed queries", lambda r: get(r, "queries_failed"), None),
 ]
+
+
+# the gRPC front (i): one process (ours: mqbroker --enable-proxy; Java: broker + proxy in one JVM)
+GRPC_ROWS = [
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("receive+ack TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
+    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
+    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
+    ("consumed / sent, whole run", lambda r: None if r is None or "received_total" not in r
+     else f"{r['received_total']:,}/{r['expected_total']:,}", None),
+    ("redelivered / ack failed", lambda r: None if r is None or "redelivered_total" not in r
+     else f"{r['redelivered_total']}/{r['ack_failed_total']}", None),
+    ("server CPU us / msg sent or consumed", lambda r: get(r, "broker_cpu_us_per_op"), ("<=", 1 / 3)),
+    ("server CPU us / msg sent", lambda r: get(r, "broker_cpu_s_per_million"), None),
+    ("server CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
+    ("server peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
+    ("server peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
+    ("send failed", lambda r: get(r, "send_failed"), None),
+    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
+]
+NO_RATIO_GRPC = {"consumed / sent, whole run", "redelivered / ack failed", "other work on server core"}
 
 
 def group_member(r, master, key):
@@ -332,7 +359,8 @@ for wl, title in WORKLOADS.items():
     if all(r is None for r in results.values()):
         continue
     table_rows = (NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED
-                  else DLEDGER_ROWS if wl == "g" else DLEDGER_BROKER_ROWS if wl == "h" else BROKER_ROWS)
+                  else DLEDGER_ROWS if wl == "g" else DLEDGER_BROKER_ROWS if wl == "h"
+                  else GRPC_ROWS if wl == "i" else BROKER_ROWS)
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
     valid = {s: is_valid(results[s]) for s in systems}
     checked = wl in REPLICATED or wl in ("g", "h")  # results that can be INVALID
@@ -351,7 +379,8 @@ for wl, title in WORKLOADS.items():
             continue
         vals = [extract(results[s]) if results[s] is not None else None for s in systems]
         ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER)
-                  or (wl == "h" and label in NO_RATIO_DLEDGER_BROKERS) else ratio(vals[0], v) for v in vals[1:]]
+                  or (wl == "h" and label in NO_RATIO_DLEDGER_BROKERS) or (wl == "i" and label in NO_RATIO_GRPC)
+                  else ratio(vals[0], v) for v in vals[1:]]
         # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
         spoilt = [checked and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
         ratios = [None if bad else r for r, bad in zip(ratios, spoilt)]
@@ -416,6 +445,11 @@ if meta:
               f" the name server on the load generator's; CPU per message is the three brokers' sum; warm-up {meta.get('h_warmup_s')} s"
               " (3x: each JVM has a third of the core to compile in); valid = one master throughout, every slave at the master's"
               " commit-log max offset after the drain; failed sends and messages not consumed are shown, TPS counts SEND_OK only.")
+    if "i" in out["workloads"]:
+        print("i: one server process per system with its gRPC front in local mode (ours: mqbroker --enable-proxy; Java: ProxyStartup -pm local,"
+              " broker and proxy in one JVM); rocketmq-client-java drives it: sendAsync of 1 KiB, 1024 in flight (held while over 4096"
+              " sent but not received), SimpleConsumers receiving batches of 32 with long polling and acking each message;"
+              " CPU per message = server CPU / (messages sent + messages received and acked) in the window.")
     if "g" in out["workloads"]:
         print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
               " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")

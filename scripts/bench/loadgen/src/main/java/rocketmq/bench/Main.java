@@ -2,7 +2,9 @@ package rocketmq.bench;
 
 /**
  * {@code loadgen broker --namesrv A --mode sync|async|batch ... --out FILE} or
- * {@code loadgen namesrv --namesrv A ... --out FILE}; see scripts/bench.sh for the options it passes.
+ * {@code loadgen namesrv --namesrv A ... --out FILE} or
+ * {@code loadgen grpc --namesrv A --endpoint GRPC --broker-addr B ... --out FILE}; see scripts/bench.sh for the
+ * options it passes.
  * A watchdog ends the JVM if a run hangs, so the harness always gets to the next workload.
  */
 public final class Main {
@@ -11,7 +13,7 @@ public final class Main {
 
     public static void main(String[] argv) throws Exception {
         if (argv.length < 1) {
-            System.err.println("usage: loadgen broker|namesrv --namesrv ADDR [--key value ...]");
+            System.err.println("usage: loadgen broker|namesrv|grpc --namesrv ADDR [--key value ...]");
             System.exit(2);
         }
         Args a = new Args(argv, 1);
@@ -31,6 +33,7 @@ public final class Main {
             switch (argv[0]) {
                 case "broker" -> BrokerLoad.run(a);
                 case "namesrv" -> RouteLoad.run(a);
+                case "grpc" -> GrpcLoad.run(a);
                 default -> throw new IllegalArgumentException("unknown load " + argv[0]);
             }
         } catch (Throwable t) {
