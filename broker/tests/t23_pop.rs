@@ -6,102 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use broker::pop::extra_info::{parse_msg_offset_info, parse_start_offset_info, ExtraInfo};
-use broker::pop::headers::{AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader};
+use broker::pop::headers::{ChangeInvisibleTimeRequestHeader, PopMessageResponseHeader};
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use store::message::record::{decode_record, RecordAt};
 
 mod common;
 
+use common::pop::*;
 use common::*;
-
-fn pop_request(topic_name: &str, queue: i32, invisible_ms: i64, poll_ms: i64, order: bool) -> RemotingCommand {
-    let h = PopMessageRequestHeader {
-        consumer_group: group("pg-c"),
-        topic: topic(topic_name),
-        queue_id: queue,
-        max_msg_nums: 32,
-        invisible_time: invisible_ms,
-        poll_time: poll_ms,
-        born_time: remoting::clock::now_ms(),
-        init_mode: 0,
-        exp_type: Some("TAG".into()),
-        exp: Some("*".into()),
-        order: Some(order),
-        attempt_id: None,
-    };
-    RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, &h)
-}
-
-/// A popped message: body, its receipt handle as the Java client builds it, queue and offset.
-#[derive(Debug, Clone)]
-struct Popped {
-    body: String,
-    handle: String,
-    queue_id: i32,
-    offset: i64,
-    reconsume: i32,
-}
-
-/// The messages of a pop response with their handles, as `MQClientAPIImpl.processPopResponse`
-/// makes them: a message from the retry topic carries its own (`POP_CK`).
-fn popped(r: &RemotingCommand, topic_name: &str) -> Vec<Popped> {
-    let h: PopMessageResponseHeader = r.decode_header().unwrap();
-    let starts = parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or("")).unwrap();
-    let _ = parse_msg_offset_info(h.msg_offset_info.as_deref().unwrap_or("")).unwrap();
-    let mut out = Vec::new();
-    let mut rest = r.body_bytes();
-    while !rest.is_empty() {
-        let Ok(RecordAt::Record(m)) = decode_record(rest, false) else { panic!("bad record in pop body") };
-        assert_eq!(m.topic, topic_name, "handed out under the popped topic");
-        let handle = match m.property("POP_CK") {
-            Some(ck) => ck.to_owned(),
-            None => {
-                let start = starts[&format!("0@{}", m.queue_id)];
-                ExtraInfo::new(start, h.pop_time, h.invisible_time, h.revive_qid, m.topic, "broker-a", m.queue_id, Some(m.queue_offset)).to_string()
-            }
-        };
-        out.push(Popped {
-            body: String::from_utf8_lossy(m.body).into_owned(),
-            handle,
-            queue_id: m.queue_id,
-            offset: m.queue_offset,
-            reconsume: m.reconsume_times,
-        });
-        rest = &rest[m.store_size as usize..];
-    }
-    out
-}
-
-fn ack_request(topic_name: &str, p: &Popped) -> RemotingCommand {
-    let h = AckMessageRequestHeader {
-        consumer_group: group("pg-c"),
-        topic: topic(topic_name),
-        queue_id: p.queue_id,
-        extra_info: p.handle.clone(),
-        offset: p.offset,
-    };
-    RemotingCommand::request_with_header(RequestCode::ACK_MESSAGE, &h)
-}
-
-/// Pops (without waiting) until `n` messages came or `within` passes.
-async fn pop_until(c: &RemotingClient, addr: &str, topic_name: &str, n: usize, invisible_ms: i64, within: Duration) -> Vec<Popped> {
-    let deadline = Instant::now() + within;
-    let mut got = Vec::new();
-    loop {
-        let r = c.invoke(addr, pop_request(topic_name, -1, invisible_ms, 0, false), TIMEOUT).await.unwrap();
-        if r.code == 0 {
-            got.extend(popped(&r, topic_name));
-        } else {
-            assert_eq!(r.response_code(), ResponseCode::POLLING_TIMEOUT, "{:?}", r.remark);
-        }
-        if got.len() >= n || Instant::now() >= deadline {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn popped_messages_are_hidden_acked_or_revived_once() {

@@ -14,6 +14,8 @@ use remoting::protocol::name::{GroupName, TopicName};
 use remoting::{RemotingCommand, RequestCode};
 use store::message::record::{decode_record, RecordAt};
 
+pub mod pop;
+
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A broker on 127.0.0.1 with a free port, its store in `dir`, no name server, without the fast
