@@ -293,3 +293,72 @@ async fn a_slave_answers_an_offset_it_cannot_serve_with_retry_at_the_same_offset
     assert_eq!(r.response_code(), ResponseCode::PULL_OFFSET_MOVED);
     p.stop().await;
 }
+
+/// Pop's state is in the commit log and the offsets a slave copies, so a slave its operator promotes
+/// (restarted on its store as brokerId 0 with a master's role, as Java's master/slave failover is
+/// done) brings back each message the old master handed out and was not acked, once and not before
+/// its invisible time, and none that was acked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_promoted_slave_brings_back_what_its_master_popped_unacked_once_and_nothing_acked() {
+    use common::pop::{ack_request, pop_until_of};
+    let Pair { _dirs: dirs, namesrv, master, slave } = pair(&[]).await;
+    let c = RemotingClient::new(ClientConfig::default());
+    let addr = master.local_addr().to_string();
+    for i in 0..10 {
+        let r = c.invoke(&addr, send("PopPromoted", 0, &format!("m{i}"), ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    // Long enough that the master stops before it: only the promoted slave revives.
+    let invisible_ms = 20_000;
+    let popped_at = remoting::clock::now_ms();
+    let first = pop_until_of(&c, &addr, "pair", "PopPromoted", 10, invisible_ms, Duration::from_secs(10)).await;
+    assert_eq!(first.len(), 10, "{first:?}");
+    let (acked, unacked): (Vec<_>, Vec<_>) = first.iter().partition(|p| p.offset % 2 == 0);
+    for p in &acked {
+        let r = c.invoke(&addr, ack_request("PopPromoted", p), TIMEOUT).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    let slave_broker = slave.broker.clone();
+    until("the slave's copy of the popped offset (3 s, then every 10 s)", Duration::from_secs(20), || {
+        slave_broker.offsets.query_offset("pg-c", "PopPromoted", 0) == Some(10)
+    })
+    .await;
+    assert!(remoting::clock::now_ms() < popped_at + invisible_ms - 2_000, "the slave copied the offsets too late for this test");
+    // SYNC_MASTER: every checkpoint and ack the master answered is in the slave's commit log.
+    master.shutdown().await;
+    slave.shutdown().await;
+    let ns = namesrv.local_addr().to_string();
+    let (port, ha_port) = (free_port().to_string(), free_port().to_string());
+    let promoted = start(
+        dirs[2].path(),
+        &[
+            ("namesrvAddr", ns.as_str()),
+            ("brokerName", "pair"),
+            ("brokerRole", "ASYNC_MASTER"),
+            ("brokerId", "0"),
+            ("listenPort", port.as_str()),
+            ("haListenPort", ha_port.as_str()),
+        ],
+    )
+    .await;
+    let addr = promoted.local_addr().to_string();
+    let deadline = Instant::now() + Duration::from_secs(50);
+    let mut back: Vec<(String, i64)> = Vec::new();
+    while back.len() < unacked.len() && Instant::now() < deadline {
+        for p in pop_until_of(&c, &addr, "pair", "PopPromoted", 1, 60_000, Duration::from_millis(500)).await {
+            back.push((p.body, remoting::clock::now_ms()));
+        }
+    }
+    let extra = pop_until_of(&c, &addr, "pair", "PopPromoted", 1, 60_000, Duration::from_secs(4)).await;
+    let mut bodies: Vec<String> = back.iter().map(|(b, _)| b.clone()).collect();
+    bodies.sort();
+    let mut want: Vec<String> = unacked.iter().map(|p| p.body.clone()).collect();
+    want.sort();
+    assert_eq!(bodies, want, "each unacked message back once (acked: {:?})", acked.iter().map(|p| &p.body).collect::<Vec<_>>());
+    assert!(extra.is_empty(), "handed out again: {extra:?}");
+    for (body, at) in &back {
+        assert!(*at >= popped_at + invisible_ms, "{body} back {} ms after its pop, before its invisible time", at - popped_at);
+    }
+    promoted.shutdown().await;
+    namesrv.shutdown().await;
+}

@@ -58,6 +58,11 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  *       ({@code Producer.recallMessage}), which answers its id; the consumer gets the first and never the second.
  *   <li>{@code pushOnce:TOPIC:GROUP:N} N async sends; a PushConsumer gets every message exactly once (nothing
  *       again within 3 s of the last).
+ *   <li>{@code dlq:TOPIC:GROUP} groups GROUP and GROUP-push allow 2 deliveries (retryMaxTimes 1, made by the test). A
+ *       SimpleConsumer that never acks gets its message twice (attempts 1 and 2, the second no earlier than the first's
+ *       invisible time) and then never again: the proxy moves it to the group's DLQ at its third delivery. A
+ *       PushConsumer that fails its message gets it twice and not again: its client forwards it to the DLQ
+ *       (ForwardMessageToDeadLetterQueue). The test then finds one message in each group's DLQ topic.
  * </ul>
  */
 public final class GrpcDriver {
@@ -111,6 +116,7 @@ public final class GrpcDriver {
             case "transaction" -> transaction(s[1], s[2], facts);
             case "pushOnce" -> pushOnce(s[1], s[2], Integer.parseInt(s[3]), facts);
             case "recall" -> recall(s[1], s[2], facts);
+            case "dlq" -> dlq(s[1], s[2], facts);
             default -> throw new Steps.Failure("unknown step " + s[0]);
         }
     }
@@ -442,6 +448,67 @@ public final class GrpcDriver {
                 .filter(b -> b.endsWith("-tx-commit") || b.endsWith("-tx-rollback")).count());
         } finally {
             producer.close();
+        }
+    }
+
+    private void dlq(String topic, String group, Map<String, Object> facts) throws Exception {
+        String pushGroup = group + "-push";
+        List<Long> simpleAttempts = new ArrayList<>();
+        Map<Integer, Long> pushAttempts = new ConcurrentHashMap<>();
+        List<String> strange = new CopyOnWriteArrayList<>();
+        String simpleBody = runId + "-dlq-simple";
+        String pushBody = runId + "-dlq-push";
+        try (Producer producer = producer(topic);
+             SimpleConsumer consumer = provider.newSimpleConsumerBuilder().setClientConfiguration(config).setConsumerGroup(group)
+                 .setAwaitDuration(AWAIT)
+                 .setSubscriptionExpressions(Map.of(topic, new FilterExpression("TagSimpleDlq", FilterExpressionType.TAG))).build();
+             PushConsumer push = provider.newPushConsumerBuilder().setClientConfiguration(config).setConsumerGroup(pushGroup)
+                 .setSubscriptionExpressions(Map.of(topic, new FilterExpression("TagPushDlq", FilterExpressionType.TAG)))
+                 .setMessageListener(v -> {
+                     if (body(v).equals(pushBody)) {
+                         pushAttempts.put(v.getDeliveryAttempt(), System.currentTimeMillis());
+                     } else if (!body(v).equals(simpleBody)) {
+                         strange.add(describe(v));
+                     }
+                     return ConsumeResult.FAILURE;
+                 }).build()) {
+            producer.send(provider.newMessageBuilder().setTopic(topic).setTag("TagSimpleDlq")
+                .setBody(simpleBody.getBytes(StandardCharsets.UTF_8)).build());
+            producer.send(provider.newMessageBuilder().setTopic(topic).setTag("TagPushDlq")
+                .setBody(pushBody.getBytes(StandardCharsets.UTF_8)).build());
+            // Never acked, 2 s invisible: back after 2 s, then to the DLQ instead of a third time.
+            long deadline = System.currentTimeMillis() + 40_000;
+            while (System.currentTimeMillis() < deadline && simpleAttempts.size() < 3) {
+                for (MessageView v : consumer.receive(4, Duration.ofSeconds(2))) {
+                    if (!body(v).equals(simpleBody)) {
+                        continue;
+                    }
+                    check(v.getDeliveryAttempt() == simpleAttempts.size() + 1,
+                        "delivery " + (simpleAttempts.size() + 1) + " has attempt " + v.getDeliveryAttempt() + ": " + describe(v));
+                    simpleAttempts.add(System.currentTimeMillis());
+                }
+                // After the second delivery, 10 s more of receives must bring nothing.
+                if (simpleAttempts.size() == 2 && System.currentTimeMillis() > simpleAttempts.get(1) + 10_000) {
+                    break;
+                }
+            }
+            facts.put("simpleDeliveries", simpleAttempts.size());
+            check(simpleAttempts.size() == 2, "the never-acked message was delivered " + simpleAttempts.size()
+                + " times (2 expected: attempt 3 goes to the DLQ)");
+            check(simpleAttempts.get(1) - simpleAttempts.get(0) >= 1_500, "back "
+                + (simpleAttempts.get(1) - simpleAttempts.get(0)) + " ms after its delivery, before its 2 s");
+            deadline = System.currentTimeMillis() + 30_000;
+            while (System.currentTimeMillis() < deadline && pushAttempts.size() < 2) {
+                Thread.sleep(200);
+            }
+            Thread.sleep(5_000);
+            facts.put("pushDeliveries", new TreeMap<>(pushAttempts).keySet());
+            if (pushAttempts.containsKey(1) && pushAttempts.containsKey(2)) {
+                facts.put("pushBackAfterMs", pushAttempts.get(2) - pushAttempts.get(1));
+            }
+            check(pushAttempts.keySet().equals(Set.of(1, 2)), "the failed push message was delivered with attempts "
+                + new TreeMap<>(pushAttempts).keySet() + " ([1, 2] expected, then the DLQ)");
+            check(strange.isEmpty(), "unexpected deliveries: " + strange);
         }
     }
 

@@ -172,4 +172,16 @@ class ClusterProxyGrpcTest {
     void recall() {
         assertStep("recall");
     }
+
+    @Test
+    @DisplayName("after max attempts: a never-acked SimpleConsumer message and a failed PushConsumer one go to the DLQ")
+    void dlq() throws Exception {
+        assertStep("dlq");
+        if (javaRun != null) {
+            ProxyGrpcTest.assertInDlq(javaBroker.address(), "grpc-java-a");
+        }
+        if (ourRun != null) {
+            ProxyGrpcTest.assertInDlq(ourBroker.address(), "grpc-ours-a");
+        }
+    }
 }

@@ -182,4 +182,11 @@ class LocalProxyGrpcTest {
     void recall() {
         assertStep("recall");
     }
+
+    @Test
+    @DisplayName("after max attempts: a never-acked SimpleConsumer message and a failed PushConsumer one go to the DLQ")
+    void dlq() throws Exception {
+        assertStep("dlq");
+        ProxyGrpcTest.assertInDlq(broker.address(), "grpc-local-a");
+    }
 }

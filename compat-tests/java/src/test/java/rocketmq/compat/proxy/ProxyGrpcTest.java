@@ -62,6 +62,7 @@ class ProxyGrpcTest {
         {"GrpcTx", "TRANSACTION"},
         {"GrpcPush", "NORMAL"},
         {"GrpcRecall", "DELAY"},
+        {"GrpcDlq", "NORMAL"},
     };
     static final String[] STEPS = {
         "normal:GrpcNormal:grpc-normal:20",
@@ -71,7 +72,10 @@ class ProxyGrpcTest {
         "transaction:GrpcTx:grpc-tx",
         "pushOnce:GrpcPush:grpc-push:200",
         "recall:GrpcRecall:grpc-recall",
+        "dlq:GrpcDlq:grpc-dlq",
     };
+    /** The dlq step's groups: 2 deliveries each (retryMaxTimes 1), then the DLQ. */
+    static final String[] DLQ_GROUPS = {"grpc-dlq", "grpc-dlq-push"};
 
     /** {@code -Drmq.proxy.sides=java} (or {@code ours}) runs one side only, to look at it alone; default both. */
     private static final String SIDES = System.getProperty("rmq.proxy.sides", "java,ours");
@@ -159,6 +163,9 @@ class ProxyGrpcTest {
                 probe.createTopic(t[0], 4, "+message.type=" + t[1]);
             }
             probe.createGroup("grpc-fifo", true);
+            for (String g : DLQ_GROUPS) {
+                probe.createGroup(g, 1);
+            }
             for (String[] t : TOPICS) {
                 Await.until("route of " + t[0], ROUTE_TIMEOUT, () -> ns.route(t[0]),
                     (TopicRouteData r) -> r != null && !r.getQueueDatas().isEmpty(), diagnostics);
@@ -237,5 +244,27 @@ class ProxyGrpcTest {
     @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
     void recall() {
         assertStep("recall");
+    }
+
+    @Test
+    @DisplayName("after max attempts: a never-acked SimpleConsumer message and a failed PushConsumer one go to the DLQ")
+    void dlq() throws Exception {
+        assertStep("dlq");
+        if (javaRun != null) {
+            assertInDlq(javaBroker.address(), "grpc-java-a");
+        }
+        if (ourRun != null) {
+            assertInDlq(ourBroker.address(), "grpc-ours-a");
+        }
+    }
+
+    /** Each of the dlq step's groups has its one message in its DLQ topic. */
+    static void assertInDlq(String brokerAddress, String brokerName) throws Exception {
+        try (BrokerProbe probe = BrokerProbe.connect(brokerAddress, brokerName)) {
+            for (String g : DLQ_GROUPS) {
+                org.junit.jupiter.api.Assertions.assertEquals(1, probe.maxOffset("%DLQ%" + g, 0),
+                    "messages in %DLQ%" + g + " on " + brokerName);
+            }
+        }
     }
 }
