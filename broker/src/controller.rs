@@ -221,6 +221,7 @@ impl BrokerController {
         let remoting_addr = remoting.local_addr()?;
         let grpc_port = config.grpc_server_port;
         let check_message_types = config.enable_topic_message_type_check;
+        self.broker.metrics.add_proxy_up(&config);
         let backend = Arc::new(crate::proxy_local::LocalBackend::new(self.broker.clone(), self.server.acceptor()));
         let service = proxy::service::Messaging::new(config, backend);
         let grpc = proxy::server::GrpcServer::start(SocketAddr::new(bind, grpc_port), service).await?;

@@ -355,3 +355,45 @@ async fn pop_counts_its_revive_records_and_reports_each_revive_queue() {
     assert!(text.contains("# TYPE rocketmq_pop_revive_in_message counter"), "{text}");
     broker.shutdown().await;
 }
+
+/// `--enable-proxy` with the proxy's `metricsExporterType` on: `rocketmq_proxy_up` is one more
+/// family of the broker's exposition, with the broker's labels under the proxy's (node_type,
+/// cluster, node_id, proxy_mode), as Java's local mode registers it on the broker's meter; with
+/// the proxy's exporter off (Java's default) it is not there.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_local_proxy_reports_itself_up_in_the_brokers_exposition_when_its_metrics_are_on() {
+    for on in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let port_text = port.to_string();
+        let extra = [
+            ("metricsExporterType", "PROM"),
+            ("metricsPromExporterHost", "127.0.0.1"),
+            ("metricsPromExporterPort", port_text.as_str()),
+            ("metricsLabel", "region:r1"),
+            ("brokerClusterName", "MetricsCluster"),
+        ];
+        let mut broker = start(dir.path(), &extra).await;
+        let config = proxy::config::ProxyConfig {
+            grpc_server_port: free_port(),
+            remoting_listen_port: 0,
+            metrics_exporter_type: if on { "PROM" } else { "DISABLE" }.to_owned(),
+            proxy_cluster_name: "ProxyCluster".to_owned(),
+            proxy_name: "proxy-1".to_owned(),
+            ..Default::default()
+        };
+        broker.enable_proxy(config).await.unwrap();
+        let text = scrape(port).await;
+        let labels = [
+            ("node_type", "proxy"),
+            ("cluster", "ProxyCluster"),
+            ("node_id", "proxy-1"),
+            ("proxy_mode", "local"),
+            ("region", "r1"),
+            ("otel_scope_name", "broker-meter"),
+        ];
+        assert_eq!(sample(&text, "rocketmq_proxy_up", &labels), on.then_some(1.0), "{text}");
+        assert!(text.contains("rocketmq_storage_flush_behind_bytes"), "the broker's families are there too: {text}");
+        broker.shutdown().await;
+    }
+}

@@ -10,6 +10,15 @@ use serde::Deserialize;
 pub struct ProxyConfig {
     #[serde(rename = "rocketMQClusterName")]
     pub rocket_mq_cluster_name: String,
+    /// The proxy's own cluster and name, as its metrics label it.
+    pub proxy_cluster_name: String,
+    pub proxy_name: String,
+    /// DISABLE (Java's default), PROM (served on metricsPromExporterHost:Port), OTLP_GRPC, LOG.
+    pub metrics_exporter_type: String,
+    pub metrics_prom_exporter_host: String,
+    pub metrics_prom_exporter_port: u16,
+    pub metrics_label: String,
+    pub metrics_in_delta: bool,
     /// `LOCAL` (inside the broker) or `CLUSTER`.
     pub proxy_mode: String,
     pub grpc_server_port: u16,
@@ -53,6 +62,13 @@ impl Default for ProxyConfig {
     fn default() -> Self {
         ProxyConfig {
             rocket_mq_cluster_name: "DefaultCluster".to_owned(),
+            proxy_cluster_name: "DefaultCluster".to_owned(),
+            proxy_name: local_host_name(),
+            metrics_exporter_type: "DISABLE".to_owned(),
+            metrics_prom_exporter_host: String::new(),
+            metrics_prom_exporter_port: 5557,
+            metrics_label: String::new(),
+            metrics_in_delta: false,
             proxy_mode: "CLUSTER".to_owned(),
             grpc_server_port: 8081,
             remoting_listen_port: 8080,
@@ -87,6 +103,11 @@ impl Default for ProxyConfig {
             topic_route_service_cache_max_num: 20_000,
         }
     }
+}
+
+/// Java's `proxyName` default: the host's name, `DEFAULT_PROXY` without one.
+fn local_host_name() -> String {
+    nix::unistd::gethostname().ok().and_then(|n| n.into_string().ok()).filter(|n| !n.is_empty()).unwrap_or_else(|| "DEFAULT_PROXY".to_owned())
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,7 @@
 //!   declared length costs nothing until its bytes arrive).
 //! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
 //!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
+//! - [`metrics`]: the proxy's Prometheus family (`rocketmq_proxy_up`).
 
 pub mod auth;
 pub mod backend;
@@ -26,6 +27,7 @@ pub mod codec;
 pub mod config;
 pub mod convert;
 pub mod frames;
+pub mod metrics;
 pub mod relay;
 pub mod remoting_port;
 pub mod server;

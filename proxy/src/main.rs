@@ -85,6 +85,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let metrics_config = config.clone();
     runtime.block_on(async move {
         let backend = Arc::new(ClusterBackend::new(ClusterSettings::from_config(&config)));
         if let Err(e) = backend.refresh_brokers().await {
@@ -99,9 +100,39 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let exporter = match start_metrics(&metrics_config).await {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
         println!("rocketmq-proxy startup successfully, gRPC on {}", server.local_addr());
         remoting::process::wait_for_stop_signal().await;
         server.shutdown().await;
+        if let Some(e) = exporter {
+            e.shutdown().await;
+        }
         ExitCode::SUCCESS
     })
+}
+
+/// `rocketmq_proxy_up` on `metricsPromExporterHost:metricsPromExporterPort` (all addresses when the
+/// host is empty, as Java's exporter) when `metricsExporterType` is PROM.
+async fn start_metrics(c: &ProxyConfig) -> Result<Option<remoting::metrics::exporter::PromExporter>, String> {
+    if !proxy::metrics::enabled(c) {
+        return Ok(None);
+    }
+    if !c.metrics_exporter_type.eq_ignore_ascii_case("PROM") {
+        tracing::warn!(exporter = %c.metrics_exporter_type, "only metricsExporterType=PROM is supported; metrics are not exported");
+        return Ok(None);
+    }
+    let host = if c.metrics_prom_exporter_host.trim().is_empty() { "0.0.0.0" } else { c.metrics_prom_exporter_host.trim() };
+    let ip: std::net::IpAddr = host.parse().map_err(|_| format!("metricsPromExporterHost {host} is not an IP address"))?;
+    let registry = proxy::metrics::cluster_registry(c).map_err(|e| format!("metrics not made: {e}"))?;
+    let addr = SocketAddr::new(ip, c.metrics_prom_exporter_port);
+    remoting::metrics::exporter::PromExporter::start(addr, registry, std::sync::Arc::new(|| {}))
+        .await
+        .map(Some)
+        .map_err(|e| format!("cannot serve metrics on {addr}: {e}"))
 }

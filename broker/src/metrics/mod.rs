@@ -28,7 +28,7 @@ use crate::subscription_group::system_group;
 use crate::topic_config::system_topic;
 
 /// Java's `BrokerMetricsConstant.OPEN_TELEMETRY_METER_NAME`.
-const METER: &str = "broker-meter";
+const METER: &str = remoting::metrics::BROKER_METER;
 
 /// Java's buckets (`registerMetricsView`).
 const MESSAGE_SIZE_BUCKETS: [f64; 6] = [1024.0, 4096.0, 524_288.0, 1_048_576.0, 2_097_152.0, 4_194_304.0];
@@ -39,6 +39,10 @@ const CREATE_TIME_BUCKETS_MS: [f64; 5] = [10.0, 100.0, 1000.0, 3000.0, 5000.0];
 /// Every family; present only when metrics are on.
 struct Families {
     registry: Registry,
+    /// The proxy's family in local mode (its constant labels are its own, not the registry's).
+    proxy: Registry,
+    /// The constant labels of `registry`, under which the proxy's family puts its own.
+    labels: std::collections::HashMap<String, String>,
     rpc: Arc<RpcLatency>,
     messages_in: Counters,
     throughput_in: Counters,
@@ -101,6 +105,20 @@ impl BrokerMetrics {
                 tracing::warn!(exporter = ?other, "only metricsExporterType=PROM is supported; metrics are not exported");
                 BrokerMetrics::default()
             }
+        }
+    }
+
+    /// `rocketmq_proxy_up` of the proxy this broker serves (`--enable-proxy`), in its exposition
+    /// with the broker's labels under the proxy's, as Java's local mode; only when the proxy's
+    /// `metricsExporterType` is not DISABLE.
+    pub fn add_proxy_up(&self, proxy: &proxy::config::ProxyConfig) {
+        let Some(f) = &self.families else { return };
+        if !proxy::metrics::enabled(proxy) {
+            return;
+        }
+        let registered = proxy::metrics::proxy_up(f.labels.clone(), proxy, "local").and_then(|up| f.proxy.register(Box::new(up)));
+        if let Err(e) = registered {
+            tracing::warn!(error = %e, "rocketmq_proxy_up not registered");
         }
     }
 
@@ -228,7 +246,8 @@ impl BrokerMetrics {
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("metricsPromExporterHost {host} is not an IP address")))?;
         let families = f.clone();
         let refresh = Arc::new(move || sources(&mut |s| families.gauges.refresh(s, &families, &pools)));
-        let exporter = PromExporter::start(SocketAddr::new(ip, c.metrics_prom_exporter_port), f.registry.clone(), refresh).await?;
+        let registries = vec![f.registry.clone(), f.proxy.clone()];
+        let exporter = PromExporter::start_all(SocketAddr::new(ip, c.metrics_prom_exporter_port), registries, refresh).await?;
         Ok(Some(exporter))
     }
 }
@@ -236,7 +255,7 @@ impl BrokerMetrics {
 impl Families {
     fn new(c: &BrokerConfig) -> Option<Families> {
         let labels = remoting::metrics::constant_labels(METER, &c.metrics_label, c.metrics_in_delta, "broker", &c.broker_cluster_name, &c.broker_name);
-        let registry = match Registry::new_custom(None, Some(labels)) {
+        let registry = match Registry::new_custom(None, Some(labels.clone())) {
             Ok(registry) => registry,
             Err(e) => {
                 tracing::error!(error = %e, "metrics registry not made; metrics are not exported");
@@ -294,6 +313,8 @@ impl Families {
             pulls: Mutex::new(Pulls::default()),
             limit,
             registry,
+            proxy: Registry::new(),
+            labels,
         })
     }
 

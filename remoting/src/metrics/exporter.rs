@@ -47,7 +47,7 @@ const CONNECTION_TIME: Duration = Duration::from_secs(60);
 pub const RENDERED_FOR: Duration = Duration::from_secs(1);
 
 struct Scrape {
-    registry: Registry,
+    registries: Vec<Registry>,
     refresh: Refresh,
     /// The last exposition and when it was computed; its lock makes scrapes one at a time.
     last: Mutex<Option<(tokio::time::Instant, Bytes)>>,
@@ -64,7 +64,8 @@ impl Scrape {
         let this = self.clone();
         let text = tokio::task::spawn_blocking(move || {
             (this.refresh)();
-            Ok::<_, String>(Bytes::from(super::text::encode(&this.registry.gather(), crate::clock::now_ms()).into_bytes()))
+            let families: Vec<_> = this.registries.iter().flat_map(|r| r.gather()).collect();
+            Ok::<_, String>(Bytes::from(super::text::encode(&families, crate::clock::now_ms()).into_bytes()))
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -109,10 +110,16 @@ pub struct PromExporter {
 impl PromExporter {
     /// Listens on `bind` (port 0: any free port) and serves `registry`.
     pub async fn start(bind: SocketAddr, registry: Registry, refresh: Refresh) -> std::io::Result<PromExporter> {
+        Self::start_all(bind, vec![registry], refresh).await
+    }
+
+    /// Serves the families of every registry, one exposition (registries whose constant labels
+    /// differ: the broker's and, in local mode, the proxy's `rocketmq_proxy_up`).
+    pub async fn start_all(bind: SocketAddr, registries: Vec<Registry>, refresh: Refresh) -> std::io::Result<PromExporter> {
         let listener = TcpListener::bind(bind).await?;
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
-        let scrape = Arc::new(Scrape { registry, refresh, last: Mutex::new(None) });
+        let scrape = Arc::new(Scrape { registries, refresh, last: Mutex::new(None) });
         let task = tokio::spawn(accept_loop(listener, scrape, stop.clone()));
         info!(%addr, "Prometheus metrics served");
         Ok(PromExporter { addr, stop, task })

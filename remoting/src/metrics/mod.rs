@@ -57,6 +57,10 @@ impl ConfigValue for MetricsExporterType {
     }
 }
 
+/// The meter of a 5.x broker's families (Java's `OPEN_TELEMETRY_METER_NAME`), which its proxy's
+/// `rocketmq_proxy_up` uses too, in both modes.
+pub const BROKER_METER: &str = "broker-meter";
+
 /// The label OpenTelemetry's exporter adds to every series: the meter's name.
 pub const LABEL_OTEL_SCOPE: &str = "otel_scope_name";
 
