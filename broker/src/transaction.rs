@@ -36,8 +36,7 @@ pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
 fn check_group() -> GroupName {
     GroupName::new(CHECK_GROUP).unwrap_or_else(|e| panic!("{CHECK_GROUP}: {e}"))
 }
-pub(crate) const TRAN_MSG: &str = "TRAN_MSG";
-pub(crate) const PGROUP: &str = "PGROUP";
+pub(crate) use store::message::properties::{PGROUP, TRAN_MSG};
 const CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
 const CHECK_IMMUNITY: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 /// Java `TransactionalMessageUtil.REMOVETAG`.

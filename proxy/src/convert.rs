@@ -10,30 +10,8 @@ use crate::config::ProxyConfig;
 use crate::pb;
 use crate::pb::Code;
 
-pub mod names {
-    pub const KEYS: &str = "KEYS";
-    pub const TAGS: &str = "TAGS";
-    pub const DELAY: &str = "DELAY";
-    pub const TRAN_MSG: &str = "TRAN_MSG";
-    pub const PGROUP: &str = "PGROUP";
-    pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
-    pub const UNIQ_KEY: &str = "UNIQ_KEY";
-    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
-    pub const POP_CK: &str = "POP_CK";
-    pub const SHARDING_KEY: &str = "__SHARDINGKEY";
-    pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
-    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
-    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
-    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
-    /// Set on a message one broker hands to another (Java's `PROPERTY_TRANSFER_FLAG`): its type is
-    /// not checked again.
-    pub const TRANSFER_FLAG: &str = "TRANSFER_FLAG";
-    pub const BORN_HOST: &str = "__BORNHOST";
-    pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
-    pub const DLQ_ORIGIN_TOPIC: &str = "DLQ_ORIGIN_TOPIC";
-    pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
-    pub const TRANSACTION_ID: &str = "__transactionId__";
-}
+/// Message property names (Java's `MessageConst`), as the store names them.
+pub use store::message::properties as names;
 
 /// Java's `MessageConst.STRING_HASH_SET`: property names a user may not set, and that are not
 /// shown as user properties.

@@ -387,11 +387,16 @@ fn is_system(topic: &str, group: &str) -> bool {
 /// message's properties as the producer sent them.
 pub fn message_type(props: &indexmap::IndexMap<String, String>) -> &'static str {
     let has = |key: &str| props.contains_key(key);
-    if props.get("TRAN_MSG").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+    if props.get(properties::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         "transaction"
-    } else if has("__SHARDINGKEY") {
+    } else if has(properties::SHARDING_KEY) {
         "fifo"
-    } else if has("__STARTDELIVERTIME") || has(properties::DELAY) || has("TIMER_DELIVER_MS") || has("TIMER_DELAY_SEC") || has("TIMER_DELAY_MS") {
+    } else if has("__STARTDELIVERTIME")
+        || has(properties::DELAY)
+        || has(properties::TIMER_DELIVER_MS)
+        || has(properties::TIMER_DELAY_SEC)
+        || has(properties::TIMER_DELAY_MS)
+    {
         "delay"
     } else {
         "normal"

@@ -4,7 +4,7 @@
 use super::formats::{AckMsg, BatchAckMsg, PopCheckPoint};
 
 /// Prefix of retry topics (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
-pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+pub use remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX;
 /// Prefix of the per-cluster revive topic; the topic is this plus the cluster name.
 pub const REVIVE_TOPIC_PREFIX: &str = "rmq_sys_REVIVE_LOG_";
 /// The group that consumes the revive topic.
@@ -22,9 +22,7 @@ pub const SPLIT: &str = "@";
 pub const ACK_TIME_INTERVAL_MS: i64 = 1000;
 
 /// Message properties the pop messages set.
-pub const PROPERTY_TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
-pub const PROPERTY_UNIQ_KEY: &str = "UNIQ_KEY";
-pub const PROPERTY_POP_CK: &str = "POP_CK";
+pub use store::message::properties::{POP_CK as PROPERTY_POP_CK, TIMER_DELIVER_MS as PROPERTY_TIMER_DELIVER_MS, UNIQ_KEY as PROPERTY_UNIQ_KEY};
 
 const RETRY_SEPARATOR_V1: char = '_';
 const RETRY_SEPARATOR_V2: char = '+';

@@ -95,7 +95,7 @@ impl TimerProcessor {
             (properties::TIMER_DELIVER_MS, handle.timestamp.as_str()),
             ("BORN_TIMESTAMP", &now.to_string()),
             ("TRACE_CONTEXT", ""),
-            ("PGROUP", h.producer_group.as_deref().unwrap_or("")),
+            (store::message::properties::PGROUP, h.producer_group.as_deref().unwrap_or("")),
         ];
         let msg = MessageToStore {
             topic: handle.topic.clone(),

@@ -4,6 +4,8 @@
 
 use indexmap::IndexMap;
 
+// Property names (Java's `MessageConst`), named here once for every crate.
+
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
 pub const PROPERTY_SEPARATOR: char = '\u{2}';
 
@@ -14,6 +16,21 @@ pub const WAIT: &str = "WAIT";
 pub const DELAY: &str = "DELAY";
 pub const REAL_TOPIC: &str = "REAL_TOPIC";
 pub const REAL_QID: &str = "REAL_QID";
+pub const TRAN_MSG: &str = "TRAN_MSG";
+pub const PGROUP: &str = "PGROUP";
+pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+pub const POP_CK: &str = "POP_CK";
+pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+pub const BORN_HOST: &str = "__BORNHOST";
+pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
+pub const DLQ_ORIGIN_TOPIC: &str = "DLQ_ORIGIN_TOPIC";
+pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
+pub const TRANSACTION_ID: &str = "__transactionId__";
+/// Set on a message one broker hands to another (Java's `PROPERTY_TRANSFER_FLAG`): a proxy does
+/// not check its type again.
+pub const TRANSFER_FLAG: &str = "TRANSFER_FLAG";
 
 /// 5.x timer messages (Java `MessageConst`): what a producer asks for (an absolute time, or a
 /// delay in seconds or milliseconds), and what the broker adds: the due time it rounded
