@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use broker::pop::headers::{
     NotificationRequestHeader, NotificationResponseHeader, PeekMessageRequestHeader, PollingInfoRequestHeader, PollingInfoResponseHeader,
-    PopMessageRequestHeader, PopMessageResponseHeader,
+    PopMessageResponseHeader,
 };
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
@@ -43,21 +43,7 @@ fn polling_info(topic_name: &str, queue: i32) -> RemotingCommand {
 }
 
 fn pop(topic_name: &str, invisible_ms: i64, poll_ms: i64) -> RemotingCommand {
-    let h = PopMessageRequestHeader {
-        consumer_group: group(GROUP),
-        topic: topic(topic_name),
-        queue_id: -1,
-        max_msg_nums: 32,
-        invisible_time: invisible_ms,
-        poll_time: poll_ms,
-        born_time: remoting::clock::now_ms(),
-        init_mode: 0,
-        exp_type: Some("TAG".into()),
-        exp: Some("*".into()),
-        order: Some(false),
-        attempt_id: None,
-    };
-    RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, &h)
+    common::pop::pop_request_of(GROUP, topic_name, -1, invisible_ms, poll_ms, false)
 }
 
 fn has_msg(r: &RemotingCommand) -> (bool, bool) {

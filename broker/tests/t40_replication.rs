@@ -300,7 +300,7 @@ async fn a_slave_answers_an_offset_it_cannot_serve_with_retry_at_the_same_offset
 /// its invisible time, and none that was acked.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_promoted_slave_brings_back_what_its_master_popped_unacked_once_and_nothing_acked() {
-    use common::pop::{ack_request, pop_until_of};
+    use common::pop::{ack_request, assert_back_once_not_early, pop_until_of};
     let Pair { _dirs: dirs, namesrv, master, slave } = pair(&[]).await;
     let c = RemotingClient::new(ClientConfig::default());
     let addr = master.local_addr().to_string();
@@ -342,23 +342,7 @@ async fn a_promoted_slave_brings_back_what_its_master_popped_unacked_once_and_no
     )
     .await;
     let addr = promoted.local_addr().to_string();
-    let deadline = Instant::now() + Duration::from_secs(50);
-    let mut back: Vec<(String, i64)> = Vec::new();
-    while back.len() < unacked.len() && Instant::now() < deadline {
-        for p in pop_until_of(&c, &addr, "pair", "PopPromoted", 1, 60_000, Duration::from_millis(500)).await {
-            back.push((p.body, remoting::clock::now_ms()));
-        }
-    }
-    let extra = pop_until_of(&c, &addr, "pair", "PopPromoted", 1, 60_000, Duration::from_secs(4)).await;
-    let mut bodies: Vec<String> = back.iter().map(|(b, _)| b.clone()).collect();
-    bodies.sort();
-    let mut want: Vec<String> = unacked.iter().map(|p| p.body.clone()).collect();
-    want.sort();
-    assert_eq!(bodies, want, "each unacked message back once (acked: {:?})", acked.iter().map(|p| &p.body).collect::<Vec<_>>());
-    assert!(extra.is_empty(), "handed out again: {extra:?}");
-    for (body, at) in &back {
-        assert!(*at >= popped_at + invisible_ms, "{body} back {} ms after its pop, before its invisible time", at - popped_at);
-    }
+    assert_back_once_not_early(&c, &addr, "pair", "PopPromoted", &unacked, &acked, popped_at + invisible_ms).await;
     promoted.shutdown().await;
     namesrv.shutdown().await;
 }

@@ -382,7 +382,7 @@ async fn the_new_leader_releases_the_timers_the_old_one_left_once_and_not_early(
 /// none that was acked.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_new_leader_brings_back_what_the_old_one_popped_unacked_once_and_nothing_acked() {
-    use common::pop::{ack_request, pop_until_of};
+    use common::pop::{ack_request, assert_back_once_not_early, pop_until_of};
     let mut g = Group::start(3).await;
     let old = g.master().await;
     let c = RemotingClient::new(ClientConfig::default());
@@ -411,23 +411,6 @@ async fn the_new_leader_brings_back_what_the_old_one_popped_unacked_once_and_not
     g.nodes[old].take().unwrap().shutdown().await;
     let new = g.master().await;
 
-    let deadline = Instant::now() + Duration::from_secs(50);
-    let mut back: Vec<(String, i64)> = Vec::new();
-    while back.len() < unacked.len() && Instant::now() < deadline {
-        for p in pop_until_of(&c, &g.addr(new), "raft", "PopFailover", 1, 60_000, Duration::from_millis(500)).await {
-            back.push((p.body, remoting::clock::now_ms()));
-        }
-    }
-    // Then nothing more: not an acked message, not one twice.
-    let extra = pop_until_of(&c, &g.addr(new), "raft", "PopFailover", 1, 60_000, Duration::from_secs(4)).await;
-    let mut bodies: Vec<String> = back.iter().map(|(b, _)| b.clone()).collect();
-    bodies.sort();
-    let mut want: Vec<String> = unacked.iter().map(|p| p.body.clone()).collect();
-    want.sort();
-    assert_eq!(bodies, want, "each unacked message back once (acked: {:?})", acked.iter().map(|p| &p.body).collect::<Vec<_>>());
-    assert!(extra.is_empty(), "handed out again: {extra:?}");
-    for (body, at) in &back {
-        assert!(*at >= popped_at + invisible_ms, "{body} back {} ms after its pop, before its invisible time", at - popped_at);
-    }
+    assert_back_once_not_early(&c, &g.addr(new), "raft", "PopFailover", &unacked, &acked, popped_at + invisible_ms).await;
     g.stop().await;
 }

@@ -12,8 +12,13 @@ use store::message::record::{decode_record, RecordAt};
 use super::{group, topic, TIMEOUT};
 
 pub fn pop_request(topic_name: &str, queue: i32, invisible_ms: i64, poll_ms: i64, order: bool) -> RemotingCommand {
+    pop_request_of("pg-c", topic_name, queue, invisible_ms, poll_ms, order)
+}
+
+/// A POP_MESSAGE of `consumer_group` as the Java client builds it.
+pub fn pop_request_of(consumer_group: &str, topic_name: &str, queue: i32, invisible_ms: i64, poll_ms: i64, order: bool) -> RemotingCommand {
     let h = PopMessageRequestHeader {
-        consumer_group: group("pg-c"),
+        consumer_group: group(consumer_group),
         topic: topic(topic_name),
         queue_id: queue,
         max_msg_nums: 32,
@@ -107,5 +112,36 @@ pub async fn pop_until_of(c: &RemotingClient, addr: &str, broker_name: &str, top
             return got;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// After a failover to the broker at `addr`: pops until every `unacked` message came back (50 s
+/// at most), then 4 s more, and asserts each came back once, nothing else did (no `acked` one),
+/// and none before `hidden_until` (their pop's time plus their invisible time).
+pub async fn assert_back_once_not_early(
+    c: &RemotingClient,
+    addr: &str,
+    broker_name: &str,
+    topic_name: &str,
+    unacked: &[&Popped],
+    acked: &[&Popped],
+    hidden_until: i64,
+) {
+    let deadline = Instant::now() + Duration::from_secs(50);
+    let mut back: Vec<(String, i64)> = Vec::new();
+    while back.len() < unacked.len() && Instant::now() < deadline {
+        for p in pop_until_of(c, addr, broker_name, topic_name, 1, 60_000, Duration::from_millis(500)).await {
+            back.push((p.body, remoting::clock::now_ms()));
+        }
+    }
+    let extra = pop_until_of(c, addr, broker_name, topic_name, 1, 60_000, Duration::from_secs(4)).await;
+    let mut bodies: Vec<String> = back.iter().map(|(b, _)| b.clone()).collect();
+    bodies.sort();
+    let mut want: Vec<String> = unacked.iter().map(|p| p.body.clone()).collect();
+    want.sort();
+    assert_eq!(bodies, want, "each unacked message back once (acked: {:?})", acked.iter().map(|p| &p.body).collect::<Vec<_>>());
+    assert!(extra.is_empty(), "handed out again: {extra:?}");
+    for (body, at) in &back {
+        assert!(*at >= hidden_until, "{body} back {} ms before its invisible time ended", hidden_until - at);
     }
 }
