@@ -47,6 +47,9 @@ const MAX_CLIENT_CONNECTIONS: usize = 10_000;
 const MAX_BROKERS_PER_CLIENT: usize = 64;
 /// Broker connections of all remoting clients, at most.
 const MAX_BROKER_CONNECTIONS: usize = 20_000;
+/// Long polls (pulls, pops) of one client connection waiting at brokers, at most, beyond the
+/// connection's in-flight count (see [`FromClient`]).
+const MAX_PARKED_POLLS: usize = 1024;
 /// Java's timeout of most forwarded requests.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 /// RECALL_MESSAGE's (Java's `RecallMessageActivity`).
@@ -116,7 +119,13 @@ impl ClusterPort {
             Io::Tls(s) => s.get_ref().0.local_addr(),
         };
         let local = local.unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], self.settings.port)));
-        let client = Arc::new(Client { port: self.clone(), channel: OnceLock::new(), brokers: Mutex::new(HashMap::new()), _permit: permit });
+        let client = Arc::new(Client {
+            port: self.clone(),
+            channel: OnceLock::new(),
+            brokers: Mutex::new(HashMap::new()),
+            parked_polls: Arc::new(Semaphore::new(MAX_PARKED_POLLS)),
+            _permit: permit,
+        });
         let handler = Arc::new(FromClient(client.clone()));
         let channel = connection::spawn_stream(io, Endpoints { remote: peer, local }, &self.connection_config, Side::Server, handler);
         let _ = client.channel.set(channel);
@@ -134,6 +143,7 @@ struct Client {
     port: Arc<ClusterPort>,
     channel: OnceLock<Channel>,
     brokers: Mutex<HashMap<String, BrokerLink>>,
+    parked_polls: Arc<Semaphore>,
     _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
@@ -142,14 +152,24 @@ struct BrokerLink {
     channel: Channel,
 }
 
-/// The requests a remoting client sends on its connection.
+/// The requests a remoting client sends on its connection, each answered in its own task. A long
+/// poll waiting at a broker is not counted in the connection's in-flight requests (a consumer
+/// holds one per queue, and past the count the connection would stop reading), as a broker does
+/// not count its parked pulls; it holds a place of the client's parked polls instead, while there
+/// is one.
 struct FromClient(Arc<Client>);
+
+fn is_long_poll(request: &RemotingCommand) -> bool {
+    [RequestCode::PULL_MESSAGE, RequestCode::LITE_PULL_MESSAGE, RequestCode::POP_MESSAGE].contains(&request.request_code())
+}
 
 impl InboundHandler for FromClient {
     fn on_request(&self, channel: &Channel, request: RemotingCommand, in_flight: InFlight) {
         let (client, channel) = (self.0.clone(), channel.clone());
+        let parked = if is_long_poll(&request) { client.parked_polls.clone().try_acquire_owned().ok() } else { None };
+        let in_flight = if parked.is_some() { None } else { Some(in_flight) };
         tokio::spawn(async move {
-            let _in_flight = in_flight;
+            let _held = (in_flight, parked);
             let oneway = request.is_oneway();
             let (opaque, serialize_type) = (request.opaque, request.serialize_type);
             if let Some(mut response) = client.handle(&channel, request).await {
