@@ -222,6 +222,18 @@ impl ClusterBackend {
         self.inner.refresh_brokers().await
     }
 
+    /// The master's address of `broker_name` (the name server asked again for an unknown name,
+    /// at most once a second).
+    pub async fn master_address(&self, broker_name: &str) -> Result<String, BackendError> {
+        self.inner.master_of(broker_name).await
+    }
+
+    /// The name server's answer to GET_ROUTEINFO_BY_TOPIC for `topic`, as it came (the proxy's
+    /// remoting port answers routes from it).
+    pub async fn namesrv_route(&self, topic: &str) -> Result<RemotingCommand, BackendError> {
+        self.inner.ask_namesrv(RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic)).await
+    }
+
     /// Broker connections open now, in all.
     pub fn connection_count(&self) -> usize {
         self.inner.connections.lock().values().map(HashMap::len).sum()

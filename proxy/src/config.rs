@@ -23,6 +23,9 @@ pub struct ProxyConfig {
     pub proxy_mode: String,
     pub grpc_server_port: u16,
     pub remoting_listen_port: u16,
+    /// The host the remoting port's routes name (Java's default: this machine's address; ours,
+    /// empty: the address each client reached the proxy at).
+    pub remoting_access_addr: String,
     pub namesrv_addr: String,
     /// Bytes of one gRPC request (Java's `grpcMaxInboundMessageSize`).
     pub grpc_max_inbound_message_size: usize,
@@ -72,6 +75,7 @@ impl Default for ProxyConfig {
             proxy_mode: "CLUSTER".to_owned(),
             grpc_server_port: 8081,
             remoting_listen_port: 8080,
+            remoting_access_addr: String::new(),
             namesrv_addr: String::new(),
             grpc_max_inbound_message_size: 130 * 1024 * 1024,
             max_message_size: 4 * 1024 * 1024,

@@ -17,12 +17,15 @@
 //! - [`frames`]: request bodies passed to tonic's decoder one whole message at a time (a
 //!   declared length costs nothing until its bytes arrive).
 //! - [`server`], [`tls`]: the listener, plaintext and TLS on one port (Java's permissive mode),
-//!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves.
+//!   and the remoting port that takes both protocols; [`remoting_port`]: the codes it serves;
+//!   [`cluster_port`]: how `mqproxy` serves them (forwarded to the named broker over the remoting
+//!   client's own connections, broker requests relayed back).
 //! - [`metrics`]: the proxy's Prometheus family (`rocketmq_proxy_up`).
 
 pub mod auth;
 pub mod backend;
 pub mod cluster;
+pub mod cluster_port;
 pub mod codec;
 pub mod config;
 pub mod convert;

@@ -1,6 +1,7 @@
 //! `mqproxy`: the gRPC front in cluster mode, started like Java's `ProxyStartup`
 //! (`mqproxy [-n NAMESRV] [-pc rmq-proxy.json] [-pm CLUSTER]`), serving
-//! `apache.rocketmq.v2.MessagingService` in front of the brokers a name server knows.
+//! `apache.rocketmq.v2.MessagingService` in front of the brokers a name server knows, and the
+//! proxy's remoting port (`remotingListenPort`, remoting and gRPC clients on one port).
 //! Local mode runs inside the broker (`mqbroker --enable-proxy`), not here.
 
 use std::net::SocketAddr;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use proxy::cluster::{ClusterBackend, ClusterSettings};
+use proxy::cluster_port::{ClusterPort, PortSettings};
 use proxy::config::ProxyConfig;
 use proxy::server::GrpcServer;
 use proxy::service::Messaging;
@@ -93,6 +95,22 @@ fn main() -> ExitCode {
             tracing::warn!(error = %e, namesrv = %config.namesrv_addr, "cannot read the cluster's brokers yet");
         }
         let addr = SocketAddr::from(([0, 0, 0, 0], config.grpc_server_port));
+        let remoting_addr = SocketAddr::from(([0, 0, 0, 0], config.remoting_listen_port));
+        let remoting = match tokio::net::TcpListener::bind(remoting_addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("cannot serve the remoting port {remoting_addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let port = ClusterPort::new(
+            backend.clone(),
+            PortSettings {
+                access_host: config.remoting_access_addr.trim().to_owned(),
+                port: remoting.local_addr().map_or(config.remoting_listen_port, |a| a.port()),
+                check_message_types: config.enable_topic_message_type_check,
+            },
+        );
         let server = match GrpcServer::start(addr, Messaging::new(config, backend)).await {
             Ok(s) => s,
             Err(e) => {
@@ -107,7 +125,9 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        println!("rocketmq-proxy startup successfully, gRPC on {}", server.local_addr());
+        let remoting_port = remoting.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        server.serve_remoting_port(remoting, port.handoff());
+        println!("rocketmq-proxy startup successfully, gRPC on {}, remoting on {remoting_port}", server.local_addr());
         remoting::process::wait_for_stop_signal().await;
         server.shutdown().await;
         if let Some(e) = exporter {

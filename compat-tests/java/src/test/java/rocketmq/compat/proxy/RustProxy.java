@@ -16,17 +16,19 @@ import rocketmq.compat.runtime.CompatDirs;
 
 /**
  * Our gRPC proxy in CLUSTER mode, {@code mqproxy -pc rmq-proxy.json -n NAMESRV} from {@code rmq.bin.dir}: its gRPC
- * port (plaintext and TLS on one port) in front of the brokers of one cluster that a name server knows. Its
- * rmq-proxy.json and output are in {@code dir}.
+ * port (plaintext and TLS on one port) and its remoting port ({@code remotingListenPort}: remoting and gRPC clients)
+ * in front of the brokers of one cluster that a name server knows. Its rmq-proxy.json and output are in {@code dir}.
  */
 public final class RustProxy implements AutoCloseable {
     private static final Duration LISTEN_TIMEOUT = Duration.ofSeconds(30);
 
     private final int grpcPort;
+    private final int remotingPort;
     private final ChildProcess process;
 
-    private RustProxy(int grpcPort, ChildProcess process) {
+    private RustProxy(int grpcPort, int remotingPort, ChildProcess process) {
         this.grpcPort = grpcPort;
+        this.remotingPort = remotingPort;
         this.process = process;
     }
 
@@ -41,10 +43,12 @@ public final class RustProxy implements AutoCloseable {
                 + " (cargo build --workspace --bins, or point -Drmq.bin.dir at its folder)");
         }
         int grpcPort = FreePorts.one();
+        int remotingPort = FreePorts.one();
         Map<String, Object> conf = new LinkedHashMap<>();
         conf.put("rocketMQClusterName", clusterName);
         conf.put("proxyMode", "cluster");
         conf.put("grpcServerPort", grpcPort);
+        conf.put("remotingListenPort", remotingPort);
         conf.putAll(extra);
         Path confFile = dir.resolve("rmq-proxy.json");
         try {
@@ -61,13 +65,14 @@ public final class RustProxy implements AutoCloseable {
             .output(dir.resolve("proxy.out"), dir.resolve("proxy.err"))
             .stopGrace(Duration.ofSeconds(5))
             .start();
-        RustProxy proxy = new RustProxy(grpcPort, child);
+        RustProxy proxy = new RustProxy(grpcPort, remotingPort, child);
         try {
             Await.until("our proxy serving on 127.0.0.1:" + grpcPort, LISTEN_TIMEOUT, () -> {
                 if (!child.isAlive()) {
                     throw new AssertionError("our proxy exited during start-up\n" + proxy.describe(80));
                 }
-                return child.stdout().contains("rocketmq-proxy startup successfully") && TcpProbe.accepts(grpcPort);
+                return child.stdout().contains("rocketmq-proxy startup successfully") && TcpProbe.accepts(grpcPort)
+                    && TcpProbe.accepts(remotingPort);
             }, () -> proxy.describe(80));
         } catch (RuntimeException | Error e) {
             child.close();
@@ -90,6 +95,11 @@ public final class RustProxy implements AutoCloseable {
     /** {@code 127.0.0.1:<grpcServerPort>}, the clients' endpoint. */
     public String endpoint() {
         return "127.0.0.1:" + grpcPort;
+    }
+
+    /** {@code 127.0.0.1:<remotingListenPort>}: remoting clients take it for their name server. */
+    public String remotingEndpoint() {
+        return "127.0.0.1:" + remotingPort;
     }
 
     public boolean isAlive() {
