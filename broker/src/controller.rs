@@ -230,12 +230,9 @@ impl BrokerController {
         // The address routes name: the port's, with the broker's IP when it listens on all.
         let host = if bind.is_unspecified() { broker_config.broker_ip1.clone() } else { bind.to_string() };
         let mut registry = self.proxy_registry.take().unwrap_or_default();
-        if check_message_types {
-            let broker = self.broker.clone();
-            registry.wrap(&[RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE], |inner| {
-                Arc::new(crate::proxy_local::TypedSends::new(inner, broker.clone()))
-            });
-        }
+        let broker = self.broker.clone();
+        registry
+            .wrap(proxy::remoting_port::BROKER_CODES, |inner| Arc::new(crate::proxy_local::ProxyPortChecks::new(inner, broker.clone(), check_message_types)));
         let routes = Arc::new(crate::proxy_local::ProxyRoutes::new(self.broker.clone(), format!("{host}:{}", remoting_addr.port())));
         if let Some(pool) = self.pools.get(&Pool::ClientManage) {
             registry.register(proxy::remoting_port::ROUTE_CODE, routes, pool);

@@ -195,50 +195,39 @@ fn message_type_of_topic(tc: &remoting::protocol::topic::TopicConfig) -> String 
     tc.attributes.get(crate::topic_attributes::MESSAGE_TYPE).cloned().unwrap_or_else(|| "NORMAL".to_owned())
 }
 
-/// The sends of the proxy's remoting port (Java's proxy `SendMessageActivity`): with
-/// `enableTopicMessageTypeCheck`, a message whose type does not match its topic's is refused
-/// MESSAGE_ILLEGAL before the broker's send processor sees it; retry and DLQ topics, and messages
-/// a broker hands on (TRANSFER_FLAG), are not checked.
-pub struct TypedSends {
+/// The broker's codes on the proxy's remoting port, checked first as Java's proxy activities check
+/// them: a code Java forwards to a named broker needs the name (`bname`, `n` in the short send
+/// headers; VERSION_NOT_SUPPORTED without it, whatever the name, as a local proxy serves its own
+/// broker), and with `enableTopicMessageTypeCheck` a send whose message type does not match its
+/// topic's is refused MESSAGE_ILLEGAL before the broker's send processor sees it.
+pub struct ProxyPortChecks {
     inner: Arc<dyn RequestProcessor>,
     broker: Arc<Broker>,
+    check_message_types: bool,
 }
 
-impl TypedSends {
-    pub fn new(inner: Arc<dyn RequestProcessor>, broker: Arc<Broker>) -> TypedSends {
-        TypedSends { inner, broker }
-    }
-
-    /// Why the send is refused, if it is: Java's validator's message.
-    fn refusal(&self, request: &RemotingCommand) -> Option<String> {
-        use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
-        // A header that does not decode is the send processor's to answer.
-        let h: SendMessageRequestHeader = match request.request_code() {
-            remoting::RequestCode::SEND_MESSAGE => request.decode_header().ok()?,
-            _ => request.decode_header::<SendMessageRequestHeaderV2>().ok()?.into(),
-        };
-        let topic = h.topic.as_str();
-        let properties = h.properties.unwrap_or_default();
-        if topic.starts_with(remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX)
-            || topic.starts_with(remoting::protocol::system_topic::DLQ_GROUP_TOPIC_PREFIX)
-            || store::message::properties::get(&properties, proxy::convert::names::TRANSFER_FLAG).is_some()
-        {
-            return None;
-        }
-        let expected = self.broker.topics.select(topic).map_or_else(|| "UNSPECIFIED".to_owned(), |tc| message_type_of_topic(&tc));
-        proxy::convert::check_message_type(&expected, proxy::convert::message_type_of(&properties)).err()
+impl ProxyPortChecks {
+    pub fn new(inner: Arc<dyn RequestProcessor>, broker: Arc<Broker>, check_message_types: bool) -> ProxyPortChecks {
+        ProxyPortChecks { inner, broker, check_message_types }
     }
 }
 
-impl RequestProcessor for TypedSends {
+impl RequestProcessor for ProxyPortChecks {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
-        match self.refusal(&request) {
-            Some(why) => {
-                let refused = RemotingCommand::error_response(&request, ResponseCode::MESSAGE_ILLEGAL, why);
-                Ok(Some(crate::processor::send::decorate(&self.broker.config(), refused)))
-            }
-            None => self.inner.process(channel, request),
+        use proxy::remoting_port::{named_broker, no_broker_name, send_refusal, SEND_CODES, UNNAMED_CODES};
+        let code = request.request_code();
+        if !UNNAMED_CODES.contains(&code) && named_broker(&request).is_none() {
+            return Ok(Some(crate::processor::send::decorate(&self.broker.config(), no_broker_name(&request))));
         }
+        if self.check_message_types && SEND_CODES.contains(&code) {
+            let topics = &self.broker.topics;
+            let refusal = send_refusal(&request, |topic| topics.select(topic).map_or_else(|| "UNSPECIFIED".to_owned(), |tc| message_type_of_topic(&tc)));
+            if let Some(why) = refusal {
+                let refused = RemotingCommand::error_response(&request, ResponseCode::MESSAGE_ILLEGAL, why);
+                return Ok(Some(crate::processor::send::decorate(&self.broker.config(), refused)));
+            }
+        }
+        self.inner.process(channel, request)
     }
 
     fn reject(&self) -> bool {

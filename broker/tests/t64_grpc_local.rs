@@ -318,9 +318,14 @@ async fn the_proxys_remoting_port_serves_remoting_clients_and_grpc_ones() {
     let r = client.invoke(&proxy_addr, route("NoSuchTopic"), TIMEOUT).await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::TOPIC_NOT_EXIST);
 
-    let max = raw(RequestCode::GET_MAX_OFFSET, &[("topic", "ViaProxy"), ("queueId", "0")]);
+    // A code Java's proxy forwards to a named broker needs the name (5.x clients send it).
+    let name = broker.broker.config().broker_name.clone();
+    let max = raw(RequestCode::GET_MAX_OFFSET, &[("topic", "ViaProxy"), ("queueId", "0"), ("bname", name.as_str())]);
     let r = client.invoke(&proxy_addr, max, TIMEOUT).await.unwrap();
     assert_eq!((r.response_code(), r.ext("offset")), (ResponseCode::SUCCESS, Some("0")));
+    let unnamed = raw(RequestCode::GET_MAX_OFFSET, &[("topic", "ViaProxy"), ("queueId", "0")]);
+    let r = client.invoke(&proxy_addr, unnamed, TIMEOUT).await.unwrap();
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::VERSION_NOT_SUPPORTED, Some("Request doesn't have field bname")));
     // A send's message type is checked against its topic's, as Java's proxy checks it (its
     // SendMessageActivity), before the broker sees it; the broker's own port does not check.
     let send = |topic: &str, properties: &str| {
@@ -334,6 +339,7 @@ async fn the_proxys_remoting_port_serves_remoting_clients_and_grpc_ones() {
             ("bornTimestamp", "1"),
             ("flag", "0"),
             ("properties", properties),
+            ("bname", name.as_str()),
         ];
         raw(RequestCode::SEND_MESSAGE, &fields).with_body(b"typed".to_vec())
     };

@@ -30,7 +30,6 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use remoting::connection::{self, Channel, ChannelError, ConnectionConfig, Endpoints, InFlight, InboundHandler, Side};
 use remoting::fastjson;
-use remoting::protocol::broker::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
 use remoting::protocol::route::{route_json_style, BrokerData, TopicRouteData};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
@@ -38,7 +37,7 @@ use tokio::sync::Semaphore;
 
 use crate::backend::{Backend, BackendError};
 use crate::cluster::ClusterBackend;
-use crate::remoting_port::{BROKER_CODES, ROUTE_CODE};
+use crate::remoting_port::{named_broker, no_broker_name, send_refusal, BROKER_CODES, BROKER_NAME_FIELD, ROUTE_CODE};
 use crate::tls::{Io, RemotingHandoff};
 
 /// Remoting client connections at once, at most.
@@ -63,10 +62,6 @@ const MAX_LONG_POLL: Duration = Duration::from_secs(120);
 const RELAY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Connecting to a broker, at most.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Java's ext field naming the broker, and SEND_MESSAGE_V2's short form of it.
-const BROKER_NAME_FIELD: &str = "bname";
-const BROKER_NAME_FIELD_V2: &str = "n";
-
 /// What the port needs of `rmq-proxy.json`.
 #[derive(Clone, Debug)]
 pub struct PortSettings {
@@ -219,17 +214,6 @@ impl InboundHandler for ToRemotingClient {
     }
 }
 
-/// The broker name a forwarded request names (Java's `AbstractRemotingActivity.request`).
-fn named_broker(request: &RemotingCommand) -> Option<&str> {
-    let code = request.request_code();
-    let field = if code == RequestCode::SEND_MESSAGE_V2 || code == RequestCode::SEND_BATCH_MESSAGE { BROKER_NAME_FIELD_V2 } else { BROKER_NAME_FIELD };
-    request.ext(field)
-}
-
-fn no_broker_name(request: &RemotingCommand) -> RemotingCommand {
-    RemotingCommand::error_response(request, ResponseCode::VERSION_NOT_SUPPORTED, "Request doesn't have field bname")
-}
-
 /// How long a forwarded request may take: Java's per activity.
 fn timeout_of(request: &RemotingCommand) -> Duration {
     let waits = |field: &str| {
@@ -242,26 +226,6 @@ fn timeout_of(request: &RemotingCommand) -> Duration {
         RequestCode::RECALL_MESSAGE => RECALL_TIMEOUT,
         _ => DEFAULT_TIMEOUT,
     }
-}
-
-/// Why a send is refused before any broker sees it (Java's `SendMessageActivity` with
-/// `DefaultTopicMessageTypeValidator`): its type does not match its topic's. Retry and DLQ topics
-/// and messages brokers hand on (TRANSFER_FLAG) are not checked; a header that does not decode is
-/// the broker's to answer.
-fn send_refusal(request: &RemotingCommand, topic_type: impl FnOnce(&str) -> String) -> Option<String> {
-    let h: SendMessageRequestHeader = match request.request_code() {
-        RequestCode::SEND_MESSAGE => request.decode_header().ok()?,
-        _ => request.decode_header::<SendMessageRequestHeaderV2>().ok()?.into(),
-    };
-    let topic = h.topic.as_str();
-    let properties = h.properties.unwrap_or_default();
-    if topic.starts_with(remoting::protocol::system_topic::RETRY_GROUP_TOPIC_PREFIX)
-        || topic.starts_with(remoting::protocol::system_topic::DLQ_GROUP_TOPIC_PREFIX)
-        || store::message::properties::get(&properties, crate::convert::names::TRANSFER_FLAG).is_some()
-    {
-        return None;
-    }
-    crate::convert::check_message_type(&topic_type(topic), crate::convert::message_type_of(&properties)).err()
 }
 
 /// The name server's route with every broker's addresses replaced by `addr` (Java's
@@ -325,7 +289,7 @@ impl Client {
             }
             _ => {
                 let Some(name) = named_broker(&request).map(str::to_owned) else { return Some(no_broker_name(&request)) };
-                let is_send = [RequestCode::SEND_MESSAGE, RequestCode::SEND_MESSAGE_V2, RequestCode::SEND_BATCH_MESSAGE].contains(&code);
+                let is_send = crate::remoting_port::SEND_CODES.contains(&code);
                 if is_send && self.port.settings.check_message_types {
                     let backend = self.port.backend.clone();
                     // The route lookup waits for a first load in place (a multi-threaded runtime).

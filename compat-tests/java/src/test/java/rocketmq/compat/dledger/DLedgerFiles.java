@@ -31,7 +31,15 @@ final class DLedgerFiles {
 
     /** {@code checkpoint}: committedIndex and endIndex, written at every checkpoint and at shutdown. */
     static Map<String, Long> checkpoint(Path nodeDir) {
-        Properties p = load(nodeDir.resolve("checkpoint"));
+        Path file = nodeDir.resolve("checkpoint");
+        // DLedger 0.3.x writes it by deleting the file, then renaming a .tmp over it, from its flush thread and at
+        // shutdown: when both run at once at a Java member's stop, the second rename finds no .tmp and only the
+        // previous checkpoint, checkpoint.bak, is left (an older, smaller endIndex: the common end only shrinks).
+        if (!Files.exists(file) && Files.exists(nodeDir.resolve("checkpoint.bak"))) {
+            System.out.println("no " + file + " (a Java DLedger member's racing checkpoint writes): its checkpoint.bak is read");
+            file = nodeDir.resolve("checkpoint.bak");
+        }
+        Properties p = load(file);
         Map<String, Long> out = new LinkedHashMap<>();
         out.put("committedIndex", Long.parseLong(p.getProperty("committedIndex", "-1").trim()));
         out.put("endIndex", Long.parseLong(p.getProperty("endIndex", "-1").trim()));

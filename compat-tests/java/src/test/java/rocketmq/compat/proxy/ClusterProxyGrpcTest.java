@@ -41,7 +41,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @DisplayName("gRPC clients through our mqproxy (cluster mode): our broker and Java's")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(DumpLogsOnFailure.class)
-class ClusterProxyGrpcTest {
+class ClusterProxyGrpcTest extends GrpcScenarioTests {
     private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
     private static final Map<String, Object> PROXY_EXTRA = Map.of("minInvisibleTimeMillsForRecv", 1000);
     /** The NORMAL topic a remoting client sends to and consumes from through the proxy's remoting port. */
@@ -139,12 +139,23 @@ class ClusterProxyGrpcTest {
     }
 
     /** The step passed through our proxy in front of the Java broker and in front of ours. */
-    private void assertStep(String step) {
+    @Override
+    void assertStep(String step) {
         if (javaRun != null) {
             check("our proxy and the Java broker", javaRun, step, javaSideProxy, javaBroker::describe);
         }
         if (ourRun != null) {
             check("our proxy and our broker", ourRun, step, ourSideProxy, ourBroker::describe);
+        }
+    }
+
+    @Override
+    void assertInDlq() throws Exception {
+        if (javaRun != null) {
+            ProxyGrpcTest.assertInDlq(javaBroker.address(), "grpc-java-a");
+        }
+        if (ourRun != null) {
+            ProxyGrpcTest.assertInDlq(ourBroker.address(), "grpc-ours-a");
         }
     }
 
@@ -156,42 +167,6 @@ class ClusterProxyGrpcTest {
                 + (r.isEmpty() ? "printed no RESULT" : r.get("status") + ": " + r.get("reason") + "\n  facts: " + r)
                 + "\n" + run.report() + "\n" + proxy.describe(80) + "\n" + broker.apply(100));
         }
-    }
-
-    @Test
-    @DisplayName("normal sends, SimpleConsumer receive and ack: every message intact, once, none after the acks")
-    void normal() {
-        assertStep("normal");
-    }
-
-    @Test
-    @DisplayName("SimpleConsumer: a message not acked comes back after its invisible time; changeInvisibleDuration")
-    void invisible() {
-        assertStep("invisible");
-    }
-
-    @Test
-    @DisplayName("FIFO producer with message groups, PushConsumer of an orderly group: each group's order kept")
-    void fifo() {
-        assertStep("fifo");
-    }
-
-    @Test
-    @DisplayName("delay messages (setDeliveryTimestamp) arrive not early, within 10 s")
-    void delay() {
-        assertStep("delay");
-    }
-
-    @Test
-    @DisplayName("transactions: commit, rollback, and the checker's commit and rollback over Telemetry")
-    void transaction() {
-        assertStep("transaction");
-    }
-
-    @Test
-    @DisplayName("PushConsumer: 200 messages, every one exactly once")
-    void pushOnce() {
-        assertStep("pushOnce");
     }
 
     @Test
@@ -246,23 +221,5 @@ class ClusterProxyGrpcTest {
         String diagnostics = run.report() + "\n" + proxy.describe(80) + "\n" + broker.apply(60);
         assertEquals(0, run.exitCode(), diagnostics);
         assertEquals("OK", run.field("status"), diagnostics);
-    }
-
-    @Test
-    @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
-    void recall() {
-        assertStep("recall");
-    }
-
-    @Test
-    @DisplayName("after max attempts: a never-acked SimpleConsumer message and a failed PushConsumer one go to the DLQ")
-    void dlq() throws Exception {
-        assertStep("dlq");
-        if (javaRun != null) {
-            ProxyGrpcTest.assertInDlq(javaBroker.address(), "grpc-java-a");
-        }
-        if (ourRun != null) {
-            ProxyGrpcTest.assertInDlq(ourBroker.address(), "grpc-ours-a");
-        }
     }
 }

@@ -39,7 +39,7 @@ import rocketmq.compat.runtime.Versions;
 @DisplayName("gRPC clients against our mqbroker --enable-proxy (local mode)")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(DumpLogsOnFailure.class)
-class LocalProxyGrpcTest {
+class LocalProxyGrpcTest extends GrpcScenarioTests {
     private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
@@ -103,8 +103,14 @@ class LocalProxyGrpcTest {
         }
     }
 
-    private void assertStep(String step) {
+    @Override
+    void assertStep(String step) {
         assertStep(run, step);
+    }
+
+    @Override
+    void assertInDlq() throws Exception {
+        ProxyGrpcTest.assertInDlq(broker.address(), "grpc-local-a");
     }
 
     private void assertStep(DriverRun run, String step) {
@@ -117,45 +123,9 @@ class LocalProxyGrpcTest {
     }
 
     @Test
-    @DisplayName("normal sends, SimpleConsumer receive and ack: every message intact, once, none after the acks")
-    void normal() {
-        assertStep("normal");
-    }
-
-    @Test
     @DisplayName("the same port with SSL on: normal sends, receive and ack over TLS")
     void normalOverTls() {
         assertStep(tlsRun, "normal");
-    }
-
-    @Test
-    @DisplayName("SimpleConsumer: a message not acked comes back after its invisible time; changeInvisibleDuration")
-    void invisible() {
-        assertStep("invisible");
-    }
-
-    @Test
-    @DisplayName("FIFO producer with message groups, PushConsumer of an orderly group: each group's order kept")
-    void fifo() {
-        assertStep("fifo");
-    }
-
-    @Test
-    @DisplayName("delay messages (setDeliveryTimestamp) arrive not early, within 10 s")
-    void delay() {
-        assertStep("delay");
-    }
-
-    @Test
-    @DisplayName("transactions: commit, rollback, and the checker's commit and rollback over Telemetry")
-    void transaction() {
-        assertStep("transaction");
-    }
-
-    @Test
-    @DisplayName("PushConsumer: 200 messages, every one exactly once")
-    void pushOnce() {
-        assertStep("pushOnce");
     }
 
     @Test
@@ -175,18 +145,5 @@ class LocalProxyGrpcTest {
             dir.resolve("driver-remoting-port"), "127.0.0.1:" + remotingPort, "normal:GrpcOnRemotingPort:grpc-remoting-port:10").await(DRIVER_TIMEOUT);
         System.out.println("gRPC client on the proxy's remoting port: " + viaRemotingPort.summary());
         assertStep(viaRemotingPort, "normal");
-    }
-
-    @Test
-    @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
-    void recall() {
-        assertStep("recall");
-    }
-
-    @Test
-    @DisplayName("after max attempts: a never-acked SimpleConsumer message and a failed PushConsumer one go to the DLQ")
-    void dlq() throws Exception {
-        assertStep("dlq");
-        ProxyGrpcTest.assertInDlq(broker.address(), "grpc-local-a");
     }
 }

@@ -12,7 +12,6 @@ import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.CleanupMode;
@@ -40,7 +39,7 @@ import rocketmq.compat.runtime.Versions;
 @DisplayName("gRPC clients through Java's proxy 5.3.3: Java broker and ours")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(DumpLogsOnFailure.class)
-class ProxyGrpcTest {
+class ProxyGrpcTest extends GrpcScenarioTests {
     private static final Duration ROUTE_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
     static final Map<String, String> BROKER_EXTRA = Map.of(
@@ -185,7 +184,8 @@ class ProxyGrpcTest {
     }
 
     /** The step passed on the Java side (the scenario is right) and on ours. */
-    private void assertStep(String step) {
+    @Override
+    void assertStep(String step) {
         if (javaRun != null) {
             check("the Java broker", javaRun, step, javaProxy, javaBroker::describe);
         }
@@ -204,52 +204,8 @@ class ProxyGrpcTest {
         }
     }
 
-    @Test
-    @DisplayName("normal sends, SimpleConsumer receive and ack: every message intact, once, none after the acks")
-    void normal() {
-        assertStep("normal");
-    }
-
-    @Test
-    @DisplayName("SimpleConsumer: a message not acked comes back after its invisible time; changeInvisibleDuration")
-    void invisible() {
-        assertStep("invisible");
-    }
-
-    @Test
-    @DisplayName("FIFO producer with message groups, PushConsumer of an orderly group: each group's order kept")
-    void fifo() {
-        assertStep("fifo");
-    }
-
-    @Test
-    @DisplayName("delay messages (setDeliveryTimestamp) arrive not early, within 10 s")
-    void delay() {
-        assertStep("delay");
-    }
-
-    @Test
-    @DisplayName("transactions: commit, rollback, and the checker's commit and rollback over Telemetry")
-    void transaction() {
-        assertStep("transaction");
-    }
-
-    @Test
-    @DisplayName("PushConsumer: 200 messages, every one exactly once")
-    void pushOnce() {
-        assertStep("pushOnce");
-    }
-
-    @Test
-    @DisplayName("recall: a delay message recalled with its send's handle never arrives; the other one does")
-    void recall() {
-        assertStep("recall");
-    }
-
-    @Test
-    @DisplayName("after max attempts: a never-acked SimpleConsumer message and a failed PushConsumer one go to the DLQ")
-    void dlq() throws Exception {
-        assertStep("dlq");
+    @Override
+    void assertInDlq() throws Exception {
         if (javaRun != null) {
             assertInDlq(javaBroker.address(), "grpc-java-a");
         }
