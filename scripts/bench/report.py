@@ -491,6 +491,12 @@ if meta:
               " on the server core; i's load (sendAsync 1 KiB, SimpleConsumers receiving batches of 32 and acking each, i.e. pop"
               " and ack at the broker); broker CPU per message = broker CPU / (messages sent + received and acked) in the window."
               " A client core busy near 1 means the proxy and clients, not the broker, set the throughput.")
+        for s_name, r in out["workloads"]["j"]["results"].items():
+            busy = get(r, "client_core_busy")
+            if isinstance(busy, (int, float)) and busy >= 0.95:
+                print(f"   j {s_name}: the client core was {busy:.0%} busy (proxy {fmt(get(r, 'proxy_cpu_util'))} + load generator"
+                      f" {fmt(get(r, 'loadgen_cpu_util'))} cores): its throughput is the proxy's and clients' limit, not the broker's;"
+                      " compare the broker's CPU per message.")
     if "g" in out["workloads"]:
         print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
               " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")
