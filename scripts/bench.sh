@@ -5,10 +5,11 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f,g,h,i  a subset (default all; e also runs e', the lean route client;
+#            --workloads a,b,c,d,e,f,g,h,i,j  a subset (default all; e also runs e', the lean route client;
 #                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger;
 #                                     h is three brokers in DLedger mode, one DLedger group;
-#                                     i is the gRPC front, mqbroker --enable-proxy, not run for 4.9)
+#                                     i is the gRPC front, mqbroker --enable-proxy; j is pop through Java's
+#                                     proxy in cluster mode; neither runs for 4.9)
 #            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
 #            --elections N            g: leader kills timed (default 5 quick, 10 full)
@@ -33,6 +34,11 @@
 # but not yet received) to a NORMAL topic of 8 queues and 4 SimpleConsumers (4 receiving threads each)
 # receiving batches of 32 with long polling and acking every message; the CPU is the one server
 # process's, per message sent or consumed.
+# j is pop consumption through Java's rocketmq-proxy 5.3.3 in cluster mode (ProxyStartup -pm cluster, its
+# own JVM with bin/mqproxy's runserver.sh flags) in front of each system's broker: the broker alone on the
+# server core (timerWheelEnable=true: Java pops only with the timer), the same proxy, the name server and
+# i's load generator (same load, its own topic) on the client core. The broker's CPU per message sent or
+# consumed is compared; the proxy's CPU is reported next to it, as the client core may be the limit.
 # Binaries: target/release of this checkout, built here; BENCH_BIN_DIR=DIR uses DIR's as they are.
 # Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
 # target/bench/run-<timestamp>/.
@@ -41,7 +47,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f,g,h,i" systems="ours,java" elections=10
+workloads="a,b,c,d,e,f,g,h,i,j" systems="ours,java" elections=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) warmup=5 duration=20 drain=30 label=quick elections=5 ;;
@@ -51,7 +57,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
     --elections) elections="$2"; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -68,9 +74,9 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
-# the broker workloads (a-f, h, i) need the broker, the name server and their load generators; g (DLedger) its own
+# the broker workloads (a-f, h, i, j) need the broker, the name server and their load generators; g (DLedger) its own
 wants_broker="" wants_dledger="" wants_routeload=""
-case ",$workloads," in *,[a-fhi],*) wants_broker=1 ;; esac
+case ",$workloads," in *,[a-fhij],*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
@@ -122,6 +128,10 @@ java_broker_flags="-server -Xms$broker_heap -Xmx$broker_heap $g1 -XX:-OmitStackT
 java_namesrv_flags="-server -Xms$namesrv_heap -Xmx$namesrv_heap -XX:MetaspaceSize=128m -XX:MaxMetaspaceSize=320m $g1 -XX:-OmitStackTraceInFastThrow -XX:-UseLargePages"
 # the load generator: a heap that keeps GC out of the way, and the ROCKETMQ header encoding that
 # RocketMQ's own benchmark tools select
+# j's Java proxy: bin/mqproxy runs ProxyStartup through runserver.sh, the name server's flags; its 4g heap
+# scaled as the name server's (BENCH_JAVA_PROXY_HEAP)
+proxy_heap="${BENCH_JAVA_PROXY_HEAP:-1g}"
+java_proxy_flags="${java_namesrv_flags//-Xms$namesrv_heap -Xmx$namesrv_heap/-Xms$proxy_heap -Xmx$proxy_heap}"
 loadgen_flags="-Xms1g -Xmx1g -XX:+UseParallelGC -Drocketmq.serialize.type=ROCKETMQ"
 
 # ---- process bookkeeping: everything we start is stopped on exit ---------------------------------
@@ -313,6 +323,8 @@ declare -A wl_args=(
   # limit: the Java gRPC client's sync send parks a thread per call), and the senders wait while more than
   # 4096 messages are sent but not received, so the consumers are not starved of the client's core
   [i]="--mode async --threads 4 --inflight 1024 --max-backlog 4096 --size 1024 --topic bench_grpc --queues 8 --consumers 4 --receivers 4 --batch 32 --await-s 5"
+  # j: i's load through the cluster-mode proxy (SimpleConsumer receives are pops at the broker)
+  [j]="--mode async --threads 4 --inflight 1024 --max-backlog 4096 --size 1024 --topic bench_pop --queues 8 --consumers 4 --receivers 4 --batch 32 --await-s 5 --group bench_pop_group"
 )
 
 # A Java broker takes ~13 s to stop cleanly and ours ~1 s; nothing after the run is measured and the
@@ -502,6 +514,68 @@ grpc_workload() {  # system
   rm -rf "$bdir/store"  # commit logs are large; logs stay
 }
 
+# ---- j: pop through Java's proxy in cluster mode ------------------------------------------------
+
+# Java's rocketmq-proxy 5.3.3 as bin/mqproxy starts it (ProxyStartup -pm cluster, runserver.sh's flags), plain
+# text (tls.server.mode=disabled, as the compat tests' JavaProxy): a process of its own on the client core,
+# in front of the brokers of DefaultCluster that the name server lists. Its rmq-proxy.json has the keys
+# JavaProxy writes; the same for both systems.
+start_java_proxy() {  # dir namesrv_addr: sets proxy_pid and proxy_grpc_port
+  local dir="$1" ns="$2" base
+  mkdir -p "$dir"
+  java_home_dir "$dir"
+  base="$(free_ports 2)"
+  proxy_grpc_port="$base"
+  printf '{\n  "rocketMQClusterName": "DefaultCluster",\n  "proxyName": "bench-proxy",\n  "proxyMode": "cluster",\n  "namesrvAddr": "%s",\n  "grpcServerPort": %s,\n  "remotingListenPort": %s,\n  "localServeAddr": "127.0.0.1",\n  "grpcShutdownTimeSeconds": 1,\n  "enablePrintJstack": false\n}\n' \
+    "$ns" "$base" "$((base + 1))" > "$dir/rmq-proxy.json"
+  # shellcheck disable=SC2086
+  HOME="$dir" ROCKETMQ_HOME="$dir" RMQ_PROXY_HOME="$dir" taskset -c "$client_cpu" "$java_bin" $java_proxy_flags \
+    "-Xlog:gc*:file=$dir/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M" $jdk17_flags $(java_props "$dir") \
+    -Dtls.server.mode=disabled -cp "$(cpfile rocketmq-proxy "$RMQ_JAVA_5")" org.apache.rocketmq.proxy.ProxyStartup \
+    -pm cluster -pc "$dir/rmq-proxy.json" -n "$ns" > "$dir/proxy.log" 2>&1 &
+  proxy_pid=$!
+  started+=("$proxy_pid")
+  wait_port "$proxy_grpc_port" "$proxy_pid" "$dir/proxy.log" || return 1
+  # the gRPC port opens before the proxy has its services up; it says so on its output
+  for _ in $(seq 1 600); do
+    grep -q 'rocketmq-proxy startup successfully' "$dir/proxy.log" && return 0
+    kill -0 "$proxy_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "the proxy did not report its start-up; see $dir/proxy.log" >&2; tail -30 "$dir/proxy.log" >&2; return 1
+}
+
+pop_workload() {  # system
+  local sys="$1" dir="$run/$1/j" base port bdir
+  ns_pid="" broker_pid="" proxy_pid=""
+  bdir="$dir/broker"
+  echo "== [j] pop through Java's proxy $RMQ_JAVA_5 (cluster mode, cpu $client_cpu) in front of the $sys broker: ${wl_args[j]} + SimpleConsumers" >&2
+  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv"; then
+    echo "  $sys name server failed to start; skipping j" >&2
+  else
+    mkdir -p "$bdir/store"
+    base="$(free_ports 4)"
+    port=$((base + 2))  # as start_broker: Java also opens listenPort-2 and listenPort+1
+    # pop needs the timer wheel on Java's broker (see grpc_workload): on for both here
+    broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "$port" |
+      sed 's/^timerWheelEnable=false$/timerWheelEnable=true/' > "$bdir/broker.conf"
+    launch_broker "$sys" "$server_cpu" "$bdir" "$ns_addr" "$port"
+    if ! wait_port "$port" "$broker_pid" "$bdir/broker.log"; then
+      echo "  $sys broker failed to start; skipping j" >&2
+    elif ! start_java_proxy "$dir/proxy" "$ns_addr"; then
+      echo "  the Java proxy failed to start in front of $sys; skipping j" >&2
+    else
+      # shellcheck disable=SC2086
+      loadgen "$dir" grpc --namesrv "$ns_addr" --broker-addr "127.0.0.1:$port" --endpoint "127.0.0.1:$proxy_grpc_port" \
+        ${wl_args[j]} --broker-pid "$broker_pid" --proxy-pid "$proxy_pid"
+      kill -0 "$broker_pid" 2>/dev/null || echo "  the $sys broker DIED during the run; see $bdir/broker.log" >&2
+      kill -0 "$proxy_pid" 2>/dev/null || echo "  the Java proxy DIED during the run; see $dir/proxy/proxy.log" >&2
+    fi
+  fi
+  stop_pid "$proxy_pid" 2; stop_pid "$broker_pid" "$(stop_grace "$sys")"; stop_pid "$ns_pid" 2
+  rm -rf "$bdir/store"  # commit logs are large; logs stay
+}
+
 # ---- g: DLedger ----------------------------------------------------------------------------------
 
 # The Java members' JVM: DLedger ships no tuned start script (its own run.sh is a bare `java -jar`), so
@@ -598,6 +672,7 @@ for wl in "${wl_list[@]}"; do
       g) [ "$sys" = java49 ] || dledger_workload "$sys" ;;
       h) dledger_brokers_workload "$sys" ;;
       i) [ "$sys" = java49 ] || grpc_workload "$sys" ;;  # 4.9 has no gRPC front
+      j) [ "$sys" = java49 ] || pop_workload "$sys" ;;  # nor pop
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -617,10 +692,11 @@ meta = {
   "versions": {"java": "$RMQ_JAVA_5", "java49": "$RMQ_JAVA_49", "client": "5.3.3", "grpc_client": "rocketmq-client-java $RMQ_CLIENT_JAVA", "ours": out("git -C $root rev-parse --short HEAD")},
   "jvm": {"java_broker": "$java_broker_flags -Xlog:gc*:file=<run>/rmq_broker_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
           "java_namesrv": "$java_namesrv_flags -Xlog:gc*:file=<run>/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags",
+          "java_proxy": "$java_proxy_flags -Xlog:gc*:file=<run>/rmq_srv_gc_%p_%t.log:time,tags:filecount=5,filesize=30M $jdk17_flags -Dtls.server.mode=disabled",
           "loadgen": "$loadgen_flags", "java_dledger": "$java_dledger_opts (+ compat-tests/dledger-node/run.sh's --add-opens)"},
   "dledger": {"java": "$DLEDGER_JAVA", "members": 3, "config": "DLedgerConfig defaults on both sides (group $dl_group, loopback, store per member)",
               "elections": $elections},
-  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false (i: true), defaults otherwise",
+  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false (i, j: true), defaults otherwise",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
@@ -630,6 +706,7 @@ meta = {
                 "e": "name server GET_ROUTEINFO_BY_TOPIC, official Java client, 128 in flight on one connection",
                 "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight",
                 "i": "gRPC front in local mode (ours: mqbroker --enable-proxy; Java: ProxyStartup -pm local, broker+proxy in one JVM with the broker's JVM flags), rocketmq-client-java $RMQ_CLIENT_JAVA: Producer sendAsync 1 KiB, 1024 in flight, held while over 4096 sent but not received, NORMAL topic of 8 queues (created with +message.type=NORMAL), 4 SimpleConsumers x 4 receivers, batches of 32, long polling 5 s, every message acked; timerWheelEnable=true (Java pops only with it); CPU = the one server process, per message sent or consumed",
+                "j": "pop through Java's rocketmq-proxy $RMQ_JAVA_5 in cluster mode (ProxyStartup -pm cluster, its own JVM on the client core with the name server and the load generator; the same proxy for both systems) in front of one broker alone on the server core (timerWheelEnable=true); i's load on topic bench_pop: Producer sendAsync 1 KiB, 1024 in flight, held while over 4096 sent but not received, 4 SimpleConsumers x 4 receivers, batches of 32, long polling 5 s, every message acked; CPU = the broker process, per message sent or consumed; the proxy's CPU reported",
                 "h": "3 brokers of one system in DLedger mode (one brokerName, one DLedger group; the leader is the master), all on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues; CPU summed over the three",
                 "g": "DLedger: 3 members of one system on the server core, 64 appenders x 1 KiB through the leader (dledger-load, our DLedgerClient); then leader SIGKILLs timed to METADATA naming a new leader and to the first append SUCCESS"},
 }

@@ -27,6 +27,7 @@ WORKLOADS = {
     "g": "g  DLedger 3 members 1 KiB x64",
     "h": "h  DLedger-mode brokers 1 KiB x64",
     "i": "i  gRPC local proxy 1 KiB async",
+    "j": "j  pop via Java cluster proxy 1 KiB",
 }
 
 
@@ -176,6 +177,38 @@ GRPC_ROWS = [
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
 NO_RATIO_GRPC = {"consumed / sent, whole run", "redelivered / ack failed", "other work on server core"}
+
+# j: pop through Java's proxy in cluster mode; the issue's goal for it, printed with the table
+POP_GOAL = ("Pop receive/ack throughput and end-to-end latency through the same Java proxy, ours against Java 5.3.3"
+            " (broker on the server core, proxy and clients on the other); goals: throughput >= 3x, CPU per message <= 1/3")
+# the broker's figures as i's, the goals on pop throughput and the broker's CPU per message; then the proxy's
+# (the same program in front of both, on the client core: when it or the client core is saturated, the
+# broker's throughput is not what limited the run)
+POP_ROWS = [
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("receive+ack TPS (msg/s)", lambda r: get(r, "consume_tps"), (">=", 3)),
+    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
+    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
+    ("consumed / sent, whole run", lambda r: None if r is None or "received_total" not in r
+     else f"{r['received_total']:,}/{r['expected_total']:,}", None),
+    ("redelivered / ack failed", lambda r: None if r is None or "redelivered_total" not in r
+     else f"{r['redelivered_total']}/{r['ack_failed_total']}", None),
+    ("broker CPU us / msg sent or consumed", lambda r: get(r, "broker_cpu_us_per_op"), ("<=", 1 / 3)),
+    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
+    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
+    ("broker peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
+    ("proxy CPU (cores, client core)", lambda r: get(r, "proxy_cpu_util"), None),
+    ("proxy CPU us / msg sent or consumed", lambda r: get(r, "proxy_cpu_us_per_op"), None),
+    ("loadgen CPU (cores, client core)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("client core busy (of 1)", lambda r: get(r, "client_core_busy"), None),
+    ("proxy peak RSS (MiB)", lambda r: kb_to_mib(get(r, "proxy_vmhwm_kb")), None),
+    ("send failed", lambda r: get(r, "send_failed"), None),
+    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
+]
+NO_RATIO_POP = NO_RATIO_GRPC | {"client core busy (of 1)"}
 
 
 def group_member(r, master, key):
@@ -360,7 +393,7 @@ for wl, title in WORKLOADS.items():
         continue
     table_rows = (NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED
                   else DLEDGER_ROWS if wl == "g" else DLEDGER_BROKER_ROWS if wl == "h"
-                  else GRPC_ROWS if wl == "i" else BROKER_ROWS)
+                  else GRPC_ROWS if wl == "i" else POP_ROWS if wl == "j" else BROKER_ROWS)
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
     valid = {s: is_valid(results[s]) for s in systems}
     checked = wl in REPLICATED or wl in ("g", "h")  # results that can be INVALID
@@ -380,6 +413,7 @@ for wl, title in WORKLOADS.items():
         vals = [extract(results[s]) if results[s] is not None else None for s in systems]
         ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER)
                   or (wl == "h" and label in NO_RATIO_DLEDGER_BROKERS) or (wl == "i" and label in NO_RATIO_GRPC)
+                  or (wl == "j" and label in NO_RATIO_POP)
                   else ratio(vals[0], v) for v in vals[1:]]
         # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
         spoilt = [checked and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
@@ -450,6 +484,19 @@ if meta:
               " broker and proxy in one JVM); rocketmq-client-java drives it: sendAsync of 1 KiB, 1024 in flight (held while over 4096"
               " sent but not received), SimpleConsumers receiving batches of 32 with long polling and acking each message;"
               " CPU per message = server CPU / (messages sent + messages received and acked) in the window.")
+    if "j" in out["workloads"]:
+        print(f"j: {POP_GOAL}.")
+        print("   Java's rocketmq-proxy 5.3.3 in cluster mode (ProxyStartup -pm cluster, its own JVM) shared the client core with the"
+              " name server and the load generator, the same proxy for both systems; the broker (timerWheelEnable=true) was alone"
+              " on the server core; i's load (sendAsync 1 KiB, SimpleConsumers receiving batches of 32 and acking each, i.e. pop"
+              " and ack at the broker); broker CPU per message = broker CPU / (messages sent + received and acked) in the window."
+              " A client core busy near 1 means the proxy and clients, not the broker, set the throughput.")
+        for s_name, r in out["workloads"]["j"]["results"].items():
+            busy = get(r, "client_core_busy")
+            if isinstance(busy, (int, float)) and busy >= 0.95:
+                print(f"   j {s_name}: the client core was {busy:.0%} busy (proxy {fmt(get(r, 'proxy_cpu_util'))} + load generator"
+                      f" {fmt(get(r, 'loadgen_cpu_util'))} cores): its throughput is the proxy's and clients' limit, not the broker's;"
+                      " compare the broker's CPU per message.")
     if "g" in out["workloads"]:
         print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
               " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")

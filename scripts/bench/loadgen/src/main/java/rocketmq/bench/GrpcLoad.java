@@ -29,10 +29,11 @@ import org.apache.rocketmq.common.TopicConfig;
 /**
  * The gRPC workload (i): the official RocketMQ 5 Java client (rocketmq-client-java) against a broker's gRPC
  * front in local mode (ours: {@code mqbroker --enable-proxy}; Java: ProxyStartup {@code -pm local}, broker and
- * proxy in one JVM). A Producer sends 1 KiB messages (sync from many threads, or async with a bounded window)
- * to a NORMAL topic, while SimpleConsumers receive batches with long polling and ack every message. Phases as
- * in {@link BrokerLoad}: warm-up, pause until the consumers caught up, measured window, drain. The topic is
- * created beforehand through the broker's remoting port (UPDATE_AND_CREATE_TOPIC with
+ * proxy in one JVM), or (j) Java's proxy in cluster mode in front of a broker, a process of its own whose CPU
+ * is reported with {@code --proxy-pid}. A Producer sends 1 KiB messages (sync from many threads, or async with
+ * a bounded window) to a NORMAL topic, while SimpleConsumers receive batches with long polling and ack every
+ * message. Phases as in {@link BrokerLoad}: warm-up, pause until the consumers caught up, measured window,
+ * drain. The topic is created beforehand through the broker's remoting port (UPDATE_AND_CREATE_TOPIC with
  * {@code +message.type=NORMAL}, what {@code mqadmin updateTopic -a} sends): the gRPC front serves no topic
  * it does not know, and checks a message's type against the topic's.
  */
@@ -97,6 +98,10 @@ final class GrpcLoad {
         long clk = a.lng("clk-tck", 100);
         Proc broker = new Proc(a.lng("broker-pid", -1), clk);
         Proc self = new Proc(Proc.self(), clk);
+        // j: the proxy in front of the broker is a process of its own (on the client core); its CPU is
+        // reported next to the broker's, so a reader sees whether the proxy, not the broker, was the limit
+        long proxyPid = a.lng("proxy-pid", -1);
+        Proc proxy = proxyPid > 0 ? new Proc(proxyPid, clk) : null;
         broker.startSampler();
         int queues = a.integer("queues", 8);
         createTopic(a.str("namesrv"), a.str("broker-addr"), queues);
@@ -150,6 +155,7 @@ final class GrpcLoad {
         endToEnd.reset();
         long ok0 = ok.sum(), failed0 = failed.sum(), acked0 = acked.sum(), first0 = firstDeliveries.sum();
         double bcpu0 = broker.cpuSeconds(), scpu0 = self.cpuSeconds();
+        double pcpu0 = proxy == null ? 0 : proxy.cpuSeconds();
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
         List<List<Object>> timeline = new ArrayList<>();
@@ -172,6 +178,7 @@ final class GrpcLoad {
         Histogram e2e = endToEnd.getIntervalHistogram();
         long ok1 = ok.sum(), failed1 = failed.sum(), acked1 = acked.sum(), first1 = firstDeliveries.sum();
         double bcpu1 = broker.cpuSeconds(), scpu1 = self.cpuSeconds();
+        double pcpu1 = proxy == null ? 0 : proxy.cpuSeconds();
         long[] sc1 = Proc.coreJiffies(serverCpu), cc1 = Proc.coreJiffies(clientCpu);
         broker.sample();
 
@@ -239,6 +246,13 @@ final class GrpcLoad {
         out.put("broker_vmhwm_kb", broker.statusKb("VmHWM"));
         out.put("broker_peak_rss_sampled_kb", broker.peakRssKb());
         out.put("broker_peak_anon_kb", broker.peakAnonKb());
+        if (proxy != null) {
+            double pcpu = pcpu1 - pcpu0;
+            out.put("proxy_cpu_s", pcpu);
+            out.put("proxy_cpu_util", pcpu / secs);
+            out.put("proxy_cpu_us_per_op", sent + consumed > 0 ? pcpu / (sent + consumed) * 1e6 : Double.NaN);
+            out.put("proxy_vmhwm_kb", proxy.statusKb("VmHWM"));
+        }
         out.put("send_failed_whole_run", failed.sum());
         out.put("errors_whole_run", topErrors());
         Files.writeString(Path.of(a.str("out")), Json.write(out) + "\n", StandardCharsets.UTF_8);
