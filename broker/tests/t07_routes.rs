@@ -29,8 +29,8 @@ async fn every_routed_code_reaches_its_processor_and_no_other_code_does() {
             route.code.0
         );
     }
-    // 5.3.3's EXPORT_POP_RECORD (200056, not served) and a code nobody has.
-    for code in [RequestCode(200_056), RequestCode(99_999)] {
+    // 5.3.3's AUTH_CREATE_USER (3001: ACL 2.0, not built) and a code nobody has.
+    for code in [RequestCode(3_001), RequestCode(99_999)] {
         let response = client.invoke(&addr, RemotingCommand::request(code), TIMEOUT).await.unwrap();
         assert_eq!(response.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0, "{code:?}");
     }

@@ -319,7 +319,7 @@ async fn admin_codes_need_an_admins_signature_even_from_a_white_address() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_code_is_checked_before_it_is_answered_not_supported() {
     let b = acl_broker().await;
-    for code in [RequestCode(200_056), RequestCode(99_999)] {
+    for code in [RequestCode(3_001), RequestCode(99_999)] {
         let unsigned = b.client.invoke(&b.addr, RemotingCommand::request(code), TIMEOUT).await.unwrap();
         refused(&unsigned, "No accessKey is configured");
         refused(&b.ask(RemotingCommand::request(code), ("Attacker", "wrong-secret")).await, "Check signature failed for accessKey=Attacker");
