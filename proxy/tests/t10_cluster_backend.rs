@@ -5,20 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
+use common::{register, TIMEOUT};
 use namesrv::config::NamesrvConfig;
 use namesrv::NamesrvController;
 use parking_lot::Mutex;
 use proxy::backend::{Backend, ClientRequests, BROKER_NAME_EXT};
 use proxy::cluster::{ClusterBackend, ClusterSettings};
 use remoting::client::{ClientConfig, RemotingClient};
-use remoting::connection::{self, Channel, ConnectionConfig, InFlight, InboundHandler, Side};
-use remoting::protocol::namesrv::RegisterBrokerRequestHeader;
-use remoting::protocol::register::RegisterBrokerBody;
-use remoting::protocol::topic::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use remoting::connection::{Channel, InFlight, InboundHandler};
 use remoting::server::Reply;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-
-const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Answers GET_TOPIC_CONFIG (the topic's type is its name's prefix before `-`), GET_SUBSCRIPTIONGROUP_CONFIG
 /// (`orderly` exists, consuming orderly), HEART_BEAT (remembering the connection by client id).
@@ -53,37 +51,7 @@ impl InboundHandler for FakeBroker {
 }
 
 async fn fake_broker() -> (String, Arc<FakeBroker>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let broker = Arc::new(FakeBroker::default());
-    let handler = broker.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = connection::spawn(stream, &ConnectionConfig::default(), Side::Server, handler.clone());
-        }
-    });
-    (addr, broker)
-}
-
-async fn register(client: &RemotingClient, namesrv: &str, name: &str, addr: &str, topics: &[&str]) {
-    let mut wrapper = TopicConfigSerializeWrapper { data_version: DataVersion { counter: 1, state_version: 0, timestamp: 1 }, ..Default::default() };
-    for t in topics {
-        wrapper.topic_config_table.insert(t.to_string(), TopicConfig::new(t));
-    }
-    let body = RegisterBrokerBody { filter_server_list: vec![], topic_config_serialize_wrapper: wrapper }.encode_json();
-    let header = RegisterBrokerRequestHeader {
-        broker_name: name.into(),
-        broker_addr: addr.into(),
-        cluster_name: "C1".into(),
-        ha_server_addr: addr.into(),
-        broker_id: 0,
-        compressed: Some(false),
-        body_crc32: Some((crc32fast::hash(&body) & 0x7FFF_FFFF) as i32),
-        ..Default::default()
-    };
-    let r =
-        client.invoke(namesrv, RemotingCommand::request_with_header(RequestCode::REGISTER_BROKER, &header).with_body(body), TIMEOUT).await.expect("register");
-    assert_eq!(r.code, 0, "{:?}", r.remark);
+    common::fake_broker().await
 }
 
 #[derive(Default)]
