@@ -168,8 +168,9 @@ pub const ROUTES: &[Route] = &[
     route(R::NOTIFICATION, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
     route(R::POLLING_INFO, Handler::Pop, Pool::Pull, T(touches::group_and_topic)),
     // mqadmin exportPopRecord: 5.3's admin processor moves pop records from its RocksDB store
-    // (`popConsumerKVServiceInit`) to the revive topic, where ours always keeps them.
-    route(R::POP_ROLLBACK, Handler::Admin, Pool::Admin, S),
+    // (`popConsumerKVServiceInit`) to the revive topic, where ours always keeps them. It changes
+    // a broker's data on Java: an admin's.
+    route(R::POP_ROLLBACK, Handler::Admin, Pool::Admin, A),
     // Clients.
     route(R::HEART_BEAT, Handler::ClientManage, Pool::Heartbeat, T(touches::heartbeat)),
     route(R::UNREGISTER_CLIENT, Handler::ClientManage, Pool::ClientManage, T(touches::unregister)),
