@@ -351,6 +351,21 @@ impl PutPipeline {
         result
     }
 
+    /// As [`PutPipeline::put_no_wait`], the result handed to `done` (in DLedger mode once the
+    /// quorum holds it, from the member's thread).
+    pub fn put_no_wait_then(&self, msg: &MessageToStore, origin: Origin, done: Box<dyn FnOnce(&PutMessageResult) + Send>) {
+        let started = Instant::now();
+        let observer = self.observer.clone();
+        let topic = msg.topic.clone();
+        self.store.put_message_no_wait_then(
+            msg,
+            Box::new(move |result| {
+                observer.on_put(&origin, &topic, 1, &result, started.elapsed());
+                done(&result);
+            }),
+        );
+    }
+
     /// Stores one message from a broker service after its origin's rewrite ([`PutPipeline::rewrite`]:
     /// a committed transaction's timer or delay, pop's records through the timer), as Java's
     /// services put through the store's hooks; the store waits as the message's `WAIT` says.
@@ -376,20 +391,28 @@ pub struct TimerReleases(pub Arc<PutPipeline>);
 
 impl TimerSink for TimerReleases {
     fn put(&self, msg: &MessageToStore, rolled: bool) -> PutOutcome {
-        let result = self.0.put_no_wait(msg, Origin::TimerRelease { rolled });
-        match result.status {
-            PutStatus::PutOk => PutOutcome::Ok,
-            PutStatus::MessageIllegal
-            | PutStatus::PropertiesSizeExceeded
-            | PutStatus::WheelTimerNotEnable
-            | PutStatus::WheelTimerMsgIllegal
-            | PutStatus::WheelTimerFlowControl => PutOutcome::Drop,
-            PutStatus::ServiceNotAvailable
-            | PutStatus::FlushDiskTimeout
-            | PutStatus::OsPageCacheBusy
-            | PutStatus::CreateMappedFileFailed
-            | PutStatus::UnknownError => PutOutcome::Retry,
-        }
+        release_outcome(&self.0.put_no_wait(msg, Origin::TimerRelease { rolled }))
+    }
+
+    fn put_then(&self, msg: &MessageToStore, rolled: bool, done: Box<dyn FnOnce(PutOutcome) + Send>) {
+        self.0.put_no_wait_then(msg, Origin::TimerRelease { rolled }, Box::new(move |result| done(release_outcome(result))));
+    }
+}
+
+/// What a release's put came to, for the timer: refusals for good are dropped, the rest retried.
+fn release_outcome(result: &PutMessageResult) -> PutOutcome {
+    match result.status {
+        PutStatus::PutOk => PutOutcome::Ok,
+        PutStatus::MessageIllegal
+        | PutStatus::PropertiesSizeExceeded
+        | PutStatus::WheelTimerNotEnable
+        | PutStatus::WheelTimerMsgIllegal
+        | PutStatus::WheelTimerFlowControl => PutOutcome::Drop,
+        PutStatus::ServiceNotAvailable
+        | PutStatus::FlushDiskTimeout
+        | PutStatus::OsPageCacheBusy
+        | PutStatus::CreateMappedFileFailed
+        | PutStatus::UnknownError => PutOutcome::Retry,
     }
 }
 

@@ -58,7 +58,7 @@ impl CleanPolicy {
 
 /// Java's rules, from the hour of day and the disk's used ratio.
 pub fn decide(config: &CleanPolicy, hour: u32, disk_used_ratio: f64) -> CleanDecision {
-    let time_up = config.delete_when.split(';').filter_map(|h| h.trim().parse::<u32>().ok()).any(|h| h == hour);
+    let time_up = crate::clock::hour_named(&config.delete_when, hour);
     let max_ratio = config.disk_max_used_space_ratio.clamp(10, 95) as f64 / 100.0;
     // Java clamps the two ratios to these ranges.
     let warning_level = (config.warning_level_ratio as f64 / 100.0).clamp(0.35, 0.90);

@@ -63,6 +63,12 @@ pub trait AppendLog: Send + Sync {
     fn append_no_wait(&self, msgs: &[MessageToStore]) -> PutMessageResult {
         self.append(msgs)
     }
+    /// As [`AppendLog::append_no_wait`], with the result handed to `done`: a DLedger log answers
+    /// from its member once the quorum holds the entry, so a caller (the timer's releases) can
+    /// keep many appends in flight instead of waiting for each quorum in turn.
+    fn append_no_wait_then(&self, msgs: &[MessageToStore], done: PutCallback) {
+        done(self.append_no_wait(msgs));
+    }
     /// The first readable physical offset.
     fn min_offset(&self) -> i64;
     /// The end of readable data.

@@ -214,6 +214,11 @@ impl AppendLog for DLedgerCommitLog {
         }
     }
 
+    /// The quorum is the only wait a DLedger append has; answered from the member's thread.
+    fn append_no_wait_then(&self, msgs: &[MessageToStore], done: PutCallback) {
+        self.append_then(msgs, done);
+    }
+
     fn min_offset(&self) -> i64 {
         EntryLog::min_offset(&DataLog(self.data.clone()))
     }

@@ -29,7 +29,7 @@ impl MessageStore {
 
     /// One cleaning pass now (the cleanup service's tick).
     pub(super) fn clean_now(&self) {
-        let hour = chrono::Timelike::hour(&chrono::Local::now());
+        let hour = crate::clock::local_hour();
         let ratio = cleanup::disk_used_ratio(&self.config.commit_log_dir());
         self.clean_once(std::time::SystemTime::now(), hour, ratio);
     }

@@ -41,6 +41,18 @@ impl MessageStore {
         result
     }
 
+    /// As [`MessageStore::put_message_no_wait`], with the result handed to `done`
+    /// ([`AppendLog::append_no_wait_then`]).
+    pub fn put_message_no_wait_then(&self, msg: &MessageToStore, done: PutCallback) {
+        if let Some(refused) = self.refuse_put() {
+            return done(refused);
+        }
+        let Some(appender) = self.appender() else { return done(Self::no_appender()) };
+        appender.append_no_wait_then(std::slice::from_ref(msg), done);
+        self.wake_dispatch();
+        self.appended();
+    }
+
     /// As [`MessageStore::put_messages`], with the result handed to `done`; under SYNC_FLUSH
     /// from the flush service once the records are on disk, so the caller's thread is not held.
     pub fn put_messages_then(&self, msgs: &[MessageToStore], done: PutCallback) {

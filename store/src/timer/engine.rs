@@ -38,7 +38,7 @@ use tracing::{info, warn};
 use super::checkpoint::{CheckpointValues, TimerCheckpoint};
 use super::log::{TimerLog, Unit, UNIT_SIZE};
 use super::metrics::TimerMetrics;
-use super::wheel::{Slot, TimerWheel};
+use super::wheel::{Slot, TimerWheel, WheelSyncer};
 use super::{delete_key, java_string_hash, TimerEvents, MAGIC_ROLL, TIMER_BLANK_SLOTS, TIMER_TOPIC, TIMER_WHEEL_TTL_DAY};
 use crate::config::{BrokerRole, MessageStoreConfig};
 use crate::dispatch::{DispatchRequest, Dispatcher};
@@ -46,6 +46,9 @@ use crate::message::properties;
 use crate::message::record::{decode_record, DecodedRecord, RecordAt};
 use crate::message::MessageToStore;
 use crate::store::MessageStore;
+
+/// A slot's releases unanswered at once at most.
+const RELEASES_IN_FLIGHT: usize = 256;
 
 /// What a put of a released message came to (Java's `PUT_OK`, `PUT_NEED_RETRY`, `PUT_NO_RETRY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +62,11 @@ pub enum PutOutcome {
 /// timer's puts). `rolled` puts go back into the timer topic.
 pub trait TimerSink: Send + Sync {
     fn put(&self, msg: &MessageToStore, rolled: bool) -> PutOutcome;
+    /// As `put`, answering through `done`, so many releases can be in flight (in DLedger mode
+    /// each waits for its quorum).
+    fn put_then(&self, msg: &MessageToStore, rolled: bool, done: Box<dyn FnOnce(PutOutcome) + Send>) {
+        done(self.put(msg, rolled));
+    }
 }
 
 /// Wakes the enqueue loop when a record lands in the timer topic.
@@ -106,7 +114,6 @@ impl Released {
 /// it, so a unit is never added to a slot the dequeue has passed.
 struct State {
     wheel: TimerWheel,
-    log: TimerLog,
     curr_read_ms: i64,
     curr_write_ms: i64,
     /// Every slot before it was released (Java `commitReadTimeMs`).
@@ -141,6 +148,11 @@ pub struct TimerStore {
     slots_total: i64,
     roll_window_slots: i64,
     state: Mutex<State>,
+    /// Appended under the state lock, with the slot that links the unit; read without it (a
+    /// unit once written does not change).
+    log: TimerLog,
+    /// Syncs the wheel outside the state lock (see [`TimerStore::flush`]).
+    wheel_sync: WheelSyncer,
     checkpoint: Mutex<TimerCheckpoint>,
     metrics: TimerMetrics,
     arrivals: Arc<TimerArrivals>,
@@ -214,12 +226,12 @@ impl TimerStore {
             config.timer_roll_window_slot
         };
         let wheel = TimerWheel::open(&wheel_path(&config), slots_total, precision).map_err(TimerOpenError::Wheel)?;
+        let wheel_sync = wheel.syncer().map_err(TimerOpenError::Wheel)?;
         let log = TimerLog::open(log_dir(&config), config.mapped_file_size_timer_log).map_err(TimerOpenError::Log)?;
         let checkpoint = TimerCheckpoint::open(&checkpoint_path(&config)).map_err(TimerOpenError::Checkpoint)?;
         let metrics = TimerMetrics::load(&metrics_path(&config));
         let state = State {
             wheel,
-            log,
             curr_read_ms: 0,
             curr_write_ms: 0,
             commit_read_ms: 0,
@@ -236,6 +248,8 @@ impl TimerStore {
             slots_total,
             roll_window_slots,
             state: Mutex::new(state),
+            log,
+            wheel_sync,
             checkpoint: Mutex::new(checkpoint),
             metrics,
             arrivals: Arc::new(TimerArrivals { waker: OnceLock::new() }),
@@ -291,13 +305,13 @@ impl TimerStore {
         let cp = self.checkpoint.lock().values;
         let mut guard = self.state.lock();
         let s = &mut *guard;
-        let file_size = s.log.file_size() as i64;
+        let file_size = self.log.file_size() as i64;
         let begin = (cp.last_timer_log_flush_pos - file_size).max(0);
         let end = {
-            let (log, wheel) = (&s.log, &mut s.wheel);
+            let (log, wheel) = (&self.log, &mut s.wheel);
             log.recover(begin, true, |pos, unit| wheel.revise_slot(unit.delayed_ms(), None, Some(pos), true))
         };
-        let queue_offset = self.queue_offset_after(&s.log, end).map_or(cp.last_timer_queue_offset, |o| o + 1);
+        let queue_offset = self.queue_offset_after(&self.log, end).map_or(cp.last_timer_queue_offset, |o| o + 1);
         let mut queue_offset = queue_offset.min(cp.master_timer_queue_offset);
         if let Some(cq) = self.store.find_queue(TIMER_TOPIC, 0) {
             queue_offset = queue_offset.clamp(cq.min_offset(), cq.max_offset().max(cq.min_offset()));
@@ -306,7 +320,7 @@ impl TimerStore {
         let min_first = s.wheel.check_phy_pos(read_ms, end);
         if min_first < end {
             warn!(min_first, end, "timer wheel points past the timer log; re-linking from there");
-            let (log, wheel) = (&s.log, &mut s.wheel);
+            let (log, wheel) = (&self.log, &mut s.wheel);
             log.recover(min_first, false, |pos, unit| wheel.revise_slot(unit.delayed_ms(), None, Some(pos), true));
         }
         s.curr_queue_offset = queue_offset;
@@ -391,9 +405,25 @@ impl TimerStore {
         let timer = self.clone();
         services.push(Service::every("TimerCleanService", Duration::from_secs(30), false, move || {
             let min = timer.store.min_phy_offset();
-            let deleted = timer.state.lock().log.delete_expired(min);
+            let deleted = {
+                let _appends = timer.state.lock();
+                timer.log.delete_expired(min)
+            };
             if deleted > 0 {
                 info!(deleted, "timer log segments below the commit log deleted");
+            }
+        })?);
+        let timer = self.clone();
+        let mut last_check_ms = 0;
+        services.push(Service::every("TimerCheckMetricsService", Duration::from_secs(45 * 60), false, move || {
+            let config = &timer.config;
+            let hour = crate::clock::local_hour();
+            let now = now_ms();
+            // Java's rule: at an hour `timerCheckMetricsWhen` names, at most once in 70 minutes.
+            if config.timer_enable_check_metrics && crate::clock::hour_named(&config.timer_check_metrics_when, hour) && now - last_check_ms > 70 * 60 * 1000 {
+                last_check_ms = now;
+                timer.revise_metrics();
+                info!(took_ms = now_ms() - now, "timer metrics checked");
             }
         })?);
         info!(dequeue, "timer started");
@@ -564,7 +594,7 @@ impl TimerStore {
                     size_py,
                     topic_hash: java_string_hash(real_topic),
                 };
-                match s.log.append(&unit) {
+                match self.log.append(&unit) {
                     Ok(pos) => {
                         let num = if is_delete { slot.num - 1 } else { slot.num + 1 };
                         let first = if slot.first_pos == -1 { pos } else { slot.first_pos };
@@ -631,7 +661,7 @@ impl TimerStore {
                 self.move_read_time(&mut s, 0);
                 return 0;
             }
-            let units = self.slot_units(&s.log, &slot);
+            let units = self.slot_units(&self.log, &slot);
             (read_ms, slot, units)
         };
         let mut deletes = HashSet::new();
@@ -643,9 +673,24 @@ impl TimerStore {
                 deletes.insert(key);
             }
         }
+        let Some(sink) = self.sink.get() else { return -1 };
+        // The slot's releases go out with up to RELEASES_IN_FLIGHT unanswered (in DLedger mode
+        // each waits for its quorum); the read time moves only once every one is answered.
+        let (answer, answers) = std::sync::mpsc::channel::<(MessageToStore, bool, PutOutcome)>();
+        let mut in_flight = 0usize;
+        let mut unsettled = Vec::new();
+        let mut settle = |(msg, rolled, outcome): (MessageToStore, bool, PutOutcome)| {
+            if outcome == PutOutcome::Retry {
+                unsettled.push((msg, rolled));
+            } else {
+                self.put_out(&msg, rolled, Some(outcome));
+            }
+        };
+        let mut role_changed = false;
         for unit in units.iter().rev().filter(|u| !u.is_delete_marker()) {
             if self.role_epoch.load(Ordering::Acquire) != epoch || !self.dequeue_on.load(Ordering::Acquire) {
-                return -1;
+                role_changed = true;
+                break;
             }
             let Some(bytes) = self.message_at(unit) else {
                 warn!(offset_py = unit.offset_py, "timer message missing from the commit log; not released");
@@ -661,7 +706,27 @@ impl TimerStore {
             }
             let rolled = unit.magic & MAGIC_ROLL != 0;
             self.add_metric(record.property(properties::REAL_TOPIC).unwrap_or(""), record.property(properties::TIMER_ENQUEUE_MS), -1);
-            while !self.release(&record, unit.enqueue_ms, rolled) {
+            let Some(msg) = self.releasable(&record, unit.enqueue_ms, rolled) else { continue };
+            while in_flight >= RELEASES_IN_FLIGHT {
+                // Every put is answered once (a stopped DLedger member answers as stopped).
+                let Ok(answered) = answers.recv() else { break };
+                in_flight -= 1;
+                settle(answered);
+            }
+            in_flight += 1;
+            let answer = answer.clone();
+            let kept = msg.clone();
+            sink.put_then(&msg, rolled, Box::new(move |outcome| drop(answer.send((kept, rolled, outcome)))));
+        }
+        drop(answer);
+        for answered in answers.iter().take(in_flight) {
+            settle(answered);
+        }
+        if role_changed {
+            return -1;
+        }
+        for (msg, rolled) in unsettled {
+            while !self.put_out(&msg, rolled, Some(PutOutcome::Retry)) {
                 if self.role_epoch.load(Ordering::Acquire) != epoch {
                     return -1;
                 }
@@ -709,20 +774,34 @@ impl TimerStore {
     /// `rolled` back into the timer topic; false when it should be retried. Gives up after three
     /// failures unless `timerEnableRetryUntilSuccess`, as Java.
     fn release(&self, record: &DecodedRecord<'_>, enqueue_ms: i64, rolled: bool) -> bool {
-        let Some(msg) = self.convert(record, enqueue_ms, rolled) else { return true };
+        let Some(msg) = self.releasable(record, enqueue_ms, rolled) else { return true };
+        self.put_out(&msg, rolled, None)
+    }
+
+    /// The message a release puts, or none when there is nothing to put: it cannot be made, or
+    /// (after a crash or a promotion) the commit log already holds it.
+    fn releasable(&self, record: &DecodedRecord<'_>, enqueue_ms: i64, rolled: bool) -> Option<MessageToStore> {
+        let msg = self.convert(record, enqueue_ms, rolled)?;
         if let Some(key) = Released::of(&msg.topic, msg.queue_id, &msg.properties) {
             if self.released.lock().remove(&key) {
                 info!(topic = %msg.topic, uniq = %key.uniq_key, "timer release already in the commit log; not made again");
-                return true;
+                return None;
             }
         }
-        let Some(sink) = self.sink.get() else { return false };
         if let Some(events) = self.events.get() {
             events.on_dequeue(record.property(properties::REAL_TOPIC).unwrap_or(""));
         }
+        Some(msg)
+    }
+
+    /// Puts `msg` until it is stored or given up (see [`TimerStore::release`]), starting from
+    /// the outcome of a put already made, if any; false when it should be retried later.
+    fn put_out(&self, msg: &MessageToStore, rolled: bool, first: Option<PutOutcome>) -> bool {
+        let Some(sink) = self.sink.get() else { return false };
         let mut failures = 0;
+        let mut outcome = first;
         loop {
-            match sink.put(&msg, rolled) {
+            match outcome.take().unwrap_or_else(|| sink.put(msg, rolled)) {
                 PutOutcome::Ok => {
                     self.dequeued.fetch_add(1, Ordering::Relaxed);
                     return true;
@@ -778,38 +857,79 @@ impl TimerStore {
 
     /// Java `prepareTimerCheckPoint` and the flush service's pass: the log, the wheel, then the
     /// checkpoint (which never claims more than what is on disk before it), then the metrics.
+    /// The progress is taken under the state lock; the disk is synced after it is let go, so
+    /// enqueue and release do not wait for the disk (what they write meanwhile is synced too,
+    /// or by the next pass; the checkpoint names only what was done before the progress taken).
     pub fn flush(&self) {
         self.sample_rates();
-        {
+        let dequeueing = self.dequeue_on.load(Ordering::Acquire);
+        let (read_ms, queue_offset, new_version) = {
             let mut s = self.state.lock();
+            let moved = s.commit_read_ms != s.last_version_read_ms || s.commit_queue_offset != s.last_version_queue_offset;
+            if dequeueing && moved {
+                (s.last_version_read_ms, s.last_version_queue_offset) = (s.commit_read_ms, s.commit_queue_offset);
+            }
+            (s.commit_read_ms, s.commit_queue_offset, dequeueing && moved)
+        };
+        // The files the checkpoint speaks of are made durable before it is written.
+        if let Err(e) = self.log.flush() {
+            warn!(error = %e, "timer log flush failed");
+            return;
+        }
+        if let Err(e) = self.wheel_sync.sync() {
+            warn!(error = %e, "timer wheel flush failed");
+            return;
+        }
+        {
             let mut cp = self.checkpoint.lock();
             let v = &mut cp.values;
-            v.last_timer_log_flush_pos = s.log.flushed_offset();
-            v.last_read_time_ms = s.commit_read_ms;
-            if self.dequeue_on.load(Ordering::Acquire) {
-                v.master_timer_queue_offset = s.commit_queue_offset;
-                if s.commit_read_ms != s.last_version_read_ms || s.commit_queue_offset != s.last_version_queue_offset {
+            v.last_timer_log_flush_pos = self.log.flushed_offset();
+            v.last_read_time_ms = read_ms;
+            if dequeueing {
+                v.master_timer_queue_offset = queue_offset;
+                if new_version {
                     v.data_version.next(0, now_ms());
-                    (s.last_version_read_ms, s.last_version_queue_offset) = (s.commit_read_ms, s.commit_queue_offset);
                 }
             }
-            v.last_timer_queue_offset = s.commit_queue_offset.min(v.master_timer_queue_offset);
-            // The files the checkpoint speaks of are made durable before it is written.
-            if let Err(e) = s.log.flush() {
-                warn!(error = %e, "timer log flush failed");
-                return;
+            v.last_timer_queue_offset = queue_offset.min(v.master_timer_queue_offset);
+            if let Err(e) = cp.flush() {
+                warn!(error = %e, "timer checkpoint flush failed");
             }
-            if let Err(e) = s.wheel.flush() {
-                warn!(error = %e, "timer wheel flush failed");
-                return;
-            }
-        }
-        if let Err(e) = self.checkpoint.lock().flush() {
-            warn!(error = %e, "timer checkpoint flush failed");
         }
         if let Err(e) = self.metrics.persist() {
             warn!(error = %e, "timer metrics not written");
         }
+    }
+
+    /// Java's `checkAndReviseMetrics`: counts again, from the pending units of the log, the
+    /// topics whose count is small enough for that (`timerMetricSmallThreshold`), so a count
+    /// that drifted (a crash between a unit and its metric, a dropped release) comes right.
+    /// The log is read without the state lock, from the first unit of the oldest pending slot.
+    pub fn revise_metrics(&self) {
+        let mut recount = self.metrics.recount(self.config.timer_metric_small_threshold);
+        if recount.is_empty() {
+            return;
+        }
+        let (read_ms, begin) = {
+            let s = self.state.lock();
+            // Java asks for slots whose last unit lies beyond position 0, which misses a slot
+            // whose only unit is the log's very first; -1 counts that one too.
+            (s.curr_read_ms, s.wheel.check_phy_pos(s.curr_read_ms, -1))
+        };
+        if begin != i64::MAX {
+            self.log.recover(begin, false, |pos, unit| {
+                if pos >= begin && unit.delayed_ms() >= read_ms {
+                    recount.count(unit.topic_hash, unit.is_delete_marker(), || self.real_topic_of(unit));
+                }
+            });
+        }
+        self.metrics.apply(recount, now_ms());
+    }
+
+    fn real_topic_of(&self, unit: &Unit) -> Option<String> {
+        let bytes = self.message_at(unit)?;
+        let Ok(RecordAt::Record(r)) = decode_record(&bytes, false) else { return None };
+        r.property(properties::REAL_TOPIC).map(str::to_owned)
     }
 
     fn sample_rates(&self) {

@@ -10,7 +10,7 @@
 // Mapping the wheel file is the one unsafe call here (see `open`).
 #![allow(unsafe_code)]
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::Path;
 
@@ -38,6 +38,7 @@ impl Slot {
 
 pub struct TimerWheel {
     map: MmapMut,
+    file: File,
     /// Slots per turn (Java's `slotsTotal`); the file holds twice as many.
     slots_total: i64,
     precision_ms: i64,
@@ -74,7 +75,7 @@ impl TimerWheel {
         // SAFETY: the file is ours for the store's lifetime (the store directory's lock file keeps
         // other brokers out) and its length is fixed above.
         let map = unsafe { MmapMut::map_mut(&file)? };
-        Ok(TimerWheel { map, slots_total, precision_ms })
+        Ok(TimerWheel { map, file, slots_total, precision_ms })
     }
 
     pub fn precision_ms(&self) -> i64 {
@@ -168,6 +169,22 @@ impl TimerWheel {
     /// Makes the wheel durable.
     pub fn flush(&self) -> io::Result<()> {
         self.map.flush()
+    }
+
+    /// A handle that makes the wheel durable without the wheel itself, so the timer can sync it
+    /// while its loops go on writing slots: on Linux an fsync of the file writes back the pages
+    /// dirtied through a shared mapping as msync does (msync is an fsync of the mapped range).
+    pub fn syncer(&self) -> io::Result<WheelSyncer> {
+        Ok(WheelSyncer(self.file.try_clone()?))
+    }
+}
+
+/// See [`TimerWheel::syncer`].
+pub struct WheelSyncer(File);
+
+impl WheelSyncer {
+    pub fn sync(&self) -> io::Result<()> {
+        self.0.sync_data()
     }
 }
 
