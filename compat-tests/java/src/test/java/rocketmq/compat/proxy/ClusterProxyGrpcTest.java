@@ -2,7 +2,6 @@ package rocketmq.compat.proxy;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -24,6 +23,7 @@ import rocketmq.compat.client.DriverRun;
 import rocketmq.compat.client.ProduceConsumeRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
+import rocketmq.compat.harness.Started;
 import rocketmq.compat.namesrv.NameServer;
 import rocketmq.compat.namesrv.NamesrvProbe;
 import rocketmq.compat.runtime.Versions;
@@ -54,7 +54,7 @@ class ClusterProxyGrpcTest extends GrpcScenarioTests {
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
-    private final List<AutoCloseable> started = new ArrayList<>();
+    private final Started started = new Started();
     private DriverRun javaRun;
     private DriverRun ourRun;
     private RustProxy javaSideProxy;
@@ -70,30 +70,30 @@ class ClusterProxyGrpcTest extends GrpcScenarioTests {
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             Future<RustProxy> javaSide = !runJava ? null : pool.submit(() -> {
-                NameServer ns = own(NameServer.start(dir.resolve("java-namesrv"), "java"));
-                javaBroker = own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
+                NameServer ns = started.own(NameServer.start(dir.resolve("java-namesrv"), "java"));
+                javaBroker = started.own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
                     "GrpcJavaCluster", "grpc-java-a", ProxyGrpcTest.BROKER_EXTRA));
                 ProxyGrpcTest.prepare(ns.address(), javaBroker.address(), "grpc-java-a", () -> javaBroker.describe(60));
                 prepareRemotingTopic(ns.address(), javaBroker.address(), "grpc-java-a", () -> javaBroker.describe(60));
-                return own(RustProxy.start(dir.resolve("java-side-proxy"), ns.address(), "GrpcJavaCluster", PROXY_EXTRA));
+                return started.own(RustProxy.start(dir.resolve("java-side-proxy"), ns.address(), "GrpcJavaCluster", PROXY_EXTRA));
             });
             Future<RustProxy> ourSide = !runOurs ? null : pool.submit(() -> {
-                NameServer ns = own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
-                ourBroker = own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "GrpcOurCluster",
+                NameServer ns = started.own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
+                ourBroker = started.own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "GrpcOurCluster",
                     "grpc-ours-a", ProxyGrpcTest.BROKER_EXTRA));
                 ProxyGrpcTest.prepare(ns.address(), ourBroker.address(), "grpc-ours-a", () -> ourBroker.describe(60));
                 prepareRemotingTopic(ns.address(), ourBroker.address(), "grpc-ours-a", () -> ourBroker.describe(60));
-                return own(RustProxy.start(dir.resolve("our-side-proxy"), ns.address(), "GrpcOurCluster", PROXY_EXTRA));
+                return started.own(RustProxy.start(dir.resolve("our-side-proxy"), ns.address(), "GrpcOurCluster", PROXY_EXTRA));
             });
             javaSideProxy = javaSide == null ? null : javaSide.get();
             ourSideProxy = ourSide == null ? null : ourSide.get();
         } finally {
             pool.shutdown();
         }
-        DriverRun.Running java = javaSideProxy == null ? null : own(DriverRun.start("GrpcDriver",
+        DriverRun.Running java = javaSideProxy == null ? null : started.own(DriverRun.start("GrpcDriver",
             "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON", dir.resolve("java-driver"),
             ProxyGrpcTest.args(javaSideProxy.endpoint())));
-        DriverRun.Running ours = ourSideProxy == null ? null : own(DriverRun.start("GrpcDriver",
+        DriverRun.Running ours = ourSideProxy == null ? null : started.own(DriverRun.start("GrpcDriver",
             "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON", dir.resolve("our-driver"),
             ProxyGrpcTest.args(ourSideProxy.endpoint())));
         if (java != null) {
@@ -120,22 +120,9 @@ class ClusterProxyGrpcTest extends GrpcScenarioTests {
         }
     }
 
-    private <T extends AutoCloseable> T own(T c) {
-        synchronized (started) {
-            started.add(c);
-        }
-        return c;
-    }
-
     @AfterAll
     void stop() {
-        for (int i = started.size() - 1; i >= 0; i--) {
-            try {
-                started.get(i).close();
-            } catch (Exception e) {
-                System.out.println("closing " + started.get(i) + ": " + e);
-            }
-        }
+        started.close();
     }
 
     /** The step passed through our proxy in front of the Java broker and in front of ours. */

@@ -27,6 +27,7 @@ import rocketmq.compat.client.DriverRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
 import rocketmq.compat.harness.FreePorts;
+import rocketmq.compat.harness.Started;
 import rocketmq.compat.harness.TcpProbe;
 import rocketmq.compat.namesrv.NameServer;
 import rocketmq.compat.namesrv.NamesrvProbe;
@@ -57,7 +58,7 @@ class GrpcBadInputTest {
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
-    private final List<AutoCloseable> started = new ArrayList<>();
+    private final Started started = new Started();
     private Map<String, String> javaCases;
     private Map<String, String> ourCases;
     private DriverRun javaRun;
@@ -69,19 +70,19 @@ class GrpcBadInputTest {
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             Future<String> javaSide = pool.submit(() -> {
-                NameServer ns = own(NameServer.start(dir.resolve("java-namesrv"), "java"));
-                JavaBroker broker = own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
+                NameServer ns = started.own(NameServer.start(dir.resolve("java-namesrv"), "java"));
+                JavaBroker broker = started.own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
                     "BadJavaCluster", "bad-java-a", ProxyGrpcTest.BROKER_EXTRA));
                 prepare(ns.address(), broker.address(), "bad-java-a", () -> broker.describe(60));
-                return own(JavaProxy.start(Versions.JAVA_5, dir.resolve("java-proxy"), ns.address(), "BadJavaCluster",
+                return started.own(JavaProxy.start(Versions.JAVA_5, dir.resolve("java-proxy"), ns.address(), "BadJavaCluster",
                     Map.of())).endpoint();
             });
             Future<String> ourSide = pool.submit(() -> {
-                NameServer ns = own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
+                NameServer ns = started.own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
                 int grpcPort = FreePorts.one();
                 Path conf = dir.resolve("rmq-proxy.json");
                 Files.writeString(conf, "{\"grpcServerPort\": " + grpcPort + "}");
-                RustBroker broker = own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "BadOurCluster",
+                RustBroker broker = started.own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "BadOurCluster",
                     "bad-ours-a", ProxyGrpcTest.BROKER_EXTRA, List.of("--enable-proxy", "-pc", conf.toString())));
                 Await.until("gRPC port " + grpcPort, Duration.ofSeconds(30), () -> TcpProbe.accepts(grpcPort),
                     () -> broker.describe(60));
@@ -90,9 +91,9 @@ class GrpcBadInputTest {
             });
             String javaEndpoint = javaSide.get();
             String ourEndpoint = ourSide.get();
-            DriverRun.Running java = own(DriverRun.start("GrpcBadInputDriver", "rocketmq-proxy", Versions.JAVA_5, "JSON",
+            DriverRun.Running java = started.own(DriverRun.start("GrpcBadInputDriver", "rocketmq-proxy", Versions.JAVA_5, "JSON",
                 dir.resolve("java-driver"), javaEndpoint, "bad-java-a", NORMAL, FIFO, GROUP, DELAY));
-            DriverRun.Running ours = own(DriverRun.start("GrpcBadInputDriver", "rocketmq-proxy", Versions.JAVA_5, "JSON",
+            DriverRun.Running ours = started.own(DriverRun.start("GrpcBadInputDriver", "rocketmq-proxy", Versions.JAVA_5, "JSON",
                 dir.resolve("our-driver"), ourEndpoint, "bad-ours-a", NORMAL, FIFO, GROUP, DELAY));
             javaRun = java.await(DRIVER_TIMEOUT);
             ourRun = ours.await(DRIVER_TIMEOUT);
@@ -103,13 +104,6 @@ class GrpcBadInputTest {
         ourCases = cases(ourRun);
         javaCases.forEach((k, v) -> System.out.println("Java " + k + " " + v));
         ourCases.forEach((k, v) -> System.out.println("ours " + k + " " + v));
-    }
-
-    private <T extends AutoCloseable> T own(T c) {
-        synchronized (started) {
-            started.add(c);
-        }
-        return c;
     }
 
     private static void prepare(String namesrv, String brokerAddress, String brokerName,
@@ -140,13 +134,7 @@ class GrpcBadInputTest {
 
     @AfterAll
     void stop() {
-        for (int i = started.size() - 1; i >= 0; i--) {
-            try {
-                started.get(i).close();
-            } catch (Exception e) {
-                System.out.println("closing " + started.get(i) + ": " + e);
-            }
-        }
+        started.close();
     }
 
     @Test

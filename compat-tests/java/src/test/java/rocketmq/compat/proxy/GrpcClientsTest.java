@@ -23,6 +23,7 @@ import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.ChildProcess;
 import rocketmq.compat.harness.DumpLogsOnFailure;
 import rocketmq.compat.harness.FreePorts;
+import rocketmq.compat.harness.Started;
 import rocketmq.compat.harness.TcpProbe;
 import rocketmq.compat.namesrv.NameServer;
 import rocketmq.compat.namesrv.NamesrvProbe;
@@ -49,7 +50,7 @@ class GrpcClientsTest {
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
-    private final List<AutoCloseable> started = new ArrayList<>();
+    private final Started started = new Started();
     private final Map<String, ChildProcess> clients = new ConcurrentHashMap<>();
     private final Map<String, Integer> exitCodes = new ConcurrentHashMap<>();
     private RustBroker broker;
@@ -63,12 +64,12 @@ class GrpcClientsTest {
         List<String> node = List.of(interpreter(nodeBinary(), "node"), clientsDir.resolve("node/scenarios.js").toString());
         requireFile(clientsDir.resolve("node/node_modules/rocketmq-client-nodejs/package.json"), "the Node.js client");
 
-        NameServer ns = own(NameServer.start(dir.resolve("namesrv"), "rust"));
+        NameServer ns = started.own(NameServer.start(dir.resolve("namesrv"), "rust"));
         int grpcPort = FreePorts.one();
         Path proxyConf = dir.resolve("rmq-proxy.json");
         Files.writeString(proxyConf, "{\"grpcServerPort\": " + grpcPort + ", \"remotingListenPort\": " + FreePorts.one()
             + ", \"minInvisibleTimeMillsForRecv\": 1000}");
-        broker = own(RustBroker.start(dir.resolve("broker"), ns.address(), "GrpcClientsCluster", "grpc-clients-a",
+        broker = started.own(RustBroker.start(dir.resolve("broker"), ns.address(), "GrpcClientsCluster", "grpc-clients-a",
             ProxyGrpcTest.BROKER_EXTRA, List.of("--enable-proxy", "-pc", proxyConf.toString())));
         Await.until("gRPC port 127.0.0.1:" + grpcPort, Duration.ofSeconds(30), () -> TcpProbe.accepts(grpcPort),
             () -> broker.describe(60));
@@ -102,7 +103,7 @@ class GrpcClientsTest {
         List<String> args = new ArrayList<>(command);
         args.add(endpoint);
         args.add(lang);
-        clients.put(lang, own(ChildProcess.builder(lang.equals("Py") ? "python client" : "node client")
+        clients.put(lang, started.own(ChildProcess.builder(lang.equals("Py") ? "python client" : "node client")
             .command(args)
             .directory(workDir)
             // the clients write their logs under $HOME/logs
@@ -147,20 +148,9 @@ class GrpcClientsTest {
         return sb.toString();
     }
 
-    private <T extends AutoCloseable> T own(T c) {
-        started.add(c);
-        return c;
-    }
-
     @AfterAll
     void stop() {
-        for (int i = started.size() - 1; i >= 0; i--) {
-            try {
-                started.get(i).close();
-            } catch (Exception e) {
-                System.out.println("closing " + started.get(i) + ": " + e);
-            }
-        }
+        started.close();
     }
 
     @ParameterizedTest(name = "{0} client")

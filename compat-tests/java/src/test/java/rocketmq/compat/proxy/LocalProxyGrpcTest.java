@@ -5,7 +5,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -25,6 +24,7 @@ import rocketmq.compat.client.ProduceConsumeRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
 import rocketmq.compat.harness.FreePorts;
+import rocketmq.compat.harness.Started;
 import rocketmq.compat.harness.TcpProbe;
 import rocketmq.compat.namesrv.NameServer;
 import rocketmq.compat.runtime.Versions;
@@ -44,7 +44,7 @@ class LocalProxyGrpcTest extends GrpcScenarioTests {
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
-    private final List<AutoCloseable> started = new ArrayList<>();
+    private final Started started = new Started();
     private RustBroker broker;
     private DriverRun run;
     private DriverRun tlsRun;
@@ -53,7 +53,7 @@ class LocalProxyGrpcTest extends GrpcScenarioTests {
     @BeforeAll
     void start() throws Exception {
         System.out.println("LocalProxyGrpcTest folder (kept on failure): " + dir);
-        NameServer ns = own(NameServer.start(dir.resolve("namesrv"), "rust"));
+        NameServer ns = started.own(NameServer.start(dir.resolve("namesrv"), "rust"));
         int grpcPort = FreePorts.one();
         remotingPort = FreePorts.one();
         Path proxyConf = dir.resolve("rmq-proxy.json");
@@ -64,7 +64,7 @@ class LocalProxyGrpcTest extends GrpcScenarioTests {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        broker = own(RustBroker.start(dir.resolve("broker"), ns.address(), "GrpcLocalCluster", "grpc-local-a",
+        broker = started.own(RustBroker.start(dir.resolve("broker"), ns.address(), "GrpcLocalCluster", "grpc-local-a",
             ProxyGrpcTest.BROKER_EXTRA, List.of("--enable-proxy", "-pc", proxyConf.toString())));
         Await.until("gRPC port 127.0.0.1:" + grpcPort, Duration.ofSeconds(30), () -> TcpProbe.accepts(grpcPort),
             () -> broker.describe(60));
@@ -75,32 +75,21 @@ class LocalProxyGrpcTest extends GrpcScenarioTests {
             probe.createTopic("ViaProxyPort", 4, "+message.type=NORMAL");
             probe.createTopic("GrpcOnRemotingPort", 4, "+message.type=NORMAL");
         }
-        DriverRun.Running running = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA,
+        DriverRun.Running running = started.own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA,
             "JSON", dir.resolve("driver"), ProxyGrpcTest.args("127.0.0.1:" + grpcPort)));
         run = running.await(DRIVER_TIMEOUT);
         System.out.println("our broker, local proxy: " + run.summary());
         // Then the same port with SSL on (the client's default): TLS is detected per connection, as Java's
         // permissive mode, with a self-signed certificate made at start (the client trusts any).
-        tlsRun = own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON",
+        tlsRun = started.own(DriverRun.start("GrpcDriver", "rocketmq-client-java", Versions.CLIENT_JAVA, "JSON",
             dir.resolve("driver-tls"), "tls:127.0.0.1:" + grpcPort, "normal:GrpcTls:grpc-tls:20"))
             .await(DRIVER_TIMEOUT);
         System.out.println("our broker, local proxy, TLS: " + tlsRun.summary());
     }
 
-    private <T extends AutoCloseable> T own(T c) {
-        started.add(c);
-        return c;
-    }
-
     @AfterAll
     void stop() {
-        for (int i = started.size() - 1; i >= 0; i--) {
-            try {
-                started.get(i).close();
-            } catch (Exception e) {
-                System.out.println("closing " + started.get(i) + ": " + e);
-            }
-        }
+        started.close();
     }
 
     @Override

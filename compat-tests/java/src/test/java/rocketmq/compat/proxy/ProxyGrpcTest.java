@@ -22,6 +22,7 @@ import rocketmq.compat.broker.RustBroker;
 import rocketmq.compat.client.DriverRun;
 import rocketmq.compat.harness.Await;
 import rocketmq.compat.harness.DumpLogsOnFailure;
+import rocketmq.compat.harness.Started;
 import rocketmq.compat.namesrv.NameServer;
 import rocketmq.compat.namesrv.NamesrvProbe;
 import rocketmq.compat.runtime.Versions;
@@ -82,7 +83,7 @@ class ProxyGrpcTest extends GrpcScenarioTests {
     /** Kept when a test fails: the proxies', brokers' and drivers' logs. */
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
-    private final List<AutoCloseable> started = new ArrayList<>();
+    private final Started started = new Started();
     private DriverRun javaRun;
     private DriverRun ourRun;
     private JavaProxy javaProxy;
@@ -99,20 +100,20 @@ class ProxyGrpcTest extends GrpcScenarioTests {
         try {
             // The Java side: Java's name server and broker behind the proxy.
             Future<JavaProxy> javaSide = !runJava ? null : pool.submit(() -> {
-                NameServer ns = own(NameServer.start(dir.resolve("java-namesrv"), "java"));
-                javaBroker = own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
+                NameServer ns = started.own(NameServer.start(dir.resolve("java-namesrv"), "java"));
+                javaBroker = started.own(JavaBroker.start(Versions.JAVA_5, dir.resolve("java-broker"), ns.address(),
                     "GrpcJavaCluster", "grpc-java-a", BROKER_EXTRA));
                 prepare(ns.address(), javaBroker.address(), "grpc-java-a", () -> javaBroker.describe(60));
-                return own(JavaProxy.start(Versions.JAVA_5, dir.resolve("java-proxy"), ns.address(), "GrpcJavaCluster",
+                return started.own(JavaProxy.start(Versions.JAVA_5, dir.resolve("java-proxy"), ns.address(), "GrpcJavaCluster",
                     PROXY_EXTRA));
             });
             // Ours: our name server and broker behind the same proxy.
             Future<JavaProxy> ourSide = !runOurs ? null : pool.submit(() -> {
-                NameServer ns = own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
-                ourBroker = own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "GrpcOurCluster",
+                NameServer ns = started.own(NameServer.start(dir.resolve("our-namesrv"), "rust"));
+                ourBroker = started.own(RustBroker.start(dir.resolve("our-broker"), ns.address(), "GrpcOurCluster",
                     "grpc-ours-a", BROKER_EXTRA));
                 prepare(ns.address(), ourBroker.address(), "grpc-ours-a", () -> ourBroker.describe(60));
-                return own(JavaProxy.start(Versions.JAVA_5, dir.resolve("our-proxy"), ns.address(), "GrpcOurCluster",
+                return started.own(JavaProxy.start(Versions.JAVA_5, dir.resolve("our-proxy"), ns.address(), "GrpcOurCluster",
                     PROXY_EXTRA));
             });
             javaProxy = javaSide == null ? null : javaSide.get();
@@ -120,9 +121,9 @@ class ProxyGrpcTest extends GrpcScenarioTests {
         } finally {
             pool.shutdown();
         }
-        DriverRun.Running java = javaProxy == null ? null : own(DriverRun.start("GrpcDriver", "rocketmq-client-java",
+        DriverRun.Running java = javaProxy == null ? null : started.own(DriverRun.start("GrpcDriver", "rocketmq-client-java",
             Versions.CLIENT_JAVA, "JSON", dir.resolve("java-driver"), args(javaProxy.endpoint())));
-        DriverRun.Running ours = ourProxy == null ? null : own(DriverRun.start("GrpcDriver", "rocketmq-client-java",
+        DriverRun.Running ours = ourProxy == null ? null : started.own(DriverRun.start("GrpcDriver", "rocketmq-client-java",
             Versions.CLIENT_JAVA, "JSON", dir.resolve("our-driver"), args(ourProxy.endpoint())));
         if (java != null) {
             javaRun = java.await(DRIVER_TIMEOUT);
@@ -132,13 +133,6 @@ class ProxyGrpcTest extends GrpcScenarioTests {
             ourRun = ours.await(DRIVER_TIMEOUT);
             System.out.println("our broker:  " + ourRun.summary());
         }
-    }
-
-    private <T extends AutoCloseable> T own(T c) {
-        synchronized (started) {
-            started.add(c);
-        }
-        return c;
     }
 
     /** The driver's arguments: the endpoint, then every step ({@code -Drmq.proxy.steps=fifo,delay}: those only). */
@@ -174,13 +168,7 @@ class ProxyGrpcTest extends GrpcScenarioTests {
 
     @AfterAll
     void stop() {
-        for (int i = started.size() - 1; i >= 0; i--) {
-            try {
-                started.get(i).close();
-            } catch (Exception e) {
-                System.out.println("closing " + started.get(i) + ": " + e);
-            }
-        }
+        started.close();
     }
 
     /** The step passed on the Java side (the scenario is right) and on ours. */
