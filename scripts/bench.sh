@@ -5,11 +5,12 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f,g,h,i,j  a subset (default all; e also runs e', the lean route client;
+#            --workloads a,b,c,d,e,f,g,h,i,j,l  a subset (default all; e also runs e', the lean route client;
 #                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger;
 #                                     h is three brokers in DLedger mode, one DLedger group;
 #                                     i is the gRPC front, mqbroker --enable-proxy; j is pop through Java's
-#                                     proxy in cluster mode; neither runs for 4.9)
+#                                     proxy in cluster mode; neither runs for 4.9; l is a' and b', a and b
+#                                     driven by broker-load, the lean client of scripts/bench/load)
 #            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
 #            --elections N            g: leader kills timed (default 5 quick, 10 full)
@@ -20,7 +21,7 @@
 # and its slave share the server's core, since the slave's work is part of what SYNC_MASTER costs.
 # g is a 3-member DLedger group per system (3 `dledger server`s; 3 Java DLedger 0.3.1.2 members,
 # compat-tests/dledger-node) with the default DLedgerConfig on both sides, all three members on the
-# server core and one load generator for both (scripts/bench/dledger-load, our DLedgerClient, whose
+# server core and one load generator for both (dledger-load in scripts/bench/load, our DLedgerClient, whose
 # wire is Java's client's) on the other: 64 appenders of 1 KiB entries through the leader, then
 # leader kills (SIGKILL) timed until a survivor's METADATA names a new leader and until an append is
 # answered SUCCESS, the killed member restarted on its store after each.
@@ -47,7 +48,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f,g,h,i,j" systems="ours,java" elections=10
+workloads="a,b,c,d,e,f,g,h,i,j,l" systems="ours,java" elections=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) warmup=5 duration=20 drain=30 label=quick elections=5 ;;
@@ -74,14 +75,15 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
-# the broker workloads (a-f, h, i, j) need the broker, the name server and their load generators; g (DLedger) its own
+# the broker workloads (a-f, h, i, j, l) need the broker, the name server and their load generators; g (DLedger) its own
 wants_broker="" wants_dledger="" wants_routeload=""
-case ",$workloads," in *,[a-fhij],*) wants_broker=1 ;; esac
+case ",$workloads," in *,[a-fhijl],*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
 [ -z "$wants_broker" ] || bins+=(--bin mqnamesrv --bin mqbroker)
 [ -z "$wants_dledger" ] || bins+=(--bin dledger --bin dledger-load)
+case ",$workloads," in *,l,*) bins+=(--bin broker-load) ;; esac
 # our binaries: built here into target/release, or (BENCH_BIN_DIR) taken as they are from another build
 if [ -n "${BENCH_BIN_DIR:-}" ]; then
   bin_dir="$(cd "$BENCH_BIN_DIR" && pwd)"
@@ -306,14 +308,20 @@ loadgen() {  # dir kind args...: runs the generator on the client core; its outp
 # ---- the workloads --------------------------------------------------------------------------------
 
 # id | flushDiskType | loadgen arguments
-declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH )
+declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH
+  [a-lean]=ASYNC_FLUSH [b-lean]=ASYNC_FLUSH )
 # the brokerRole of the master; f runs a slave next to it, f0 is the same load on a lone ASYNC_MASTER
-declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER )
+declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER
+  [a-lean]=ASYNC_MASTER [b-lean]=ASYNC_MASTER )
 # a uses BenchmarkTest as RocketMQ's benchmark tools do: a system topic both brokers create with 1024
 # queues (so the consumer keeps 1024 pulls going). b-d use an ordinary auto-created topic of 8 queues.
 declare -A wl_args=(
   [a]="--mode sync --threads 64 --size 128 --topic BenchmarkTest"
   [b]="--mode async --threads 1 --size 1024 --inflight 1024 --topic bench_async"
+  # a' and b': a's and b's load from broker-load, which sends the Java client's frames at a fraction of its
+  # CPU, so the client core is not what limits them
+  [a-lean]="--mode sync --threads 64 --size 128 --topic BenchmarkTest"
+  [b-lean]="--mode async --threads 1 --size 1024 --inflight 1024 --topic bench_async"
   [c]="--mode batch --threads 64 --size 1024 --batch 16 --topic bench_batch"
   [d]="--mode sync --threads 64 --size 1024 --topic bench_syncflush"
   [f]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
@@ -352,7 +360,10 @@ broker_workload() {  # system workload
         replica=(--slave-pid "$slave_pid" --master-addr "$master_addr" --slave-addr "$broker_addr")
       fi
       # shellcheck disable=SC2086
-      loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}"
+      case "$wl" in
+        *-lean) lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" ;;
+        *) loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}" ;;
+      esac
       if ! kill -0 "$master_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
       if [ -n "$slave_pid" ] && ! kill -0 "$slave_pid" 2>/dev/null; then echo "  the $sys slave DIED during the run; see $dir/slave/broker.log" >&2; fi
       if [ "$role" = SYNC_MASTER ] && [ ! -s "$dir/result.json" ]; then
@@ -603,6 +614,19 @@ start_member() {  # system dir id peers port: (re)starts one member on the serve
   wait_port "$port" "${dl_pid[$id]}" "$log"
 }
 
+lean_load() {  # dir args...: broker-load on the client core, with loadgen's phases and output
+  local dir="$1" pid; shift
+  mkdir -p "$dir"
+  : > "$dir/loadgen.log"
+  taskset -c "$client_cpu" "$bin_dir/broker-load" "$@" --warmup "$warmup" --duration "$duration" --drain "$drain" \
+    --clk-tck "$clk_tck" --server-cpu "$server_cpu" --client-cpu "$client_cpu" --out "$dir/result.json" > "$dir/loadgen.log" 2>&1 &
+  pid=$!
+  started+=("$pid")
+  tail -n +1 -f --pid="$pid" "$dir/loadgen.log" | grep --line-buffered '^\[loadgen\]' >&2 || true
+  stop_pid "$pid" 1
+  [ -s "$dir/result.json" ] || { echo "  broker-load wrote no result; see $dir/loadgen.log" >&2; tail -20 "$dir/loadgen.log" >&2; }
+}
+
 dledger_load() {  # dir name args...: the generator on the client core; progress to stderr, output in dir/name.log
   local dir="$1" name="$2" pid; shift 2
   : > "$dir/$name.log"  # exists before tail follows it (the background job opens it later)
@@ -673,6 +697,7 @@ for wl in "${wl_list[@]}"; do
       h) dledger_brokers_workload "$sys" ;;
       i) [ "$sys" = java49 ] || grpc_workload "$sys" ;;  # 4.9 has no gRPC front
       j) [ "$sys" = java49 ] || pop_workload "$sys" ;;  # nor pop
+      l) broker_workload "$sys" a-lean; broker_workload "$sys" b-lean ;;
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -699,6 +724,8 @@ meta = {
   "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false (i, j: true), defaults otherwise",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
+                "a-lean": "a's load from broker-load (scripts/bench/load: our remoting client on one thread, the Java client 4.9's SEND_MESSAGE_V2 frames and push-consumer pulls, one connection)",
+                "b-lean": "b's load from broker-load",
                 "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
                 "d": "SYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "f0": "ASYNC_MASTER, no slave (f's baseline): sync send 1 KiB, 64 threads, push consumer, 8 queues",

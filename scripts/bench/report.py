@@ -18,6 +18,8 @@ ours, others = systems[0], systems[1:]
 WORKLOADS = {
     "a": "a  sync 128 B x64 thr",
     "b": "b  async 1 KiB max rate",
+    "a-lean": "a' sync 128 B x64, broker-load",
+    "b-lean": "b' async 1 KiB, broker-load",
     "c": "c  batch 16x1 KiB x64 thr",
     "d": "d  SYNC_FLUSH 1 KiB x64",
     "f0": "f0 ASYNC_MASTER 1 KiB x64",
@@ -68,7 +70,7 @@ BROKER_ROWS = [
     ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
-SATURATION = {"b", "c", "f", "h"}  # the workloads where "throughput at least 3x" applies
+SATURATION = {"b", "c", "f", "h", "a-lean", "b-lean"}  # the workloads where "throughput at least 3x" applies
 REPLICATED = {"f": "f0"}  # master/slave workloads and their ASYNC_MASTER baseline (same load, no slave)
 SYNC_VS_ASYNC_GOAL = 0.8  # our SYNC_MASTER throughput within 20 % of our ASYNC_MASTER
 

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use bench_load::procfs::{core_busy, core_ticks, cpu_ticks, status_kb};
 use bytes::Bytes;
 use clap::{Args, Parser, Subcommand};
 use dledger::client::{ClientError, DLedgerClient};
@@ -210,30 +211,6 @@ async fn settle(client: &DLedgerClient, probe: &DLedgerClient, body: &Bytes, tim
 
 // ---- /proc ---------------------------------------------------------------------------------------
 
-/// utime + stime of a process, in clock ticks.
-fn cpu_ticks(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn status_kb(pid: i32, key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix(key)?.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Busy and total ticks of one core, from /proc/stat.
-fn core_ticks(cpu: usize) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let name = format!("cpu{cpu}");
-    let line = stat.lines().find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
-    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    Some((total - idle, total))
-}
-
 struct Snapshot {
     at: Instant,
     members: Vec<Option<u64>>,
@@ -249,13 +226,6 @@ fn snapshot(pids: &[(String, i32)], server_cpu: usize, client_cpu: usize) -> Sna
         me: cpu_ticks(std::process::id() as i32),
         server_core: core_ticks(server_cpu),
         client_core: core_ticks(client_cpu),
-    }
-}
-
-fn core_busy(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Value {
-    match (a, b) {
-        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => json!((b1 - b0) as f64 / (t1 - t0) as f64),
-        _ => Value::Null,
     }
 }
 

@@ -1,0 +1,582 @@
+//! `broker-load`: the lean broker load generator of `scripts/bench.sh` (workloads a' and b'). It
+//! sends the frames the Java client 4.9 sends as the Java generator runs it (SEND_MESSAGE_V2,
+//! ROCKETMQ header encoding, `-Drocketmq.serialize.type=ROCKETMQ` as bench.sh gives it; the producer's
+//! `WAIT` and `UNIQ_KEY` properties) and consumes as its push consumer does (a heartbeat with the
+//! subscription, then PULL_MESSAGE per queue, suspended 15 s, offsets committed through the pulls),
+//! over one connection, on one thread, so it can load a broker that the Java client on the same
+//! core cannot. It reports what `BrokerLoad.java` reports, in the same JSON keys.
+//!
+//!   broker-load --namesrv ADDR --mode sync|async --threads N --inflight N --size B --topic T
+//!               --broker-pid PID --warmup S --duration S --drain S --out FILE
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bench_load::procfs::{core_busy, core_ticks, cpu_ticks, status_kb};
+use bytes::Bytes;
+use clap::Parser;
+use futures::stream::{FuturesUnordered, StreamExt};
+use hdrhistogram::Histogram;
+use remoting::client::{ClientConfig, RemotingClient};
+use remoting::clock::now_ms;
+use remoting::command::SerializeType;
+use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2};
+use remoting::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
+use remoting::protocol::name::{GroupName, TopicName};
+use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
+use remoting::protocol::route::TopicRouteData;
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use serde_json::{json, Map, Value};
+
+#[derive(Parser)]
+#[command(about = "scripts/bench.sh's lean broker load generator")]
+struct Cli {
+    #[arg(long)]
+    namesrv: String,
+    #[arg(long, default_value = "BenchmarkTest")]
+    topic: String,
+    /// sync: `threads` senders, one send in flight each; async: `inflight` sends in flight.
+    #[arg(long)]
+    mode: String,
+    #[arg(long, default_value_t = 64)]
+    threads: usize,
+    #[arg(long, default_value_t = 1024)]
+    inflight: usize,
+    #[arg(long, default_value_t = 128)]
+    size: usize,
+    /// The queues of an auto-created topic (the producer's defaultTopicQueueNums).
+    #[arg(long, default_value_t = 8)]
+    queues: i32,
+    #[arg(long, default_value_t = -1)]
+    broker_pid: i32,
+    #[arg(long, default_value_t = 5)]
+    warmup: u64,
+    #[arg(long, default_value_t = 20)]
+    duration: u64,
+    #[arg(long, default_value_t = 60)]
+    drain: u64,
+    #[arg(long, default_value_t = 100)]
+    clk_tck: u64,
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    #[arg(long, default_value_t = 1)]
+    client_cpu: usize,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+const PRODUCER_GROUP: &str = "benchmark_producer";
+const CONSUMER_GROUP: &str = "benchmark_consumer";
+const TIMEOUT: Duration = Duration::from_secs(3);
+/// The Java push consumer's `brokerSuspendMaxTimeMillis` and pull timeout.
+const SUSPEND_MS: i64 = 15_000;
+const PULL_TIMEOUT: Duration = Duration::from_secs(30);
+const PULL_BATCH: i32 = 32;
+
+fn log(msg: impl AsRef<str>) {
+    eprintln!("[loadgen] {}", msg.as_ref());
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(tokio::task::LocalSet::new().run_until(run(cli)))
+}
+
+/// Counters the senders and pullers share (one thread: plain cells would do, but the watchdog
+/// and the sampler read them too).
+#[derive(Default)]
+struct Counters {
+    ok: AtomicU64,
+    not_ok: AtomicU64,
+    failed: AtomicU64,
+    received: AtomicU64,
+    sending: AtomicBool,
+    stop: AtomicBool,
+}
+
+struct Histograms {
+    /// Send latency, µs, while measuring.
+    send: Histogram<u64>,
+    /// Consume time minus born time, ms, while measuring.
+    e2e: Histogram<u64>,
+    measuring: bool,
+    errors: BTreeMap<String, u64>,
+}
+
+type Shared = Rc<RefCell<Histograms>>;
+
+async fn run(cli: Cli) -> Result<()> {
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let counters = Arc::new(Counters::default());
+    let hist: Shared = Rc::new(RefCell::new(Histograms { send: Histogram::new(3)?, e2e: Histogram::new(3)?, measuring: false, errors: BTreeMap::new() }));
+    let body = Bytes::from(alnum_body(cli.size));
+
+    let route = prime(&client, &cli, &body).await?;
+    let broker_addr = route.broker_datas.first().and_then(|b| b.broker_addrs.get(&0)).cloned().context("the route names no master")?;
+    let queue_data = route.queue_datas.first().context("the route has no queues")?;
+    let (write_queues, read_queues) = (queue_data.write_queue_nums, queue_data.read_queue_nums);
+    log(format!("topic {} on {broker_addr}: {write_queues} write, {read_queues} read queues", cli.topic));
+
+    // The consumer: a heartbeat with the subscription, then one pull loop per queue.
+    let sub_version = now_ms();
+    heartbeat(&client, &broker_addr, &cli.topic, sub_version).await?;
+    for queue in 0..read_queues {
+        tokio::task::spawn_local(puller(client.clone(), broker_addr.clone(), cli.topic.clone(), queue, sub_version, counters.clone(), hist.clone()));
+    }
+    {
+        let (client, addr, topic) = (client.clone(), broker_addr.clone(), cli.topic.clone());
+        tokio::task::spawn_local(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                let _ = heartbeat(&client, &addr, &topic, sub_version).await;
+            }
+        });
+    }
+    // The priming message is received before anything is sent.
+    wait_until(Duration::from_secs(60), || counters.received.load(Ordering::Relaxed) >= 1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let broker = Sampled::start(cli.broker_pid);
+    counters.sending.store(true, Ordering::Relaxed);
+    let senders = start_senders(&cli, client.clone(), broker_addr.clone(), write_queues, body.clone(), counters.clone(), hist.clone());
+    log(format!("warm-up {} s ({}, {} threads, {} B, window {})", cli.warmup, cli.mode, cli.threads, cli.size, cli.inflight));
+    tokio::time::sleep(Duration::from_secs(cli.warmup)).await;
+    // As BrokerLoad: the warm-up's backlog is worked off before the window opens.
+    counters.sending.store(false, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let primed = 1;
+    wait_until(Duration::from_secs(cli.drain), || {
+        counters.received.load(Ordering::Relaxed) >= primed + counters.ok.load(Ordering::Relaxed) + counters.not_ok.load(Ordering::Relaxed)
+    })
+    .await;
+
+    let (ok0, not_ok0, failed0, recv0) = snapshot(&counters);
+    let t0 = Costs::now(&cli);
+    hist.borrow_mut().measuring = true;
+    counters.sending.store(true, Ordering::Relaxed);
+    log(format!("window {} s", cli.duration));
+    tokio::time::sleep(Duration::from_secs(cli.duration)).await;
+    hist.borrow_mut().measuring = false;
+    let (ok1, not_ok1, failed1, recv1) = snapshot(&counters);
+    let t1 = Costs::now(&cli);
+    counters.stop.store(true, Ordering::Relaxed);
+    for s in senders {
+        let _ = s.await;
+    }
+    let expected = primed + counters.ok.load(Ordering::Relaxed);
+    let drain_started = Instant::now();
+    wait_until(Duration::from_secs(cli.drain), || counters.received.load(Ordering::Relaxed) >= expected).await;
+    let drain_s = drain_started.elapsed().as_secs_f64();
+
+    let secs = t1.at.duration_since(t0.at).as_secs_f64();
+    let msgs = (ok1 - ok0) as f64;
+    let h = hist.borrow();
+    let broker_cpu = ticks_s(t0.broker, t1.broker, cli.clk_tck);
+    let me_cpu = ticks_s(t0.me, t1.me, cli.clk_tck);
+    let received = counters.received.load(Ordering::Relaxed);
+    let mut out = Map::new();
+    out.insert("generator".into(), json!("broker-load (lean)"));
+    out.insert("mode".into(), json!(cli.mode));
+    out.insert("topic".into(), json!(cli.topic));
+    out.insert("queues".into(), json!(write_queues));
+    out.insert("threads".into(), json!(cli.threads));
+    out.insert("size".into(), json!(cli.size));
+    out.insert("batch".into(), json!(1));
+    out.insert("inflight".into(), json!(if cli.mode == "async" { cli.inflight } else { 0 }));
+    out.insert("window_s".into(), json!(secs));
+    out.insert("send_ok".into(), json!(ok1 - ok0));
+    out.insert("send_not_ok".into(), json!(not_ok1 - not_ok0));
+    out.insert("send_failed".into(), json!(failed1 - failed0));
+    out.insert("send_tps".into(), json!(msgs / secs));
+    out.insert("send_calls_tps".into(), json!(msgs / secs));
+    out.insert("send_latency_ms".into(), percentiles_ms(&h.send, 1000.0));
+    out.insert("send_max_ms".into(), json!(h.send.max() as f64 / 1000.0));
+    out.insert("consume".into(), json!(true));
+    out.insert("consume_tps".into(), json!((recv1 - recv0) as f64 / secs));
+    out.insert("e2e_ms".into(), percentiles_ms(&h.e2e, 1.0));
+    out.insert("expected_total".into(), json!(expected));
+    out.insert("received_total".into(), json!(received));
+    out.insert("missing_after_drain".into(), json!(expected.saturating_sub(received)));
+    out.insert("drain_s".into(), json!(drain_s));
+    out.insert("broker_cpu_s".into(), json!(broker_cpu));
+    out.insert("broker_cpu_util".into(), json!(broker_cpu.map(|c| c / secs)));
+    out.insert("broker_cpu_s_per_million".into(), json!(broker_cpu.filter(|_| msgs > 0.0).map(|c| c / msgs * 1e6)));
+    out.insert("loadgen_cpu_util".into(), json!(me_cpu.map(|c| c / secs)));
+    out.insert("server_core_busy".into(), core_busy(t0.server_core, t1.server_core));
+    out.insert("client_core_busy".into(), core_busy(t0.client_core, t1.client_core));
+    out.insert("broker_vmhwm_kb".into(), json!(status_kb(cli.broker_pid, "VmHWM:")));
+    out.insert("broker_peak_rss_sampled_kb".into(), json!(broker.peak_rss.load(Ordering::Relaxed)));
+    out.insert("broker_peak_anon_kb".into(), json!(broker.peak_anon.load(Ordering::Relaxed)));
+    out.insert("send_errors_whole_run".into(), json!(h.errors));
+    out.insert("send_not_ok_whole_run".into(), json!(counters.not_ok.load(Ordering::Relaxed)));
+    out.insert("send_failed_whole_run".into(), json!(counters.failed.load(Ordering::Relaxed)));
+    std::fs::write(&cli.out, serde_json::to_string(&Value::Object(out))? + "\n")?;
+    log(format!("send {:.0} msg/s, consume {:.0} msg/s, missing {}", msgs / secs, (recv1 - recv0) as f64 / secs, expected.saturating_sub(received)));
+    Ok(())
+}
+
+fn snapshot(c: &Counters) -> (u64, u64, u64, u64) {
+    (c.ok.load(Ordering::Relaxed), c.not_ok.load(Ordering::Relaxed), c.failed.load(Ordering::Relaxed), c.received.load(Ordering::Relaxed))
+}
+
+async fn wait_until(within: Duration, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One random alphanumeric body reused by every message, as BrokerLoad (and RocketMQ's own
+/// benchmark) does; a fixed seed, so both systems get the same bytes.
+fn alnum_body(size: usize) -> Vec<u8> {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut x: u64 = 42;
+    (0..size)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ALNUM[(x % ALNUM.len() as u64) as usize]
+        })
+        .collect()
+}
+
+// ---- the route and the priming send --------------------------------------------------------------
+
+async fn route_of(client: &RemotingClient, namesrv: &str, topic: &str) -> Result<Option<TopicRouteData>> {
+    let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: None };
+    let r = client.invoke(namesrv, RemotingCommand::request_with_header(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header), TIMEOUT).await?;
+    if r.response_code() != ResponseCode::SUCCESS {
+        return Ok(None);
+    }
+    Ok(Some(remoting::fastjson::from_slice(r.body_bytes())?))
+}
+
+/// Makes the topic exist as the Java producer does (one send through TBW102's route; the broker
+/// creates it) and waits until the name server serves its route.
+async fn prime(client: &RemotingClient, cli: &Cli, body: &Bytes) -> Result<TopicRouteData> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut sent = false;
+    loop {
+        if let Ok(Some(route)) = route_of(client, &cli.namesrv, &cli.topic).await {
+            let master = route.broker_datas.first().and_then(|b| b.broker_addrs.get(&0)).cloned();
+            if let (Some(addr), false) = (master.clone(), sent) {
+                // A topic that exists already (BenchmarkTest): the priming message goes there.
+                send_one(client, &addr, &cli.topic, 0, body, cli.queues).await.context("priming send")?;
+                sent = true;
+            }
+            if sent && master.is_some() && !route.queue_datas.is_empty() {
+                return Ok(route);
+            }
+        } else if !sent {
+            if let Ok(Some(default)) = route_of(client, &cli.namesrv, "TBW102").await {
+                if let Some(addr) = default.broker_datas.first().and_then(|b| b.broker_addrs.get(&0)) {
+                    sent = send_one(client, addr, &cli.topic, 0, body, cli.queues).await.is_ok();
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("the topic {} has no route after 90 s", cli.topic);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// ---- sending -------------------------------------------------------------------------------------
+
+/// The Java producer's message id: 16 hex chars of address and pid, 16 of time and a counter.
+fn uniq_key(seq: u64) -> String {
+    format!("7F000001{:08X}{:016X}", std::process::id(), seq)
+}
+
+fn send_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq: u64) -> Result<RemotingCommand> {
+    let header = SendMessageRequestHeader {
+        producer_group: PRODUCER_GROUP.into(),
+        topic: TopicName::new(topic)?,
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: default_queues,
+        queue_id: queue,
+        sys_flag: 0,
+        born_timestamp: now_ms(),
+        flag: 0,
+        properties: Some(format!("UNIQ_KEY\u{1}{}\u{2}WAIT\u{1}true\u{2}", uniq_key(seq))),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        batch: Some(false),
+        max_reconsume_times: None,
+        broker_name: None,
+    };
+    Ok(RemotingCommand::request_with_header(RequestCode::SEND_MESSAGE_V2, &SendMessageRequestHeaderV2::from(header))
+        .with_serialize_type(SerializeType::RocketMq)
+        .with_body(body.clone()))
+}
+
+async fn send_one(client: &RemotingClient, addr: &str, topic: &str, queue: i32, body: &Bytes, default_queues: i32) -> Result<()> {
+    let r = client.invoke(addr, send_request(topic, queue, body, default_queues, 0)?, TIMEOUT).await?;
+    if r.response_code() != ResponseCode::SUCCESS {
+        bail!("send answered {:?}: {:?}", r.response_code(), r.remark);
+    }
+    Ok(())
+}
+
+struct SendCtx {
+    client: Arc<RemotingClient>,
+    addr: String,
+    topic: String,
+    body: Bytes,
+    write_queues: i32,
+    default_queues: i32,
+    counters: Arc<Counters>,
+    hist: Shared,
+    seq: RefCell<u64>,
+}
+
+impl SendCtx {
+    fn next(&self) -> (i32, u64) {
+        let mut seq = self.seq.borrow_mut();
+        *seq += 1;
+        ((*seq % self.write_queues.max(1) as u64) as i32, *seq)
+    }
+
+    async fn send(self: Rc<Self>) {
+        let (queue, seq) = self.next();
+        let request = match send_request(&self.topic, queue, &self.body, self.default_queues, seq) {
+            Ok(r) => r,
+            Err(e) => return self.error(e.to_string(), false),
+        };
+        let started = Instant::now();
+        let result = self.client.invoke(&self.addr, request, TIMEOUT).await;
+        let took = started.elapsed();
+        match result {
+            Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
+                self.counters.ok.fetch_add(1, Ordering::Relaxed);
+                let mut h = self.hist.borrow_mut();
+                if h.measuring {
+                    let _ = h.send.record(took.as_micros() as u64);
+                }
+            }
+            Ok(r) => self.error(format!("{:?}: {}", r.response_code(), r.remark.unwrap_or_default()), true),
+            Err(e) => self.error(e.to_string(), false),
+        }
+    }
+
+    fn error(&self, what: String, answered: bool) {
+        let c = if answered { &self.counters.not_ok } else { &self.counters.failed };
+        c.fetch_add(1, Ordering::Relaxed);
+        *self.hist.borrow_mut().errors.entry(what).or_default() += 1;
+    }
+
+    async fn paused(&self) -> bool {
+        while !self.counters.sending.load(Ordering::Relaxed) {
+            if self.counters.stop.load(Ordering::Relaxed) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.counters.stop.load(Ordering::Relaxed)
+    }
+}
+
+fn start_senders(
+    cli: &Cli,
+    client: Arc<RemotingClient>,
+    addr: String,
+    write_queues: i32,
+    body: Bytes,
+    counters: Arc<Counters>,
+    hist: Shared,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let ctx = Rc::new(SendCtx { client, addr, topic: cli.topic.clone(), body, write_queues, default_queues: cli.queues, counters, hist, seq: RefCell::new(0) });
+    if cli.mode == "async" {
+        // One task keeps `inflight` sends going (Java's sendAsync with a semaphore of that size).
+        let inflight = cli.inflight.max(1);
+        return vec![tokio::task::spawn_local(async move {
+            let mut flying = FuturesUnordered::new();
+            loop {
+                if flying.is_empty() && ctx.paused().await {
+                    return;
+                }
+                let sending = ctx.counters.sending.load(Ordering::Relaxed) && !ctx.counters.stop.load(Ordering::Relaxed);
+                if sending && flying.len() < inflight {
+                    flying.push(ctx.clone().send());
+                    continue;
+                }
+                if flying.next().await.is_none() {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        })];
+    }
+    (0..cli.threads.max(1))
+        .map(|_| {
+            let ctx = ctx.clone();
+            tokio::task::spawn_local(async move {
+                while !ctx.paused().await {
+                    ctx.clone().send().await;
+                }
+            })
+        })
+        .collect()
+}
+
+// ---- consuming -----------------------------------------------------------------------------------
+
+async fn heartbeat(client: &RemotingClient, addr: &str, topic: &str, sub_version: i64) -> Result<()> {
+    let data = HeartbeatData {
+        client_id: format!("127.0.0.1@lean-{}", std::process::id()),
+        producer_data_set: vec![ProducerData { group_name: PRODUCER_GROUP.into() }],
+        consumer_data_set: vec![ConsumerData {
+            consume_from_where: "CONSUME_FROM_FIRST_OFFSET".into(),
+            consume_type: "CONSUME_PASSIVELY".into(),
+            group_name: CONSUMER_GROUP.into(),
+            message_model: "CLUSTERING".into(),
+            subscription_data_set: vec![SubscriptionData {
+                class_filter_mode: false,
+                code_set: vec![],
+                expression_type: "TAG".into(),
+                sub_string: "*".into(),
+                sub_version,
+                tags_set: vec![],
+                topic: topic.into(),
+            }],
+            unit_mode: false,
+        }],
+    };
+    let body = serde_json::to_vec(&data)?;
+    let r = client.invoke(addr, RemotingCommand::request(RequestCode::HEART_BEAT).with_body(body), TIMEOUT).await?;
+    if r.response_code() != ResponseCode::SUCCESS {
+        bail!("heartbeat answered {:?}: {:?}", r.response_code(), r.remark);
+    }
+    Ok(())
+}
+
+/// The born time of each record in a pull body (at byte 40 of every record, whatever its hosts).
+fn born_times(mut body: &[u8], mut each: impl FnMut(i64)) {
+    while body.len() >= 48 {
+        let size = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        let Ok(size) = usize::try_from(size) else { return };
+        if size < 48 || size > body.len() {
+            return;
+        }
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&body[40..48]);
+        each(i64::from_be_bytes(b));
+        body = &body[size..];
+    }
+}
+
+async fn puller(client: Arc<RemotingClient>, addr: String, topic: String, queue: i32, sub_version: i64, counters: Arc<Counters>, hist: Shared) {
+    let (Ok(group), Ok(topic_name)) = (GroupName::new(CONSUMER_GROUP), TopicName::new(topic.as_str())) else { return };
+    let mut offset = 0i64;
+    loop {
+        let header = PullMessageRequestHeader {
+            consumer_group: group.clone(),
+            topic: topic_name.clone(),
+            queue_id: queue,
+            queue_offset: offset,
+            max_msg_nums: PULL_BATCH,
+            // commit offset | suspend, the subscription from the heartbeat (as the push consumer)
+            sys_flag: if offset > 0 { 0x01 } else { 0 } | 0x02,
+            commit_offset: offset,
+            suspend_timeout_millis: SUSPEND_MS,
+            subscription: None,
+            sub_version,
+            expression_type: Some("TAG".into()),
+            max_msg_bytes: None,
+            broker_name: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &header).with_serialize_type(SerializeType::RocketMq);
+        match client.invoke(&addr, request, PULL_TIMEOUT).await {
+            Ok(r) => {
+                let next = r.decode_header::<PullMessageResponseHeader>().map(|h| h.next_begin_offset).ok();
+                if r.response_code() == ResponseCode::SUCCESS {
+                    let now = now_ms();
+                    let mut n = 0;
+                    let mut h = hist.borrow_mut();
+                    born_times(r.body_bytes(), |born| {
+                        n += 1;
+                        if h.measuring {
+                            let _ = h.e2e.record((now - born).max(0) as u64);
+                        }
+                    });
+                    counters.received.fetch_add(n, Ordering::Relaxed);
+                }
+                match next {
+                    Some(next) => offset = next,
+                    None => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+// ---- costs ---------------------------------------------------------------------------------------
+
+/// The broker's RSS and anonymous RSS, sampled every 200 ms (peaks).
+struct Sampled {
+    peak_rss: Arc<AtomicU64>,
+    peak_anon: Arc<AtomicU64>,
+}
+
+impl Sampled {
+    fn start(pid: i32) -> Sampled {
+        let s = Sampled { peak_rss: Arc::default(), peak_anon: Arc::default() };
+        let (rss, anon) = (s.peak_rss.clone(), s.peak_anon.clone());
+        if pid > 0 {
+            tokio::task::spawn_local(async move {
+                loop {
+                    rss.fetch_max(status_kb(pid, "VmRSS:").unwrap_or(0), Ordering::Relaxed);
+                    anon.fetch_max(status_kb(pid, "RssAnon:").unwrap_or(0), Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            });
+        }
+        s
+    }
+}
+
+struct Costs {
+    at: Instant,
+    broker: Option<u64>,
+    me: Option<u64>,
+    server_core: Option<(u64, u64)>,
+    client_core: Option<(u64, u64)>,
+}
+
+impl Costs {
+    fn now(cli: &Cli) -> Costs {
+        Costs {
+            at: Instant::now(),
+            broker: cpu_ticks(cli.broker_pid),
+            me: cpu_ticks(std::process::id() as i32),
+            server_core: core_ticks(cli.server_cpu),
+            client_core: core_ticks(cli.client_cpu),
+        }
+    }
+}
+
+fn ticks_s(a: Option<u64>, b: Option<u64>, clk_tck: u64) -> Option<f64> {
+    Some((b? - a?) as f64 / clk_tck as f64)
+}
+
+fn percentiles_ms(h: &Histogram<u64>, units_per_ms: f64) -> Value {
+    if h.is_empty() {
+        return json!({"count": 0});
+    }
+    json!({
+        "count": h.len(),
+        "p50": h.value_at_quantile(0.50) as f64 / units_per_ms,
+        "p99": h.value_at_quantile(0.99) as f64 / units_per_ms,
+        "p999": h.value_at_quantile(0.999) as f64 / units_per_ms,
+        "max": h.max() as f64 / units_per_ms,
+        "mean": h.mean() / units_per_ms,
+    })
+}
