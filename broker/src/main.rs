@@ -6,6 +6,10 @@ use broker::config::{apply_startup_rules, load_broker_conf, print_all};
 use broker::controller::BrokerController;
 use clap::Parser;
 
+/// jemalloc, for the reasons in the workspace Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "mqbroker", about = "RocketMQ broker", disable_help_flag = true)]
 struct Args {

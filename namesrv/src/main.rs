@@ -7,6 +7,10 @@ use namesrv::config::NamesrvConfig;
 use namesrv::NamesrvController;
 use remoting::config::JavaConfig;
 
+/// jemalloc, for the reasons in the workspace Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "mqnamesrv", about = "RocketMQ name server", disable_help_flag = true)]
 struct Args {

@@ -16,6 +16,10 @@ use proxy::config::ProxyConfig;
 use proxy::server::GrpcServer;
 use proxy::service::Messaging;
 
+/// jemalloc, for the reasons in the workspace Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "mqproxy", about = "RocketMQ 5 gRPC proxy (cluster mode)", disable_help_flag = true)]
 struct Args {
