@@ -26,7 +26,9 @@ use hdrhistogram::Histogram;
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::clock::now_ms;
 use remoting::command::SerializeType;
-use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2};
+use remoting::protocol::broker::{
+    PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+};
 use remoting::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
 use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
@@ -474,7 +476,13 @@ fn born_times(mut body: &[u8], mut each: impl FnMut(i64)) {
 
 async fn puller(client: Arc<RemotingClient>, addr: String, topic: String, queue: i32, sub_version: i64, counters: Arc<Counters>, hist: Shared) {
     let (Ok(group), Ok(topic_name)) = (GroupName::new(CONSUMER_GROUP), TopicName::new(topic.as_str())) else { return };
-    let mut offset = 0i64;
+    // Where the group stands (a rerun against the same broker continues), else the first offset.
+    let query = QueryConsumerOffsetRequestHeader { consumer_group: group.clone(), topic: topic_name.clone(), queue_id: queue, set_zero_if_not_found: None };
+    let request = RemotingCommand::request_with_header(RequestCode::QUERY_CONSUMER_OFFSET, &query).with_serialize_type(SerializeType::RocketMq);
+    let mut offset = match client.invoke(&addr, request, TIMEOUT).await {
+        Ok(r) if r.response_code() == ResponseCode::SUCCESS => r.ext("offset").and_then(|o| o.parse().ok()).unwrap_or(0),
+        _ => 0,
+    };
     loop {
         let header = PullMessageRequestHeader {
             consumer_group: group.clone(),
