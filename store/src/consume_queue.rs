@@ -4,10 +4,12 @@
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use remoting::protocol::name::TopicName;
 use tracing::warn;
 
+use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::{LoadError, MappedFileQueue};
 
 pub const CQ_UNIT_SIZE: usize = 20;
@@ -21,6 +23,27 @@ pub struct CqUnit {
     pub phy_offset: i64,
     pub size: i32,
     pub tags_code: i64,
+}
+
+/// Readable units of one file from an index on, decoded as they are taken: a pull that needs 32
+/// messages reads 32 units, not the up to 16,000 it may examine through a filter.
+pub struct CqUnits {
+    file: Arc<MappedFile>,
+    pos: usize,
+    end: usize,
+}
+
+impl Iterator for CqUnits {
+    type Item = CqUnit;
+
+    fn next(&mut self) -> Option<CqUnit> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let unit = self.file.read(self.pos, CQ_UNIT_SIZE).map(CqUnit::decode);
+        self.pos += CQ_UNIT_SIZE;
+        unit
+    }
 }
 
 impl CqUnit {
@@ -170,15 +193,16 @@ impl ConsumeQueue {
 
     /// Readable units from queue offset `index` to the end of the file holding it (Java's
     /// `getIndexBuffer`: one pull never spans two queue files), at most `max`.
-    pub fn units_from(&self, index: i64, max: usize) -> Option<Vec<CqUnit>> {
+    pub fn units_from(&self, index: i64, max: usize) -> Option<CqUnits> {
         if index < self.min_offset() {
             return None;
         }
         let byte_offset = index as u64 * CQ_UNIT_SIZE as u64;
         let file = self.files.find(byte_offset)?;
         let pos = (byte_offset - file.from_offset()) as usize;
-        let bytes = file.read_from(pos)?;
-        Some(bytes.chunks_exact(CQ_UNIT_SIZE).take(max).map(CqUnit::decode).collect())
+        let readable = file.read_position().checked_sub(pos)?;
+        let end = pos + readable.min(max.saturating_mul(CQ_UNIT_SIZE)) / CQ_UNIT_SIZE * CQ_UNIT_SIZE;
+        Some(CqUnits { file, pos, end })
     }
 
     /// Queue offset where the file after the one holding `index` starts (Java `rollNextFile`).

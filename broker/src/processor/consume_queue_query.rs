@@ -91,7 +91,7 @@ pub fn query_consume_queue(b: &AdminContext, request: &RemotingCommand) -> Proce
             None => format!("{group}@{} is not online!", h.topic),
         });
     }
-    let units = if h.index < cq.max_offset() { cq.units_from(h.index, MAX_UNITS) } else { None };
+    let units: Option<Vec<_>> = if h.index < cq.max_offset() { cq.units_from(h.index, MAX_UNITS).map(Iterator::collect) } else { None };
     let Some(units) = units else {
         // Java answers SUCCESS without a body here.
         return Ok(Some(ok(request).with_remark(format!("Index {} of {}@{} is not exist!", h.index, h.queue_id, h.topic))));

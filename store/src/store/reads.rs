@@ -112,7 +112,7 @@ impl MessageStore {
         let mut next_phy_file_start = i64::MIN;
         let mut max_phy_pulling = 0;
         let mut examined = 0;
-        for (i, unit) in units.iter().enumerate() {
+        for (i, unit) in units.enumerate() {
             examined = i;
             max_phy_pulling = unit.phy_offset;
             if next_phy_file_start != i64::MIN && unit.phy_offset < next_phy_file_start {
