@@ -750,12 +750,18 @@ impl TimerStore {
     }
 
     /// The units of a slot, last added first, by their back links (bounded by the log: a link
-    /// must point backwards).
+    /// must point backwards). Every unit must be due in this slot: after a crash that left the
+    /// wheel ahead of the log, a slot's link may point where the log has since written another
+    /// slot's unit, and following it would release that one early.
     fn slot_units(&self, log: &TimerLog, slot: &Slot) -> Vec<Unit> {
         let mut units = Vec::new();
         let mut pos = slot.last_pos;
         while pos >= 0 {
             let Some(unit) = log.unit_at(pos) else { break };
+            if self.format(unit.delayed_ms()) != slot.time_ms {
+                warn!(pos, slot_ms = slot.time_ms, unit_ms = unit.delayed_ms(), "timer log link leads to another slot's unit; slot cut there");
+                break;
+            }
             units.push(unit);
             if unit.prev_pos >= pos {
                 warn!(pos, prev = unit.prev_pos, "timer log link points forward; slot cut there");
