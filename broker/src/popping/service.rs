@@ -43,7 +43,7 @@ use crate::pop::formats::{AckMsg, BatchAckMsg, BatchAckRequestBody, PopCheckPoin
 use crate::pop::headers::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
-use crate::pop::names::{self, POP_ORDER_REVIVE_QUEUE, SPLIT};
+use crate::pop::names::{self, POP_ORDER_REVIVE_QUEUE};
 use crate::popping::merge::BufferMerge;
 use crate::popping::order::OrderInfoManager;
 use crate::put::{Origin, PutPipeline};
@@ -134,7 +134,7 @@ impl Drop for QueueLock<'_> {
 }
 
 fn lock_key(topic: &str, group: &str, queue_id: i32) -> String {
-    format!("{topic}{SPLIT}{group}{SPLIT}{queue_id}")
+    super::merge::lock_key(topic, group, queue_id)
 }
 
 /// What a pop reads and writes through.
