@@ -231,8 +231,8 @@ java_config! {
         /// next pull is told, OFFSET_MOVED) instead of asking its live clients (4.9's path, false).
         pub use_server_side_reset_offset: bool = "useServerSideResetOffset" => true,
         // 5.x pop consumption (Java 5.3.3 `BrokerConfig`): the revive topic's queues and scan, the
-        // retry topics, long polling of pops. The buffer merge and the KV service are not built:
-        // their keys are kept and off, as Java's defaults.
+        // retry topics, long polling of pops, the buffer merge (`popping::merge`, off as in Java).
+        // The KV service is not built: its keys are kept and off, as Java's defaults.
         pub revive_queue_num: i32 = "reviveQueueNum" => 8,
         pub revive_interval_ms: u64 = "reviveInterval" => 1000,
         pub revive_max_slow: u64 = "reviveMaxSlow" => 3,

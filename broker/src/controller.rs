@@ -582,7 +582,8 @@ fn pop_wake(
 }
 
 /// Pop's threads: parked pops answered at their poll time (Java checks every 20 ms), the revive
-/// service (every `reviveInterval`, on a master) and the orderly-pop state persisted.
+/// service (every `reviveInterval`, on a master), the orderly-pop state persisted, and the buffer
+/// merge (last: stopped first, it writes what it holds while the timer and the persister run).
 fn pop_services(broker: &Arc<Broker>, pop: Arc<PopService>) -> Result<Vec<Service>, StartError> {
     let lots: Vec<_> = pop.parking.get().into_iter().chain(pop.notifications.get()).cloned().collect();
     let check = Service::every("PopLongPollingService", Duration::from_millis(50), false, move || {
@@ -598,7 +599,8 @@ fn pop_services(broker: &Arc<Broker>, pop: Arc<PopService>) -> Result<Vec<Servic
             tracing::error!(error = %e, "cannot persist consumerOrderInfo.json");
         }
     })?;
-    Ok(vec![check, revive, persist])
+    let merge = Service::spawn("PopBufferMergeService", move |cx| crate::popping::merge::run(&pop, cx))?;
+    Ok(vec![check, revive, persist, merge])
 }
 
 /// Java's fast port, `listenPort - 2`; none when the broker takes any free port (tests) or the

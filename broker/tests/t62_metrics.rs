@@ -356,6 +356,52 @@ async fn pop_counts_its_revive_records_and_reports_each_revive_queue() {
     broker.shutdown().await;
 }
 
+/// `enablePopBufferMerge=true`: the buffer gauges report the check points held and the offsets
+/// pending, the passes fill `rocketmq_pop_buffer_scan_time_consume` (Java's buckets), and a
+/// check point acked in time counts no revive record.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pop_buffer_merge_reports_its_sizes_and_its_passes() {
+    use common::pop::{ack_request, pop_request, popped};
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let port_text = port.to_string();
+    let extra = [
+        ("brokerName", "broker-a"),
+        ("enablePopBufferMerge", "true"),
+        ("metricsExporterType", "PROM"),
+        ("metricsPromExporterHost", "127.0.0.1"),
+        ("metricsPromExporterPort", port_text.as_str()),
+    ];
+    let broker = start(dir.path(), &extra).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let r = c.invoke(&addr, send("PopMerge", 0, "held", ""), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    pull_found(&c, &addr, "PopMerge", 0, 0).await;
+    let r = c.invoke(&addr, pop_request("PopMerge", 0, 30_000, 0, false), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let got = popped(&r, "PopMerge");
+    let text = scrape(port).await;
+    assert_eq!(sample(&text, "rocketmq_pop_checkpoint_buffer_size", &[]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "rocketmq_pop_offset_buffer_size", &[]), Some(1.0), "{text}");
+    let r = c.invoke(&addr, ack_request("PopMerge", &got[0]), TIMEOUT).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = scrape(port).await;
+        if sample(&text, "rocketmq_pop_checkpoint_buffer_size", &[]) == Some(0.0) && sample(&text, "rocketmq_pop_offset_buffer_size", &[]) == Some(0.0) {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "still held:\n{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let passes = sample(&text, "rocketmq_pop_buffer_scan_time_consume_milliseconds_count", &[]).unwrap_or(0.0);
+    assert!(passes >= 1.0, "{text}");
+    assert!(text.contains("rocketmq_pop_buffer_scan_time_consume_milliseconds_bucket{") && text.contains("le=\"3000.0\""), "{text}");
+    assert!(!text.contains("revive_message_type=\"CK\""), "nothing written:\n{text}");
+    broker.shutdown().await;
+}
+
 /// `--enable-proxy` with the proxy's `metricsExporterType` on: `rocketmq_proxy_up` is one more
 /// family of the broker's exposition, with the broker's labels under the proxy's (node_type,
 /// cluster, node_id, proxy_mode), as Java's local mode registers it on the broker's meter; with

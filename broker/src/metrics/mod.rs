@@ -217,6 +217,12 @@ impl BrokerMetrics {
         f.pop.on_revive_get(group, topic, queue_id, kind);
     }
 
+    /// A pass of pop's buffer merge, `elapsed_ms` long.
+    pub fn on_pop_buffer_pass(&self, elapsed_ms: u64) {
+        let Some(f) = &self.families else { return };
+        f.pop.on_buffer_pass(elapsed_ms);
+    }
+
     /// A message revived into its pop retry topic; `topic` is the check point's.
     pub fn on_revive_retry(&self, group: &str, topic: &str, status: store::commit_log::PutStatus) {
         let Some(f) = &self.families else { return };

@@ -76,14 +76,15 @@ impl PopService {
     }
 
     /// Java's `getPopOffset` of the peek and notification processors: the group's offset, or
-    /// the queue's first (nothing committed). Java also looks at the buffer merge's offsets,
-    /// which hold a check point's next offset until it is committed; ours commits it with the
-    /// check point, so the committed offset is that one.
+    /// the queue's first (nothing committed), or further the next offset of the buffer merge's
+    /// last pending pop (its offsets wait there until committed).
     pub(crate) fn peek_offset(&self, topic: &str, group: &str, queue_id: i32) -> i64 {
-        match self.offsets.query_offset(group, topic, queue_id) {
+        let offset = match self.offsets.query_offset(group, topic, queue_id) {
             Some(offset) if offset >= 0 => offset,
             _ => self.store.min_offset_in_queue(topic, queue_id),
-        }
+        };
+        let pending = self.merge.latest_offset(&crate::popping::merge::lock_key(topic, group, queue_id));
+        pending.map_or(offset, |p| p.max(offset))
     }
 
     /// PEEK_MESSAGE. Answered at once (Java's peek never waits): SUCCESS `FOUND` with the

@@ -1,5 +1,4 @@
-//! Pop consumption as Java 5.3.3 serves it without the buffer merge and the KV service (both off
-//! by default): POP_MESSAGE (`PopMessageProcessor`), ACK_MESSAGE (`AckMessageProcessor`) and
+//! Pop consumption as Java 5.3.3 serves it without the KV service (off by default): POP_MESSAGE (`PopMessageProcessor`), ACK_MESSAGE (`AckMessageProcessor`) and
 //! CHANGE_MESSAGE_INVISIBLETIME (`ChangeInvisibleTimeProcessor`).
 //!
 //! A pop hands out messages and writes a check point (`ck`) into the revive topic as a timer
@@ -9,6 +8,9 @@
 //! of it is in the commit log, so a restart, a failover or Java's broker on the same store
 //! continues it. An orderly pop keeps its state in [`OrderInfoManager`] instead and commits the
 //! queue's offset as messages are acked.
+//!
+//! With `enablePopBufferMerge=true` check points, acks and offset commits go through
+//! [`BufferMerge`] instead (see [`super::merge`]): a check point acked in time is never written.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -41,7 +43,8 @@ use crate::pop::formats::{AckMsg, BatchAckMsg, BatchAckRequestBody, PopCheckPoin
 use crate::pop::headers::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
-use crate::pop::names::{self, POP_ORDER_REVIVE_QUEUE, SPLIT};
+use crate::pop::names::{self, POP_ORDER_REVIVE_QUEUE};
+use crate::popping::merge::BufferMerge;
 use crate::popping::order::OrderInfoManager;
 use crate::put::{Origin, PutPipeline};
 use crate::stats_manager::BrokerStatsManager;
@@ -131,7 +134,7 @@ impl Drop for QueueLock<'_> {
 }
 
 fn lock_key(topic: &str, group: &str, queue_id: i32) -> String {
-    format!("{topic}{SPLIT}{group}{SPLIT}{queue_id}")
+    super::merge::lock_key(topic, group, queue_id)
 }
 
 /// What a pop reads and writes through.
@@ -156,6 +159,8 @@ pub struct PopService {
     /// Where NOTIFICATION requests wait (Java's second `PopLongPollingService`), on the same
     /// budget as parked pulls and pops.
     pub notifications: OnceLock<Arc<PopParking>>,
+    /// The buffer merge of `enablePopBufferMerge` (holds nothing while it is off).
+    pub merge: BufferMerge,
 }
 
 /// What one pop collects across the queues it reads.
@@ -191,6 +196,11 @@ impl crate::metrics::pop::ReviveLag for PopService {
     fn behind(&self, queue_id: i32, now_ms: i64) -> (i64, i64) {
         self.revive_progress.behind(self, queue_id, now_ms)
     }
+
+    fn buffered(&self) -> (i64, i64) {
+        let (offsets, cks) = self.merge.sizes();
+        (offsets as i64, cks as i64)
+    }
 }
 
 impl PopService {
@@ -208,6 +218,7 @@ impl PopService {
         store_host: SocketAddr,
     ) -> PopService {
         PopService {
+            merge: BufferMerge::new(config.clone()),
             config,
             store,
             put,
@@ -472,13 +483,9 @@ impl PopService {
                     &mut got.order_count_info,
                 );
                 self.offsets.commit_offset("pop", &h.consumer_group, &topic_name, queue_id, offset);
-            } else {
-                if !self.append_check_point(ctx, topic, queue_id, offset, &r) {
-                    got.rest += r.messages.len() as i64;
-                    return;
-                }
-                // Java commits the offset once the check point is stored (its buffer service).
-                self.offsets.commit_offset("pop", &h.consumer_group, &topic_name, queue_id, r.next_begin_offset);
+            } else if !self.append_check_point(ctx, &topic_name, queue_id, offset, &r) {
+                got.rest += r.messages.len() as i64;
+                return;
             }
             append_start_offset_info(&mut got.start_offset_info, topic, queue_id, offset);
             append_msg_offset_info(&mut got.msg_offset_info, topic, queue_id, &r.queue_offsets);
@@ -490,7 +497,12 @@ impl PopService {
                 | GetMessageStatus::NoMatchedLogicQueue
         ) && r.next_begin_offset > -1
         {
-            self.offsets.commit_offset("pop", &h.consumer_group, &topic_name, queue_id, r.next_begin_offset);
+            if !ctx.order && self.merge.takes(&lock_key(topic, group, queue_id)) {
+                // Java's `addCkMock`: committed after the offsets queued before it.
+                self.merge.add_stored(topic, group, queue_id, ctx.pop_time, r.next_begin_offset);
+            } else {
+                self.offsets.commit_offset("pop", &h.consumer_group, &topic_name, queue_id, r.next_begin_offset);
+            }
         }
         got.rest += r.max_offset - r.next_begin_offset;
         let return_actual = self.config.load().pop_response_return_actual_retry_topic;
@@ -518,16 +530,28 @@ impl PopService {
         Some(record.bytes)
     }
 
-    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`); with
-    /// `init`, a server-side reset is taken (Java's `resetPopOffset`: the queue's order block goes).
+    /// `getPopOffset`: the group's offset, or its first offset (committed when `init`), or the
+    /// next offset of the buffer merge's last pending pop when further; with `init`, a
+    /// server-side reset is taken (Java's `resetPopOffset`: the queue's order block and pending
+    /// offsets go).
     fn pop_offset(&self, topic: &TopicName, group: &GroupName, queue_id: i32, init_mode: i32, init: bool) -> i64 {
         if init {
             if let Some(reset) = self.offsets.take_reset_offset(group.as_str(), topic.as_str(), queue_id) {
                 self.order.clear_block(topic.as_str(), group.as_str(), queue_id);
+                self.merge.clear_offsets(&lock_key(topic.as_str(), group.as_str(), queue_id));
                 self.offsets.commit_offset("ResetPopOffset", group, topic, queue_id, reset);
                 return reset;
             }
         }
+        let offset = self.committed_pop_offset(topic, group, queue_id, init_mode, init);
+        match self.merge.latest_offset(&lock_key(topic.as_str(), group.as_str(), queue_id)) {
+            Some(buffered) => buffered.max(offset),
+            None => offset,
+        }
+    }
+
+    /// The group's offset, or its first offset (committed when `init`).
+    fn committed_pop_offset(&self, topic: &TopicName, group: &GroupName, queue_id: i32, init_mode: i32, init: bool) -> i64 {
         if let Some(offset) = self.offsets.query_offset(group.as_str(), topic.as_str(), queue_id).filter(|o| *o >= 0) {
             return offset;
         }
@@ -555,8 +579,11 @@ impl PopService {
     }
 
     /// `appendCheckPoint`: the check point of this pop's messages from one queue, stored in the
-    /// revive topic as a timer message.
-    fn append_check_point(&self, ctx: &PopCtx<'_>, topic: &str, queue_id: i32, offset: i64, r: &GetMessageResult) -> bool {
+    /// revive topic as a timer message, and the queue's offset committed past them; or, with
+    /// the buffer merge, held by it (else stored here) and the offset committed by it in order.
+    /// False when the messages are not handed out.
+    fn append_check_point(&self, ctx: &PopCtx<'_>, topic_name: &TopicName, queue_id: i32, offset: i64, r: &GetMessageResult) -> bool {
+        let topic = topic_name.as_str();
         let mut ck = PopCheckPoint {
             start_offset: offset,
             pop_time: ctx.pop_time,
@@ -572,9 +599,29 @@ impl PopService {
         for queue_offset in &r.queue_offsets {
             ck.add_diff((queue_offset - offset) as i32);
         }
+        let group = ctx.h.consumer_group.as_str();
+        let merged = self.merge.takes(&lock_key(topic, group, queue_id));
+        if merged {
+            if self.merge.add_ck(&ck, ctx.revive_qid, r.next_begin_offset, now_ms()) {
+                return true;
+            }
+            if self.merge.holds(&ck) {
+                return false;
+            }
+        }
         let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), ctx.revive_qid), Origin::PopCheckPoint);
-        self.metrics.on_revive_put(ctx.h.consumer_group.as_str(), topic, ReviveKind::Ck, result.status);
-        stored(&result)
+        self.metrics.on_revive_put(group, topic, ReviveKind::Ck, result.status);
+        if !stored(&result) {
+            return false;
+        }
+        if merged {
+            // Java's `addCkJustOffset`: stored, committed after the offsets queued before it.
+            self.merge.add_stored(topic, group, queue_id, ctx.pop_time, r.next_begin_offset);
+        } else {
+            // Java commits the offset once the check point is stored.
+            self.offsets.commit_offset("pop", &ctx.h.consumer_group, topic_name, queue_id, r.next_begin_offset);
+        }
+        true
     }
 
     /// Stores a revive-topic record through the timer, as Java's escape bridge does.
@@ -668,6 +715,9 @@ impl PopService {
             start_offset,
             topic: Some(topic.to_owned()),
         };
+        if self.merge.add_ack(&ack, &[h.offset], false, now_ms()) {
+            return response;
+        }
         let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time), Origin::PopAck);
         self.metrics.on_revive_put(h.consumer_group.as_str(), topic, ReviveKind::Ack, result.status);
         if !stored(&result) {
@@ -727,6 +777,9 @@ impl PopService {
                 },
                 ack_offset_list: list,
             };
+            if self.merge.add_ack(&batch.ack, &batch.ack_offset_list, true, now_ms()) {
+                continue;
+            }
             let result = self.put_revive(&ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), Origin::PopAck);
             self.metrics.on_revive_put(group, &topic, ReviveKind::Ack, result.status);
             if !stored(&result) {
@@ -885,10 +938,13 @@ impl PopService {
             start_offset: extra.ck_queue_offset,
             topic: Some(topic.to_owned()),
         };
-        let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), extra.revive_qid, extra.invisible_time), Origin::PopAck);
-        self.metrics.on_revive_put(g, topic, ReviveKind::Ack, result.status);
-        if !stored(&result) {
-            tracing::error!(?result.status, "change invisible, put ack msg fail");
+        // The new check point is always written; the old one's ack may merge into it.
+        if !self.merge.add_ack(&ack, &[h.offset], false, now_ms()) {
+            let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), extra.revive_qid, extra.invisible_time), Origin::PopAck);
+            self.metrics.on_revive_put(g, topic, ReviveKind::Ack, result.status);
+            if !stored(&result) {
+                tracing::error!(?result.status, "change invisible, put ack msg fail");
+            }
         }
         RemotingCommand::response_to(request, ResponseCode::SUCCESS).with_header(&ChangeInvisibleTimeResponseHeader {
             pop_time: now,
