@@ -225,6 +225,12 @@ def tenth(r, i, key):
     return None if not t or len(t) <= i else t[i].get(key)
 
 
+def anon_rss_steps(r):
+    """k: anonymous RSS when the measured sends start, when every timer is pending, at the end (MiB)."""
+    vals = [kb_to_mib(get(r, k)) for k in ("broker_anon_send_start_kb", "broker_anon_first_due_kb", "broker_anon_end_kb")]
+    return None if all(v is None for v in vals) else " / ".join("-" if v is None else f"{v:,.0f}" for v in vals)
+
+
 # k: timer messages. Goals as for the other saturating workloads: enqueue rate >= 3x, CPU <= 1/3, peak RSS <= 1/10
 TIMER_ROWS = [
     ("enqueue rate (msg/s, send phase)", lambda r: get(r, "enqueue_tps"), (">=", 3)),
@@ -238,6 +244,7 @@ TIMER_ROWS = [
     ("lateness p99, first/last tenth (ms)", lambda r: None if tenth(r, 0, "p99") is None or tenth(r, 9, "p99") is None
      else f"{tenth(r, 0, 'p99'):,} / {tenth(r, 9, 'p99'):,}", None),
     ("early / beyond precision", lambda r: pair(r, "early", "early_beyond_precision"), None),
+    ("late by over precision + 100 ms", lambda r: get(r, "late_beyond_precision"), None),
     ("delivered / sent OK", lambda r: pair(r, "received_unique", "send_ok"), None),
     ("missing / duplicates", lambda r: pair(r, "missing", "duplicates"), None),
     ("sends failed+retried / given up", lambda r: pair(r, "send_failed", "send_given_up"), None),
@@ -247,19 +254,20 @@ TIMER_ROWS = [
     ("broker CPU s, after the send phase", lambda r: get(r, "broker_cpu_delivery_s"), None),
     ("broker CPU (cores), send phase", lambda r: get(r, "broker_cpu_util_send"), None),
     ("loadgen CPU (cores), send phase", lambda r: get(r, "loadgen_cpu_util_send"), None),
+    ("client core busy, send phase (of 1)", lambda r: get(r, "client_core_busy_send"), None),
     ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
     ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
     ("broker peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
+    ("RSS at the first send (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_send_start_kb")), None),
     ("RSS at send end, all pending (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_send_end_kb")), None),
     ("RSS before the first due (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_first_due_kb")), None),
     ("RSS at the end (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_end_kb")), None),
-    ("anon RSS before first due / end (MiB)", lambda r: None if get(r, "broker_anon_first_due_kb") is None
-     else f"{kb_to_mib(get(r, 'broker_anon_first_due_kb')):,.0f} / {kb_to_mib(get(r, 'broker_anon_end_kb')):,.0f}", None),
+    ("anon RSS first send / first due / end (MiB)", anon_rss_steps, None),
 ]
 # counts and signed lateness: a ratio of them means nothing
-NO_RATIO_TIMER = {"lateness p99, first/last tenth (ms)", "early / beyond precision", "delivered / sent OK", "missing / duplicates",
+NO_RATIO_TIMER = {"lateness p99, first/last tenth (ms)", "early / beyond precision", "late by over precision + 100 ms", "client core busy, send phase (of 1)", "delivered / sent OK", "missing / duplicates",
                   "sends failed+retried / given up", "timers sent after their due time", "lateness min (ms, < 0: early)", "other work on server core",
-                  "anon RSS before first due / end (MiB)"}
+                  "anon RSS first send / first due / end (MiB)"}
 
 
 def group_member(r, master, key):
@@ -556,6 +564,15 @@ if meta:
               " the push consumer (same JVM and clock as the sender); both brokers round a due time down to the precision"
               " (Java's HookUtils), so up to 1000 ms early is by design, earlier is not; CPU = the broker's from the first send"
               " to the last delivery, per timer; 'RSS at send end' is with every timer pending.")
+        for s_name, r in out["workloads"]["k"]["results"].items():
+            busy = get(r, "client_core_busy_send")
+            if isinstance(busy, (int, float)) and busy >= 0.95:
+                print(f"   k {s_name}: the client core was {busy:.0%} busy in the send phase (load generator"
+                      f" {fmt(get(r, 'loadgen_cpu_util_send'))} cores): its enqueue rate is at least partly the load generator's"
+                      " limit; compare the broker's CPU per timer.")
+            if isinstance(get(r, "sent_after_due"), int) and r["sent_after_due"] > 0:
+                print(f"   k {s_name}: {r['sent_after_due']:,} timers were sent after their due time (the send phase outlasted"
+                      " the lead; raise --timer-lead): they were stored as plain messages.")
     if "g" in out["workloads"]:
         print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
               " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")

@@ -165,6 +165,7 @@ final class TimerLoad {
 
         // the measured run: its CPU and core readings start here
         double bcpu0 = broker.cpuSeconds(), scpu0 = self.cpuSeconds();
+        long rssStart = broker.statusKb("VmRSS"), anonStart = broker.statusKb("RssAnon");
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
         long start = System.currentTimeMillis();
@@ -282,9 +283,11 @@ final class TimerLoad {
         out.put("client_core_busy", Proc.busyFraction(cc0, cc1));
         out.put("broker_vmhwm_kb", broker.statusKb("VmHWM"));
         out.put("broker_peak_anon_kb", broker.peakAnonKb());
+        out.put("broker_rss_send_start_kb", rssStart);
         out.put("broker_rss_send_end_kb", rssSendEnd);
         out.put("broker_rss_first_due_kb", rssFirstDue);
         out.put("broker_rss_end_kb", rssEnd);
+        out.put("broker_anon_send_start_kb", anonStart);
         out.put("broker_anon_send_end_kb", anonSendEnd);
         out.put("broker_anon_first_due_kb", anonFirstDue);
         out.put("broker_anon_end_kb", anonEnd);
@@ -340,7 +343,9 @@ final class TimerLoad {
      */
     private Map<String, Object> deliveryFigures() {
         Map<String, Object> out = new LinkedHashMap<>();
-        long missing = 0, early = 0, earlyBeyond = 0, deliveredNotSent = 0;
+        long missing = 0, early = 0, earlyBeyond = 0, deliveredNotSent = 0, lateBeyond = 0;
+        // the timers more than a precision (+100 ms) late, by due second: a slot delivered late shows as one
+        Map<Integer, Integer> lateBySecond = new java.util.TreeMap<>();
         int[] all = new int[messages];
         int n = 0;
         List<List<Integer>> tenths = new ArrayList<>();
@@ -362,6 +367,10 @@ final class TimerLoad {
             }
             int l = lateness[seq];
             all[n++] = l;
+            if (l > precisionMs + 100) {
+                lateBeyond++;
+                lateBySecond.merge(dueOffset[seq] / 1000, 1, Integer::sum);
+            }
             if (l < 0) {
                 early++;
                 if (l < -precisionMs) {
@@ -375,6 +384,11 @@ final class TimerLoad {
         out.put("lateness_ms", percentiles(sorted));
         out.put("early", early);
         out.put("early_beyond_precision", earlyBeyond);
+        out.put("late_beyond_precision", lateBeyond);
+        Map<String, Object> worst = new LinkedHashMap<>();
+        lateBySecond.entrySet().stream().sorted((x, y) -> Integer.compare(y.getValue(), x.getValue())).limit(10)
+            .forEach(e -> worst.put("due_s_" + e.getKey(), e.getValue()));
+        out.put("late_beyond_precision_by_due_second", worst);
         out.put("missing", missing);
         out.put("duplicates", duplicates.sum());
         out.put("delivered_but_send_failed", deliveredNotSent);
