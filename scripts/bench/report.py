@@ -243,6 +243,9 @@ TIMER_ROWS = [
     ("lateness min (ms, < 0: early)", lambda r: get(r, "lateness_ms.min"), None),
     ("lateness p99, first/last tenth (ms)", lambda r: None if tenth(r, 0, "p99") is None or tenth(r, 9, "p99") is None
      else f"{tenth(r, 0, 'p99'):,} / {tenth(r, 9, 'p99'):,}", None),
+    ("peak overdue timers (at s of window)", lambda r: None if get(r, "peak_overdue_timers") is None
+     else f"{get(r, 'peak_overdue_timers'):,} ({get(r, 'peak_overdue_at_s')} s)", None),
+    ("longest gap, none delivered, some due (s)", lambda r: get(r, "longest_delivery_gap_s"), None),
     ("early / beyond precision", lambda r: pair(r, "early", "early_beyond_precision"), None),
     ("late by over precision + 100 ms", lambda r: get(r, "late_beyond_precision"), None),
     ("delivered / sent OK", lambda r: pair(r, "received_unique", "send_ok"), None),
@@ -265,7 +268,7 @@ TIMER_ROWS = [
     ("anon RSS first send / first due / end (MiB)", anon_rss_steps, None),
 ]
 # counts and signed lateness: a ratio of them means nothing
-NO_RATIO_TIMER = {"lateness p99, first/last tenth (ms)", "early / beyond precision", "late by over precision + 100 ms", "client core busy, send phase (of 1)", "delivered / sent OK", "missing / duplicates",
+NO_RATIO_TIMER = {"lateness p99, first/last tenth (ms)", "early / beyond precision", "peak overdue timers (at s of window)", "longest gap, none delivered, some due (s)", "late by over precision + 100 ms", "client core busy, send phase (of 1)", "delivered / sent OK", "missing / duplicates",
                   "sends failed+retried / given up", "timers sent after their due time", "lateness min (ms, < 0: early)", "other work on server core",
                   "anon RSS first send / first due / end (MiB)"}
 

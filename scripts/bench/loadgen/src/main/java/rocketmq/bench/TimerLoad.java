@@ -83,6 +83,10 @@ final class TimerLoad {
     /** send latency of the measured sends, microseconds */
     private final Recorder sendLatency = new Recorder(3);
     private final Semaphore window;
+    /** measured deliveries per second since the window opened (second 0: the first due second) */
+    private final AtomicIntegerArray deliveredPerSecond;
+    /** when the due window opens (epoch ms); set before the first measured send */
+    private volatile long windowStart = Long.MAX_VALUE;
     /** when the last send was answered (System.nanoTime) */
     private volatile long lastAnswer = System.nanoTime();
 
@@ -105,6 +109,7 @@ final class TimerLoad {
         lateness = new int[messages];
         dueOffset = new int[messages];
         window = new Semaphore(inflight);
+        deliveredPerSecond = new AtomicIntegerArray((int) (windowMs / 1000) + a.integer("drain", 60) + 10);
     }
 
     static void run(Args a) throws Exception {
@@ -169,7 +174,7 @@ final class TimerLoad {
         long[] sc0 = Proc.coreJiffies(serverCpu), cc0 = Proc.coreJiffies(clientCpu);
         long t0 = System.nanoTime();
         long start = System.currentTimeMillis();
-        long windowStart = start + leadMs;
+        windowStart = start + leadMs;
         BrokerLoad.log("sending %,d timers due uniformly over %d s from %d s on (%d in flight, %d B)",
             messages, windowMs / 1000, leadMs / 1000, inflight, body.length);
         // a send the broker refuses (a Java broker's "broker busy" flow control) or that fails is sent again
@@ -330,6 +335,10 @@ final class TimerLoad {
         if (deliveries.getAndIncrement(seq) == 0) {
             lateness[seq] = (int) Math.max(Integer.MIN_VALUE, Math.min(Integer.MAX_VALUE, now - due));
             receivedUnique.increment();
+            long sec = Math.floorDiv(now - windowStart, 1000L);
+            if (sec >= 0 && sec < deliveredPerSecond.length()) {
+                deliveredPerSecond.incrementAndGet((int) sec);
+            }
         } else {
             duplicates.increment();
         }
@@ -400,6 +409,51 @@ final class TimerLoad {
             byTenth.add(p);
         }
         out.put("lateness_by_tenth_of_window", byTenth);
+        out.putAll(backlogFigures());
+        return out;
+    }
+
+    /**
+     * The second-by-second picture from the window's opening: timers due in each second against timers
+     * delivered in it, the overdue backlog (due so far minus delivered so far) at its peak and when, and the
+     * longest run of seconds in which nothing came while timers were overdue: a broker that falls behind or
+     * stalls shows here, where lateness percentiles only say that it did.
+     */
+    private Map<String, Object> backlogFigures() {
+        int secs = deliveredPerSecond.length();
+        int[] due = new int[secs];
+        for (int seq = 0; seq < messages; seq++) {
+            if (sentOk.get(seq) != 0) {
+                due[Math.min(secs - 1, dueOffset[seq] / 1000)]++;
+            }
+        }
+        long dueSoFar = 0, deliveredSoFar = 0, peak = 0;
+        int peakAt = -1, run = 0, longest = 0, longestEnd = -1;
+        List<List<Integer>> perSecond = new ArrayList<>();
+        for (int t = 0; t < secs; t++) {
+            int d = deliveredPerSecond.get(t);
+            dueSoFar += due[t];
+            deliveredSoFar += d;
+            // overdue at the end of second t: due by its end, not yet delivered (a timer due in second t
+            // comes up to a precision later by design, so one second's worth is the normal level)
+            long overdue = dueSoFar - deliveredSoFar;
+            if (overdue > peak) {
+                peak = overdue;
+                peakAt = t;
+            }
+            run = d == 0 && overdue > 0 ? run + 1 : 0;
+            if (run > longest) {
+                longest = run;
+                longestEnd = t;
+            }
+            perSecond.add(List.of(t, due[t], d));
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("peak_overdue_timers", peak);
+        out.put("peak_overdue_at_s", peakAt);
+        out.put("longest_delivery_gap_s", longest);
+        out.put("longest_delivery_gap_ends_at_s", longestEnd);
+        out.put("due_and_delivered_per_second", perSecond);
         return out;
     }
 
