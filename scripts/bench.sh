@@ -5,15 +5,18 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f,g,h,i,j,l  a subset (default all; e also runs e', the lean route client;
+#            --workloads a,b,c,d,e,f,g,h,i,j,k,l  a subset (default all; e also runs e', the lean route client;
 #                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger;
 #                                     h is three brokers in DLedger mode, one DLedger group;
 #                                     i is the gRPC front, mqbroker --enable-proxy; j is pop through Java's
-#                                     proxy in cluster mode; neither runs for 4.9; l is a' and b', a and b
-#                                     driven by broker-load, the lean client of scripts/bench/load)
+#                                     proxy in cluster mode; k is 5.x timer messages; none of i-k runs for 4.9;
+#                                     l is a' and b', a and b driven by broker-load, the lean client of scripts/bench/load)
 #            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
 #            --elections N            g: leader kills timed (default 5 quick, 10 full)
+#            --timer-messages N --timer-window S --timer-lead S
+#                                     k: N timers due over S s, the first due after the lead (default
+#                                     1,000,000 over 600 s after 180 s; quick 150,000 over 120 s after 45 s)
 #
 # Every workload gets a fresh name server, a fresh broker and a fresh store, so the broker's CPU time
 # and VmHWM (peak resident set) belong to that workload alone. The server under test is pinned to one
@@ -40,6 +43,14 @@
 # server core (timerWheelEnable=true: Java pops only with the timer), the same proxy, the name server and
 # i's load generator (same load, its own topic) on the client core. The broker's CPU per message sent or
 # consumed is compared; the proxy's CPU is reported next to it, as the client core may be the limit.
+# k is 5.x timer messages (timerWheelEnable=true on both brokers, the Java 5.3.3 default; everything
+# else at its default, timerPrecisionMs 1000): the loadgen's TimerLoad sends N timers (the 5.3.3
+# client's Message.setDeliverTimeMs, 128 B, async with 1024 in flight, topic of 8 queues) whose due
+# times are spread uniformly at random over W seconds that open a lead L after the first send, as fast as
+# the broker answers; a push consumer in the same JVM records receive time - due time per message
+# (sequence number and due time in user properties). Reported: enqueue rate, lateness percentiles, early,
+# missing and duplicate deliveries, broker CPU per timer over the whole run (send + delivery), peak RSS
+# and the RSS when all timers are pending (send end, and just before the first due) vs at the end.
 # Binaries: target/release of this checkout, built here; BENCH_BIN_DIR=DIR uses DIR's as they are.
 # Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
 # target/bench/run-<timestamp>/.
@@ -48,17 +59,21 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f,g,h,i,j,l" systems="ours,java" elections=10
+workloads="a,b,c,d,e,f,g,h,i,j,k,l" systems="ours,java" elections=10
+timer_messages=1000000 timer_window=600 timer_lead=180
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) warmup=5 duration=20 drain=30 label=quick elections=5 ;;
+    --quick) warmup=5 duration=20 drain=30 label=quick elections=5 timer_messages=150000 timer_window=120 timer_lead=45 ;;
     --with-4.9) systems="$systems,java49" ;;
     --workloads) workloads="$2"; shift ;;
     --systems) systems="$2"; shift ;;
     --warmup) warmup="$2"; shift ;;
     --duration) duration="$2"; shift ;;
     --elections) elections="$2"; shift ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    --timer-messages) timer_messages="$2"; shift ;;
+    --timer-window) timer_window="$2"; shift ;;
+    --timer-lead) timer_lead="$2"; shift ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -75,9 +90,9 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
-# the broker workloads (a-f, h, i, j, l) need the broker, the name server and their load generators; g (DLedger) its own
+# the broker workloads (a-f, h-l) need the broker, the name server and their load generators; g (DLedger) its own
 wants_broker="" wants_dledger="" wants_routeload=""
-case ",$workloads," in *,[a-fhijl],*) wants_broker=1 ;; esac
+case ",$workloads," in *,[a-fh-l],*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
@@ -230,24 +245,24 @@ start_namesrv() {
   wait_port "$port" "$ns_pid" "$dir/namesrv.log"
 }
 
-# start_broker system cpu dir flushDiskType namesrv_addr [brokerRole]: sets broker_pid and broker_addr.
+# start_broker system cpu dir flushDiskType namesrv_addr [brokerRole [timerWheelEnable]]: sets broker_pid and broker_addr.
 # The same broker.conf for all (the 4.9 broker lacks bindAddress and listens on every interface; the
 # clients only use 127.0.0.1). brokerRole defaults to ASYNC_MASTER; SLAVE makes brokerId 1 of the same
 # brokerName, which finds its master (and the master's HA address brokerIP2:listenPort+1) through the
 # name server. A SYNC_MASTER gets inSyncReplicas=2: Java 5.x waits for a slave only then (its default 1
 # answers at once), Java 4.9 has no such key and waits for one slave, ours waits for one either way.
 start_broker() {
-  local sys="$1" cpu="$2" dir="$3" flush="$4" ns="$5" role="${6:-ASYNC_MASTER}" base port
+  local sys="$1" cpu="$2" dir="$3" flush="$4" ns="$5" role="${6:-ASYNC_MASTER}" timer="${7:-false}" base port
   mkdir -p "$dir/store"
   base="$(free_ports 4)"
   port=$((base + 2))  # Java also opens listenPort-2 (fast channel) and listenPort+1 (HA; ours too)
-  broker_conf "$sys" "$dir" "$flush" "$ns" "$role" "$port" > "$dir/broker.conf"
+  broker_conf "$sys" "$dir" "$flush" "$ns" "$role" "$port" "$timer" > "$dir/broker.conf"
   launch_broker "$sys" "$cpu" "$dir" "$ns" "$port"
   wait_port "$port" "$broker_pid" "$dir/broker.log"
 }
 
-broker_conf() {  # system dir flushDiskType namesrv_addr brokerRole listenPort: start_broker's broker.conf, to stdout
-  local sys="$1" dir="$2" flush="$3" ns="$4" role="$5" port="$6"
+broker_conf() {  # system dir flushDiskType namesrv_addr brokerRole listenPort [timerWheelEnable]: start_broker's broker.conf, to stdout
+  local sys="$1" dir="$2" flush="$3" ns="$4" role="$5" port="$6" timer="${7:-false}"
   {
     echo "brokerClusterName=DefaultCluster"
     echo "brokerName=broker-a"
@@ -263,8 +278,9 @@ broker_conf() {  # system dir flushDiskType namesrv_addr brokerRole listenPort: 
     echo "brokerRole=$role"
     if [ "$role" = SYNC_MASTER ]; then echo "inSyncReplicas=2"; fi
     echo "flushDiskType=$flush"
-    # 5.x's timer wheel (timer messages) pre-allocates its own log; we have no timer messages, so Java runs without it too
-    echo "timerWheelEnable=false"
+    # 5.x's timer wheel (timer messages) pre-allocates its own log; the workloads without timer messages run
+    # without it on both (Java's default is true), k (timers), i and j (pops, which Java runs on it) with it
+    echo "timerWheelEnable=$timer"
   }
 }
 
@@ -308,11 +324,14 @@ loadgen() {  # dir kind args...: runs the generator on the client core; its outp
 # ---- the workloads --------------------------------------------------------------------------------
 
 # id | flushDiskType | loadgen arguments
-declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH
+declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH [k]=ASYNC_FLUSH
   [a-lean]=ASYNC_FLUSH [b-lean]=ASYNC_FLUSH )
 # the brokerRole of the master; f runs a slave next to it, f0 is the same load on a lone ASYNC_MASTER
-declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER
+declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER [k]=ASYNC_MASTER
   [a-lean]=ASYNC_MASTER [b-lean]=ASYNC_MASTER )
+# the load generator's kind (default broker: BrokerLoad) and timerWheelEnable (default false) where they differ
+declare -A wl_load=( [k]=timer )
+declare -A wl_timer_wheel=( [k]=true )
 # a uses BenchmarkTest as RocketMQ's benchmark tools do: a system topic both brokers create with 1024
 # queues (so the consumer keeps 1024 pulls going). b-d use an ordinary auto-created topic of 8 queues.
 declare -A wl_args=(
@@ -333,6 +352,8 @@ declare -A wl_args=(
   [i]="--mode async --threads 4 --inflight 1024 --max-backlog 4096 --size 1024 --topic bench_grpc --queues 8 --consumers 4 --receivers 4 --batch 32 --await-s 5"
   # j: i's load through the cluster-mode proxy (SimpleConsumer receives are pops at the broker)
   [j]="--mode async --threads 4 --inflight 1024 --max-backlog 4096 --size 1024 --topic bench_pop --queues 8 --consumers 4 --receivers 4 --batch 32 --await-s 5 --group bench_pop_group"
+  # k: timers sent as fast as the broker answers (b's window), 128 B; the drain runs from the last due time
+  [k]="--messages $timer_messages --window-s $timer_window --lead-s $timer_lead --inflight 1024 --size 128 --topic bench_timer"
 )
 
 # A Java broker takes ~13 s to stop cleanly and ours ~1 s; nothing after the run is measured and the
@@ -344,7 +365,8 @@ broker_workload() {  # system workload
   ns_pid="" broker_pid=""
   local with_slave=""; [ "$role" != SYNC_MASTER ] || with_slave=" + a SLAVE on cpu $server_cpu"
   echo "== [$wl] $role ${wl_flush[$wl]} $sys: ${wl_args[$wl]} + push consumer$with_slave" >&2
-  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv" || ! start_broker "$sys" "$server_cpu" "$dir/broker" "${wl_flush[$wl]}" "$ns_addr" "$role"; then
+  if ! start_namesrv "$sys" "$client_cpu" "$dir/namesrv" ||
+    ! start_broker "$sys" "$server_cpu" "$dir/broker" "${wl_flush[$wl]}" "$ns_addr" "$role" "${wl_timer_wheel[$wl]:-false}"; then
     echo "  $sys failed to start; skipping $wl" >&2
     stop_pid "$broker_pid" 1
   else
@@ -362,7 +384,7 @@ broker_workload() {  # system workload
       # shellcheck disable=SC2086
       case "$wl" in
         *-lean) lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" ;;
-        *) loadgen "$dir" broker --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}" ;;
+        *) loadgen "$dir" "${wl_load[$wl]:-broker}" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}" ;;
       esac
       if ! kill -0 "$master_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
       if [ -n "$slave_pid" ] && ! kill -0 "$slave_pid" 2>/dev/null; then echo "  the $sys slave DIED during the run; see $dir/slave/broker.log" >&2; fi
@@ -495,8 +517,7 @@ grpc_workload() {  # system
     port=$((base + 2)) grpc_port=$((base + 4))  # base..base+3 the broker's (as start_broker), then gRPC and the proxy's remoting
     # a SimpleConsumer's receive is a pop, which Java refuses without the timer wheel (its invisible-time
     # revive runs on it): on for both here, unlike the other workloads
-    broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "$port" |
-      sed 's/^timerWheelEnable=false$/timerWheelEnable=true/' > "$bdir/broker.conf"
+    broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "$port" true > "$bdir/broker.conf"
     printf '{\n  "rocketMQClusterName": "DefaultCluster",\n  "namesrvAddr": "%s",\n  "grpcServerPort": %s,\n  "remotingListenPort": %s,\n  "grpcShutdownTimeSeconds": 1,\n  "enablePrintJstack": false\n}\n' \
       "$ns_addr" "$grpc_port" "$((base + 5))" > "$bdir/rmq-proxy.json"
     if [ "$sys" = ours ]; then
@@ -568,8 +589,7 @@ pop_workload() {  # system
     base="$(free_ports 4)"
     port=$((base + 2))  # as start_broker: Java also opens listenPort-2 and listenPort+1
     # pop needs the timer wheel on Java's broker (see grpc_workload): on for both here
-    broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "$port" |
-      sed 's/^timerWheelEnable=false$/timerWheelEnable=true/' > "$bdir/broker.conf"
+    broker_conf "$sys" "$bdir" ASYNC_FLUSH "$ns_addr" ASYNC_MASTER "$port" true > "$bdir/broker.conf"
     launch_broker "$sys" "$server_cpu" "$bdir" "$ns_addr" "$port"
     if ! wait_port "$port" "$broker_pid" "$bdir/broker.log"; then
       echo "  $sys broker failed to start; skipping j" >&2
@@ -698,6 +718,7 @@ for wl in "${wl_list[@]}"; do
       i) [ "$sys" = java49 ] || grpc_workload "$sys" ;;  # 4.9 has no gRPC front
       j) [ "$sys" = java49 ] || pop_workload "$sys" ;;  # nor pop
       l) broker_workload "$sys" a-lean; broker_workload "$sys" b-lean ;;
+      k) [ "$sys" = java49 ] || broker_workload "$sys" k ;;  # nor timer messages (5.x)
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
   done
@@ -721,7 +742,8 @@ meta = {
           "loadgen": "$loadgen_flags", "java_dledger": "$java_dledger_opts (+ compat-tests/dledger-node/run.sh's --add-opens)"},
   "dledger": {"java": "$DLEDGER_JAVA", "members": 3, "config": "DLedgerConfig defaults on both sides (group $dl_group, loopback, store per member)",
               "elections": $elections},
-  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false (i, j: true), defaults otherwise",
+  "timer": {"messages": $timer_messages, "window_s": $timer_window, "lead_s": $timer_lead},
+  "broker_conf": "same for every system: ASYNC_MASTER, ASYNC_FLUSH (d: SYNC_FLUSH; f: SYNC_MASTER with inSyncReplicas=2 and a SLAVE, brokerId 1; h: enableDLegerCommitLog=true, dLegerGroup broker-a, dLegerPeers n0-n2 on loopback, dLegerSelfId n0/n1/n2, mappedFileSizeCommitLog=1073741824), autoCreateTopicEnable, timerWheelEnable=false (i, j, k: true), defaults otherwise (timerPrecisionMs 1000)",
   "workloads": {"a": "sync send 128 B, 64 threads, push consumer, topic BenchmarkTest (1024 queues)",
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "a-lean": "a's load from broker-load (scripts/bench/load: our remoting client on one thread, the Java client 4.9's SEND_MESSAGE_V2 frames and push-consumer pulls, one connection)",
@@ -734,6 +756,7 @@ meta = {
                 "e-lean": "name server GET_ROUTEINFO_BY_TOPIC, the Java client's frame replayed by routeload (Go), 2 connections x 128 in flight",
                 "i": "gRPC front in local mode (ours: mqbroker --enable-proxy; Java: ProxyStartup -pm local, broker+proxy in one JVM with the broker's JVM flags), rocketmq-client-java $RMQ_CLIENT_JAVA: Producer sendAsync 1 KiB, 1024 in flight, held while over 4096 sent but not received, NORMAL topic of 8 queues (created with +message.type=NORMAL), 4 SimpleConsumers x 4 receivers, batches of 32, long polling 5 s, every message acked; timerWheelEnable=true (Java pops only with it); CPU = the one server process, per message sent or consumed",
                 "j": "pop through Java's rocketmq-proxy $RMQ_JAVA_5 in cluster mode (ProxyStartup -pm cluster, its own JVM on the client core with the name server and the load generator; the same proxy for both systems) in front of one broker alone on the server core (timerWheelEnable=true); i's load on topic bench_pop: Producer sendAsync 1 KiB, 1024 in flight, held while over 4096 sent but not received, 4 SimpleConsumers x 4 receivers, batches of 32, long polling 5 s, every message acked; CPU = the broker process, per message sent or consumed; the proxy's CPU reported",
+                "k": "5.x timer messages: $timer_messages timers (Message.setDeliverTimeMs, client 5.3.3, 128 B, async with 1024 in flight, topic bench_timer of 8 queues) due uniformly at random over $timer_window s opening $timer_lead s after the first send, sent as fast as the broker answers after a warm-up of timers due 1-3 s later; a push consumer in the same JVM; timerWheelEnable=true, timerPrecisionMs 1000 (defaults); CPU = the broker's from the first send to the last delivery, per timer",
                 "h": "3 brokers of one system in DLedger mode (one brokerName, one DLedger group; the leader is the master), all on the server core, ASYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues; CPU summed over the three",
                 "g": "DLedger: 3 members of one system on the server core, 64 appenders x 1 KiB through the leader (dledger-load, our DLedgerClient); then leader SIGKILLs timed to METADATA naming a new leader and to the first append SUCCESS"},
 }

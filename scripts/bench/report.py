@@ -30,6 +30,7 @@ WORKLOADS = {
     "h": "h  DLedger-mode brokers 1 KiB x64",
     "i": "i  gRPC local proxy 1 KiB async",
     "j": "j  pop via Java cluster proxy 1 KiB",
+    "k": "k  timer messages 128 B",
 }
 
 
@@ -211,6 +212,67 @@ POP_ROWS = [
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
 NO_RATIO_POP = NO_RATIO_GRPC | {"client core busy (of 1)"}
+
+
+def pair(r, a, b):
+    """Two counts as "a / b" (no ratio is taken of it)."""
+    if r is None or get(r, a) is None or get(r, b) is None:
+        return None
+    return f"{get(r, a):,} / {get(r, b):,}"
+
+
+def tenth(r, i, key):
+    """Lateness of the timers due in the i-th tenth of the window (does it grow with the backlog?)."""
+    t = get(r, "lateness_by_tenth_of_window")
+    return None if not t or len(t) <= i else t[i].get(key)
+
+
+def anon_rss_steps(r):
+    """k: anonymous RSS when the measured sends start, when every timer is pending, at the end (MiB)."""
+    vals = [kb_to_mib(get(r, k)) for k in ("broker_anon_send_start_kb", "broker_anon_first_due_kb", "broker_anon_end_kb")]
+    return None if all(v is None for v in vals) else " / ".join("-" if v is None else f"{v:,.0f}" for v in vals)
+
+
+# k: timer messages. Goals as for the other saturating workloads: enqueue rate >= 3x, CPU <= 1/3, peak RSS <= 1/10
+TIMER_ROWS = [
+    ("enqueue rate (msg/s, send phase)", lambda r: get(r, "enqueue_tps"), (">=", 3)),
+    ("send phase (s)", lambda r: get(r, "send_s"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("lateness p50 (ms)", lambda r: get(r, "lateness_ms.p50"), None),
+    ("lateness p99 (ms)", lambda r: get(r, "lateness_ms.p99"), None),
+    ("lateness p99.9 (ms)", lambda r: get(r, "lateness_ms.p999"), None),
+    ("lateness max (ms)", lambda r: get(r, "lateness_ms.max"), None),
+    ("lateness min (ms, < 0: early)", lambda r: get(r, "lateness_ms.min"), None),
+    ("lateness p99, first/last tenth (ms)", lambda r: None if tenth(r, 0, "p99") is None or tenth(r, 9, "p99") is None
+     else f"{tenth(r, 0, 'p99'):,} / {tenth(r, 9, 'p99'):,}", None),
+    ("peak overdue timers (at s of window)", lambda r: None if get(r, "peak_overdue_timers") is None
+     else f"{get(r, 'peak_overdue_timers'):,} ({get(r, 'peak_overdue_at_s')} s)", None),
+    ("longest gap, none delivered, some due (s)", lambda r: get(r, "longest_delivery_gap_s"), None),
+    ("early / beyond precision", lambda r: pair(r, "early", "early_beyond_precision"), None),
+    ("late by over precision + 100 ms", lambda r: get(r, "late_beyond_precision"), None),
+    ("delivered / sent OK", lambda r: pair(r, "received_unique", "send_ok"), None),
+    ("missing / duplicates", lambda r: pair(r, "missing", "duplicates"), None),
+    ("sends failed+retried / given up", lambda r: pair(r, "send_failed", "send_given_up"), None),
+    ("timers sent after their due time", lambda r: get(r, "sent_after_due"), None),
+    ("broker CPU us / timer (whole run)", lambda r: get(r, "broker_cpu_us_per_timer"), ("<=", 1 / 3)),
+    ("broker CPU us / timer, send phase", lambda r: get(r, "broker_cpu_us_per_timer_send"), None),
+    ("broker CPU s, after the send phase", lambda r: get(r, "broker_cpu_delivery_s"), None),
+    ("broker CPU (cores), send phase", lambda r: get(r, "broker_cpu_util_send"), None),
+    ("loadgen CPU (cores), send phase", lambda r: get(r, "loadgen_cpu_util_send"), None),
+    ("client core busy, send phase (of 1)", lambda r: get(r, "client_core_busy_send"), None),
+    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
+    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
+    ("broker peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
+    ("RSS at the first send (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_send_start_kb")), None),
+    ("RSS at send end, all pending (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_send_end_kb")), None),
+    ("RSS before the first due (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_first_due_kb")), None),
+    ("RSS at the end (MiB)", lambda r: kb_to_mib(get(r, "broker_rss_end_kb")), None),
+    ("anon RSS first send / first due / end (MiB)", anon_rss_steps, None),
+]
+# counts and signed lateness: a ratio of them means nothing
+NO_RATIO_TIMER = {"lateness p99, first/last tenth (ms)", "early / beyond precision", "peak overdue timers (at s of window)", "longest gap, none delivered, some due (s)", "late by over precision + 100 ms", "client core busy, send phase (of 1)", "delivered / sent OK", "missing / duplicates",
+                  "sends failed+retried / given up", "timers sent after their due time", "lateness min (ms, < 0: early)", "other work on server core",
+                  "anon RSS first send / first due / end (MiB)"}
 
 
 def group_member(r, master, key):
@@ -395,7 +457,7 @@ for wl, title in WORKLOADS.items():
         continue
     table_rows = (NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED
                   else DLEDGER_ROWS if wl == "g" else DLEDGER_BROKER_ROWS if wl == "h"
-                  else GRPC_ROWS if wl == "i" else POP_ROWS if wl == "j" else BROKER_ROWS)
+                  else GRPC_ROWS if wl == "i" else POP_ROWS if wl == "j" else TIMER_ROWS if wl == "k" else BROKER_ROWS)
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
     valid = {s: is_valid(results[s]) for s in systems}
     checked = wl in REPLICATED or wl in ("g", "h")  # results that can be INVALID
@@ -410,12 +472,12 @@ for wl, title in WORKLOADS.items():
             goal = (">=", 3)
         if label == "queries/s" and wl == "e-lean":  # the client that can saturate either name server
             goal = (">=", 3)
-        if wl not in ("e", "e-lean", "g") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
+        if wl not in ("e", "e-lean", "g", "k") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
             continue
         vals = [extract(results[s]) if results[s] is not None else None for s in systems]
         ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER)
                   or (wl == "h" and label in NO_RATIO_DLEDGER_BROKERS) or (wl == "i" and label in NO_RATIO_GRPC)
-                  or (wl == "j" and label in NO_RATIO_POP)
+                  or (wl == "j" and label in NO_RATIO_POP) or (wl == "k" and label in NO_RATIO_TIMER)
                   else ratio(vals[0], v) for v in vals[1:]]
         # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
         spoilt = [checked and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
@@ -499,6 +561,23 @@ if meta:
                 print(f"   j {s_name}: the client core was {busy:.0%} busy (proxy {fmt(get(r, 'proxy_cpu_util'))} + load generator"
                       f" {fmt(get(r, 'loadgen_cpu_util'))} cores): its throughput is the proxy's and clients' limit, not the broker's;"
                       " compare the broker's CPU per message.")
+    if "k" in out["workloads"]:
+        t = meta.get("timer", {})
+        print(f"k: {t.get('messages', 0):,} timer messages (128 B, Message.setDeliverTimeMs) due uniformly at random over"
+              f" {t.get('window_s', '?')} s opening {t.get('lead_s', '?')} s after the first send, sent async (1024 in flight) as fast"
+              " as the broker answers; timerWheelEnable=true, timerPrecisionMs 1000 on both. Lateness = receive time - due time at"
+              " the push consumer (same JVM and clock as the sender); both brokers round a due time down to the precision"
+              " (Java's HookUtils), so up to 1000 ms early is by design, earlier is not; CPU = the broker's from the first send"
+              " to the last delivery, per timer; 'RSS at send end' is with every timer pending.")
+        for s_name, r in out["workloads"]["k"]["results"].items():
+            busy = get(r, "client_core_busy_send")
+            if isinstance(busy, (int, float)) and busy >= 0.95:
+                print(f"   k {s_name}: the client core was {busy:.0%} busy in the send phase (load generator"
+                      f" {fmt(get(r, 'loadgen_cpu_util_send'))} cores): its enqueue rate is at least partly the load generator's"
+                      " limit; compare the broker's CPU per timer.")
+            if isinstance(get(r, "sent_after_due"), int) and r["sent_after_due"] > 0:
+                print(f"   k {s_name}: {r['sent_after_due']:,} timers were sent after their due time (the send phase outlasted"
+                      " the lead; raise --timer-lead): they were stored as plain messages.")
     if "g" in out["workloads"]:
         print("g: the 3 members of each group ran on the server core, DLedgerConfig defaults; election = SIGKILL of the leader"
               " (at a random point of a heartbeat interval) to the first append answered SUCCESS, the member restarted after each round.")

@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -161,27 +162,7 @@ final class BrokerLoad {
         }
 
         if (consumer != null) {
-            // the push consumer rebalances in the background; until it owns the queues messages pile up,
-            // so do not start sending before it has received the priming message
-            long deadline = System.nanoTime() + 60_000_000_000L;
-            while (received.sum() < primed && System.nanoTime() < deadline) {
-                Thread.sleep(50);
-            }
-            if (received.sum() < primed) {
-                log("the consumer has not received the priming message after 60 s; going on");
-            }
-            // and not before it pulls every queue: a rebalance looks up each queue's offset in turn (1024
-            // of them for BenchmarkTest), and queues still waiting for their first pull once sending
-            // saturates this core would show seconds of end-to-end latency that no broker caused
-            int queues = consumer.fetchSubscribeMessageQueues(topic).size();
-            Map<org.apache.rocketmq.common.message.MessageQueue, ?> owned =
-                consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable();
-            while (owned.keySet().stream().filter(q -> q.getTopic().equals(topic)).count() < queues
-                && System.nanoTime() < deadline) {
-                Thread.sleep(50);
-            }
-            Thread.sleep(1000); // the first pulls are dispatched right after the last offset lookup
-            log("consumer owns %d queues", owned.keySet().stream().filter(q -> q.getTopic().equals(topic)).count());
+            awaitQueues(consumer, topic, received::sum, primed);
         }
         int serverCpu = a.integer("server-cpu", 0), clientCpu = a.integer("client-cpu", 1);
 
@@ -404,6 +385,32 @@ final class BrokerLoad {
         Main.shutdownQuietly(consumer == null ? null : consumer::shutdown, producer::shutdown);
     }
 
+    /**
+     * Returns once the push consumer has received the {@code primed} messages sent before it started and
+     * pulls every queue of the topic (or after 60 s). It rebalances in the background, and until it owns
+     * the queues messages pile up; a rebalance looks up each queue's offset in turn (1024 of them for
+     * BenchmarkTest), and queues still waiting for their first pull once sending saturates this core would
+     * show seconds of end-to-end latency that no broker caused.
+     */
+    static void awaitQueues(DefaultMQPushConsumer consumer, String topic, LongSupplier received, long primed) throws Exception {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (received.getAsLong() < primed && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        if (received.getAsLong() < primed) {
+            log("the consumer has not received the priming message after 60 s; going on");
+        }
+        int queues = consumer.fetchSubscribeMessageQueues(topic).size();
+        Map<org.apache.rocketmq.common.message.MessageQueue, ?> owned =
+            consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable();
+        while (owned.keySet().stream().filter(q -> q.getTopic().equals(topic)).count() < queues
+            && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        Thread.sleep(1000); // the first pulls are dispatched right after the last offset lookup
+        log("consumer owns %d queues", owned.keySet().stream().filter(q -> q.getTopic().equals(topic)).count());
+    }
+
     /** The slave's CPU seconds, NaN without a slave or once it is gone (the result is then invalid, not lost). */
     private static double slaveCpu(Proc slave) {
         if (slave == null) {
@@ -530,7 +537,7 @@ final class BrokerLoad {
         errors.computeIfAbsent(key, k -> new LongAdder()).add(n);
     }
 
-    private static String describe(Throwable e) {
+    static String describe(Throwable e) {
         String msg = String.valueOf(e.getMessage()).split("\n")[0].replaceAll("[0-9]+", "N");
         return e.getClass().getSimpleName() + ": " + (msg.length() > 160 ? msg.substring(0, 160) : msg);
     }
