@@ -376,6 +376,14 @@ impl PutPipeline {
         self.put(&msg, origin)
     }
 
+    /// As [`PutPipeline::put_rewritten`], answered through `done` ([`PutPipeline::put_then`]).
+    pub fn put_rewritten_then(&self, mut msg: MessageToStore, origin: Origin, done: impl FnOnce(PutMessageResult) + Send + 'static) {
+        if let Err(refused) = self.rewrite(&origin, std::slice::from_mut(&mut msg)) {
+            return done(refused);
+        }
+        self.put_then(std::slice::from_ref(&msg), origin, done)
+    }
+
     /// Stores one message from a broker service (delayed delivery, transactions) on the calling
     /// thread; the store waits as the message's `WAIT` says (the services store with WAIT=false).
     pub fn put(&self, msg: &MessageToStore, origin: Origin) -> PutMessageResult {

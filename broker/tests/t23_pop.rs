@@ -168,3 +168,77 @@ async fn a_batch_ack_keeps_the_messages_of_its_bits_gone() {
     assert!(pop_until(&c, &addr, "Batch", 1, 60_000, Duration::from_secs(6)).await.is_empty(), "the acked ones stay gone");
     broker.shutdown().await;
 }
+
+/// A pop does not wait for its check point's put (SYNC_FLUSH here): the queue's offset is
+/// committed once the check point is on disk. A check point the store refuses (the timer's
+/// flow control: `timerCongestNumEachSlot=0` refuses a second timer in a slot) withholds the
+/// pop's messages: they are handed out by a later pop, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pop_answers_before_its_check_point_is_flushed_and_a_refused_one_withholds_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("brokerName", "broker-a"), ("flushDiskType", "SYNC_FLUSH"), ("timerCongestNumEachSlot", "0")]).await;
+    let addr = broker.local_addr().to_string();
+    let c = RemotingClient::new(ClientConfig::default());
+    let committed = || broker.broker.offsets.query_offset("pg-c", "PopSync", 0).unwrap_or(-1);
+    let bodies: Vec<String> = (0..6).map(|i| format!("m{i}")).collect();
+    for body in &bodies {
+        let r = c.invoke(&addr, send("PopSync", 0, body, ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+    }
+    pull_found(&c, &addr, "PopSync", 0, 5).await;
+    let timer = broker.broker.timer.get().expect("the timer runs").clone();
+    let mut seen = Vec::new();
+    let mut withheld = false;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !withheld {
+        assert!(Instant::now() < deadline, "no second pop within the first one's second was refused: {seen:?}");
+        // Early in a second, so that the second pop falls in the same one (the same timer slot).
+        while !(10..200).contains(&(remoting::clock::now_ms() % 1000)) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let r = pop_one(&c, &addr).await;
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+        let first = popped(&r, "PopSync");
+        let h: PopMessageResponseHeader = r.decode_header().unwrap();
+        assert_eq!(first.len(), 1);
+        seen.push(first[0].body.clone());
+        let next = first[0].offset + 1;
+        wait_until(Duration::from_secs(10), || committed() == next).await;
+        // The timer has the first check point in its slot (enqueued from the commit log): its
+        // due time is the revive time less a second, rounded down to the second.
+        let slot_ms = (h.pop_time + 60_000 - 1000) / 1000 * 1000;
+        wait_until(Duration::from_secs(10), || timer.congest_num(slot_ms) >= 1).await;
+        let r = pop_one(&c, &addr).await;
+        let same_second = remoting::clock::now_ms() / 1000 == h.pop_time / 1000;
+        if r.code == 0 {
+            let got = popped(&r, "PopSync");
+            assert!(!same_second, "handed out with its check point refused: {got:?}");
+            seen.extend(got.iter().map(|p| p.body.clone()));
+            continue;
+        }
+        assert_eq!(r.response_code(), ResponseCode::POLLING_TIMEOUT, "{:?}", r.remark);
+        withheld = same_second;
+        assert_eq!(committed(), next, "a withheld pop moves no offset");
+    }
+    // Later pops (new slots) hand out every message still there, each once.
+    let rest = pop_until(&c, &addr, "PopSync", bodies.len() - seen.len(), 60_000, Duration::from_secs(20)).await;
+    seen.extend(rest.iter().map(|p| p.body.clone()));
+    seen.sort();
+    assert_eq!(seen, bodies, "each message once");
+    broker.shutdown().await;
+}
+
+/// A pop of one message of queue 0 of `PopSync`, hidden for 60 s.
+async fn pop_one(c: &RemotingClient, addr: &str) -> RemotingCommand {
+    let mut req = pop_request("PopSync", 0, 60_000, 0, false);
+    req.ext_fields.get_or_insert_with(Default::default).insert("maxMsgNums".into(), "1".into());
+    c.invoke(addr, req, TIMEOUT).await.unwrap()
+}
+
+async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

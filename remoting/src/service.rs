@@ -46,6 +46,11 @@ impl ServiceContext {
     pub fn is_stopped(&self) -> bool {
         self.signal.flags.lock().stopped
     }
+
+    /// A handle that wakes this loop from another thread.
+    pub fn waker(&self) -> Waker {
+        Waker { signal: self.signal.clone() }
+    }
 }
 
 /// A handle that wakes a service from another thread; cheap to clone.

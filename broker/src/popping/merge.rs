@@ -19,21 +19,29 @@
 //! them (`popCkMaxBufferSize` check points, `popCkOffsetMaxQueueSize` offsets per queue); past
 //! them, and for a check point too close to its revive time, a pop writes its check point itself.
 //!
-//! Differs from Java on purpose: with the merge off the pop commits its offset itself once its
-//! check point is stored (Java sends every check point through this service and commits ~5 ms
-//! later), and this thread then sleeps (Java passes every 5 ms whatever the switch); a check
-//! point the pop cannot store withholds its messages, as without the merge (Java hands them out
-//! and retries the put); an ack and the pass that writes its check point take one mutex, so an
-//! ack is never marked on a check point already dropped (Java relies on time margins); the
-//! service writes on its own thread whatever `appendCkAsync`/`appendAckAsync` say; the stop
-//! neither sleeps 2 s first (the servers are already down) nor loops without bound.
+//! A check point the buffer does not hold (the merge is off, the default; or it would not take
+//! it) is written by its pop, as Java's `addCkJustOffset`: held here as `just_offset` while its
+//! put is in flight, so the pop hands its messages out without waiting for the disk, a slave
+//! or a quorum, the queue's next pops read past them, and the offset is committed in order once
+//! the put is settled ([`BufferMerge::settle`], from the store's callback). A put the store
+//! refuses outright withholds the pop's messages; one that fails later is written again by the
+//! passes, as Java retries it.
+//!
+//! Differs from Java on purpose: the pop's own put never waits (Java's waits unless
+//! `appendCkAsync`); a check point the pop cannot append withholds its messages (Java hands them
+//! out and retries the put); this thread sleeps while the merge is off and nothing is held
+//! (Java passes every 5 ms whatever the switch); an ack and the pass that writes its check point
+//! take one mutex, so an ack is never marked on a check point already dropped (Java relies on
+//! time margins); the service writes on its own thread whatever `appendCkAsync`/`appendAckAsync`
+//! say; the stop neither sleeps 2 s first (the servers are already down) nor loops without bound.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use remoting::service::ServiceContext;
+use remoting::service::{ServiceContext, Waker};
 
 use crate::config::LiveConfig;
 use remoting::protocol::name::{GroupName, TopicName};
@@ -111,6 +119,9 @@ struct Held {
     /// Acks written to the revive topic.
     stored_acks: u32,
     state: CkState,
+    /// Java's `justOffset`: written by its pop (asynchronously), held only so that its offset
+    /// waits for it; acks are not merged into it.
+    just_offset: bool,
 }
 
 impl Held {
@@ -134,8 +145,22 @@ impl Held {
 
     /// Done with: dropped from the buffer, its offset free to commit.
     fn done(&self) -> bool {
+        if self.just_offset {
+            return self.state == CkState::Stored;
+        }
         self.all_acked() || self.written()
     }
+}
+
+/// What [`BufferMerge::add_storing`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storing {
+    /// Held as check point `id` until its put is settled.
+    Added(u64),
+    /// The same check point is held: the pop hands nothing out.
+    Conflict,
+    /// As many are held as the buffer may hold: the pop writes its check point and waits.
+    Full,
 }
 
 /// One pop's next offset, waiting in its queue's order.
@@ -211,11 +236,15 @@ pub struct BufferMerge {
     /// Java's `serving`: false while stopping, or after a pass that took too long (until what
     /// is held is written).
     serving: AtomicBool,
+    /// Set while the service sleeps its idle interval (the merge off, nothing held): a settled
+    /// put then wakes it, so the offset is committed within a pass, not an idle interval.
+    idle: AtomicBool,
+    waker: OnceLock<Waker>,
 }
 
 impl BufferMerge {
     pub fn new(config: LiveConfig) -> BufferMerge {
-        BufferMerge { config, state: Mutex::new(State::default()), serving: AtomicBool::new(true) }
+        BufferMerge { config, state: Mutex::new(State::default()), serving: AtomicBool::new(true), idle: AtomicBool::new(false), waker: OnceLock::new() }
     }
 
     /// Whether a pop of this queue goes through the buffer: the merge is on, or offsets of the
@@ -253,10 +282,70 @@ impl BufferMerge {
         s.next_id += 1;
         let id = s.next_id;
         s.by_key.insert(merge_key.clone(), id);
-        s.held.insert(id, Held { ck: ck.clone(), revive_qid, merge_key, acked: 0, stored_acks: 0, state: CkState::NotStored });
+        s.held.insert(id, Held { ck: ck.clone(), revive_qid, merge_key, acked: 0, stored_acks: 0, state: CkState::NotStored, just_offset: false });
         let q = s.queue(topic, group, ck.queue_id);
         q.time = ck.pop_time;
         q.pending.push_back(Pending { held: Some(id), next_begin_offset });
+        true
+    }
+
+    /// Java's `addCkJustOffset` with the put in flight: the pop is writing `ck` itself and hands
+    /// its messages out at once; the queue's offset moves past them (for the next pops at once,
+    /// committed once the check point is stored: [`Self::settle`]; one the store failed to take
+    /// is written again by the passes). Refused when the same check point is held (Java refuses
+    /// such a pop) or when as many are in flight as the buffer may hold (the pop then writes
+    /// and waits).
+    pub fn add_storing(&self, ck: &PopCheckPoint, revive_qid: i32, next_begin_offset: i64) -> Storing {
+        let cap = usize::try_from(self.config.load().pop_ck_max_buffer_size).unwrap_or(0);
+        let (topic, group) = (ck.topic.as_deref().unwrap_or(""), ck.cid.as_deref().unwrap_or(""));
+        let merge_key = ck_key(ck);
+        let mut s = self.state.lock();
+        if s.by_key.contains_key(&merge_key) {
+            tracing::warn!(merge_key, "pop buffer: the same check point is held");
+            return Storing::Conflict;
+        }
+        if s.held.len() >= cap {
+            return Storing::Full;
+        }
+        s.next_id += 1;
+        let id = s.next_id;
+        s.by_key.insert(merge_key.clone(), id);
+        s.held.insert(id, Held { ck: ck.clone(), revive_qid, merge_key, acked: 0, stored_acks: 0, state: CkState::Storing, just_offset: true });
+        let q = s.queue(topic, group, ck.queue_id);
+        q.time = ck.pop_time;
+        q.pending.push_back(Pending { held: Some(id), next_begin_offset });
+        Storing::Added(id)
+    }
+
+    /// What the put of an [`Self::add_storing`] check point came to (false: the passes write it
+    /// again).
+    pub fn settle(&self, id: u64, stored: bool) {
+        if let Some(h) = self.state.lock().held.get_mut(&id) {
+            if h.state == CkState::Storing {
+                h.state = if stored { CkState::Stored } else { CkState::NotStored };
+            }
+        }
+        if self.idle.load(Ordering::Acquire) {
+            if let Some(w) = self.waker.get() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The pop's own put of check point `id` failed before it answered: the check point and
+    /// its offset are forgotten (its messages are not handed out), unless a pass is already
+    /// writing it again. Whether they were.
+    pub fn withdraw_failed(&self, id: u64) -> bool {
+        let mut s = self.state.lock();
+        let Some(h) = s.held.get(&id) else { return false };
+        if h.state != CkState::NotStored {
+            return false;
+        }
+        let key = lock_key(h.ck.topic.as_deref().unwrap_or(""), h.ck.cid.as_deref().unwrap_or(""), h.ck.queue_id);
+        s.remove(id);
+        if let Some(q) = s.offsets.get_mut(&key) {
+            q.pending.retain(|p| p.held != Some(id));
+        }
         true
     }
 
@@ -284,7 +373,7 @@ impl BufferMerge {
         }
         let mut s = self.state.lock();
         let Some(id) = s.by_key.get(&ack_key(ack)).copied() else { return false };
-        let Some(h) = s.held.get_mut(&id) else { return false };
+        let Some(h) = s.held.get_mut(&id).filter(|h| !h.just_offset) else { return false };
         if h.ck.revive_time().wrapping_sub(now_ms) < i64::from(c.pop_ck_stay_buffer_time_out) + ADD_MARGIN_MS {
             return false;
         }
@@ -345,7 +434,7 @@ impl BufferMerge {
                     by_key.remove(&h.merge_key);
                     return false;
                 }
-                let due = !serving || h.ck.revive_time().wrapping_sub(now_ms) < stay_out || now_ms.wrapping_sub(h.ck.pop_time) > stay;
+                let due = h.just_offset || !serving || h.ck.revive_time().wrapping_sub(now_ms) < stay_out || now_ms.wrapping_sub(h.ck.pop_time) > stay;
                 if due && h.state != CkState::Storing {
                     let store_ck = h.state == CkState::NotStored;
                     if store_ck {
@@ -450,6 +539,7 @@ impl BufferMerge {
 /// on or anything is held, nothing on a slave; at the stop, what is held is written and committed.
 pub fn run(pop: &super::service::PopService, cx: &ServiceContext) {
     let merge = &pop.merge;
+    let _ = merge.waker.set(cx.waker());
     let mut passes: u64 = 0;
     let mut wait = SCAN_INTERVAL;
     let is_slave = || pop.store.role() == store::config::BrokerRole::Slave && !pop.config.load().enable_slave_acting_master;
@@ -460,9 +550,14 @@ pub fn run(pop: &super::service::PopService, cx: &ServiceContext) {
             continue;
         }
         if !pop.config.load().enable_pop_buffer_merge && merge.is_empty() {
-            wait = IDLE_INTERVAL;
-            continue;
+            merge.idle.store(true, Ordering::Release);
+            // An entry added before the flag was seen is caught by this look.
+            if merge.is_empty() {
+                wait = IDLE_INTERVAL;
+                continue;
+            }
         }
+        merge.idle.store(false, Ordering::Release);
         wait = SCAN_INTERVAL;
         let pass = merge.pass(pop, super::service::now_ms(), passes.is_multiple_of(GARBAGE_EVERY));
         pop.metrics.on_pop_buffer_pass(pass.elapsed_ms);
@@ -708,5 +803,46 @@ mod tests {
         assert_eq!(*sink.batches.borrow(), [vec![0u8, 2]]);
         assert_eq!(*sink.commits.borrow(), [4]);
         assert!(!m.add_ck(&ck(4, 1, 60_000), 0, 5, T0 + 30), "stopped: takes nothing new");
+    }
+
+    #[test]
+    fn a_check_point_its_pop_writes_holds_its_offset_until_the_put_settles() {
+        let m = merge(|c| c.enable_pop_buffer_merge = false);
+        let sink = Sink::default();
+        let c = ck(10, 2, 60_000);
+        let Storing::Added(id) = m.add_storing(&c, 0, 12) else { panic!("not added") };
+        assert_eq!(m.add_storing(&c, 0, 12), Storing::Conflict, "the same check point in flight");
+        assert_eq!(m.latest_offset(&lock_key("T", "G", 0)), Some(12), "the next pop reads past it at once");
+        m.add_stored("T", "G", 0, T0, 15);
+        m.pass(&sink, T0 + 5, false);
+        assert!(sink.commits.borrow().is_empty() && sink.cks.borrow().is_empty(), "in flight: neither written again nor committed");
+        assert!(!m.add_ack(&ack_of(&c, 10), &[10], false, T0 + 6), "its acks are written by the caller");
+        assert!(!m.withdraw_failed(id), "in flight: not withdrawn");
+        m.settle(id, true);
+        m.pass(&sink, T0 + 10, false);
+        assert!(sink.cks.borrow().is_empty());
+        assert_eq!(*sink.commits.borrow(), [12, 15]);
+        assert_eq!(m.sizes(), (0, 0));
+    }
+
+    #[test]
+    fn a_put_refused_at_once_is_withdrawn_and_one_failed_later_is_written_again() {
+        let m = merge(|c| c.enable_pop_buffer_merge = false);
+        let sink = Sink::default();
+        let Storing::Added(id) = m.add_storing(&ck(10, 1, 60_000), 0, 11) else { panic!("not added") };
+        m.settle(id, false);
+        assert!(m.withdraw_failed(id));
+        assert_eq!((m.latest_offset(&lock_key("T", "G", 0)), m.sizes()), (None, (0, 0)), "as if never popped");
+        let Storing::Added(id) = m.add_storing(&ck(10, 1, 60_000), 0, 11) else { panic!("not added") };
+        m.add_stored("T", "G", 0, T0, 13);
+        m.settle(id, false);
+        m.pass(&sink, T0 + 5, false);
+        assert_eq!(*sink.cks.borrow(), [10], "written again by the pass");
+        m.pass(&sink, T0 + 10, false);
+        assert_eq!(*sink.commits.borrow(), [11, 13]);
+        assert_eq!(m.sizes(), (0, 0));
+        let full = merge(|c| c.pop_ck_max_buffer_size = 1);
+        assert!(matches!(full.add_storing(&ck(0, 1, 60_000), 0, 1), Storing::Added(_)));
+        assert_eq!(full.add_storing(&ck(1, 1, 60_000), 0, 2), Storing::Full, "bounded as the buffer");
     }
 }

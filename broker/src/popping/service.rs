@@ -9,8 +9,10 @@
 //! continues it. An orderly pop keeps its state in [`OrderInfoManager`] instead and commits the
 //! queue's offset as messages are acked.
 //!
-//! With `enablePopBufferMerge=true` check points, acks and offset commits go through
-//! [`BufferMerge`] instead (see [`super::merge`]): a check point acked in time is never written.
+//! A pop hands its messages out without waiting for its check point's put: the put's answer
+//! comes back through [`BufferMerge`], which commits the queue's offset in order once it is
+//! stored. With `enablePopBufferMerge=true` check points, acks and offset commits go through it
+//! too (see [`super::merge`]): a check point acked in time is never written.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -44,7 +46,7 @@ use crate::pop::headers::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
 use crate::pop::names::{self, POP_ORDER_REVIVE_QUEUE};
-use crate::popping::merge::BufferMerge;
+use crate::popping::merge::{BufferMerge, Storing};
 use crate::popping::order::OrderInfoManager;
 use crate::put::{Origin, PutPipeline};
 use crate::stats_manager::BrokerStatsManager;
@@ -160,7 +162,7 @@ pub struct PopService {
     /// budget as parked pulls and pops.
     pub notifications: OnceLock<Arc<PopParking>>,
     /// The buffer merge of `enablePopBufferMerge` (holds nothing while it is off).
-    pub merge: BufferMerge,
+    pub merge: Arc<BufferMerge>,
 }
 
 /// What one pop collects across the queues it reads.
@@ -218,7 +220,7 @@ impl PopService {
         store_host: SocketAddr,
     ) -> PopService {
         PopService {
-            merge: BufferMerge::new(config.clone()),
+            merge: Arc::new(BufferMerge::new(config.clone())),
             config,
             store,
             put,
@@ -578,10 +580,11 @@ impl PopService {
         r.status == GetMessageStatus::Found && !r.suggest_pulling_from_slave
     }
 
-    /// `appendCheckPoint`: the check point of this pop's messages from one queue, stored in the
-    /// revive topic as a timer message, and the queue's offset committed past them; or, with
-    /// the buffer merge, held by it (else stored here) and the offset committed by it in order.
-    /// False when the messages are not handed out.
+    /// `appendCheckPoint`: the check point of this pop's messages from one queue, held by the
+    /// buffer merge when it takes it; else stored in the revive topic as a timer message by this
+    /// pop without waiting for the store's answer (Java's `addCkJustOffset`), the queue's offset
+    /// committed past the messages in order once it is stored. False when the messages are not
+    /// handed out.
     fn append_check_point(&self, ctx: &PopCtx<'_>, topic_name: &TopicName, queue_id: i32, offset: i64, r: &GetMessageResult) -> bool {
         let topic = topic_name.as_str();
         let mut ck = PopCheckPoint {
@@ -600,34 +603,54 @@ impl PopService {
             ck.add_diff((queue_offset - offset) as i32);
         }
         let group = ctx.h.consumer_group.as_str();
-        let merged = self.merge.takes(&lock_key(topic, group, queue_id));
-        if merged {
-            if self.merge.add_ck(&ck, ctx.revive_qid, r.next_begin_offset, now_ms()) {
-                return true;
+        if self.merge.add_ck(&ck, ctx.revive_qid, r.next_begin_offset, now_ms()) {
+            return true;
+        }
+        let record = ReviveMessage::check_point(&ck, &self.revive_topic(), ctx.revive_qid);
+        match self.merge.add_storing(&ck, ctx.revive_qid, r.next_begin_offset) {
+            Storing::Added(id) => {
+                let (merge, metrics) = (self.merge.clone(), self.metrics.clone());
+                let (g, t) = (group.to_owned(), topic.to_owned());
+                self.put_revive_then(&record, Origin::PopCheckPoint, move |result| {
+                    metrics.on_revive_put(&g, &t, ReviveKind::Ck, result.status);
+                    merge.settle(id, stored(&result));
+                });
+                // Refused before anything was appended: nothing is handed out, as Java's
+                // synchronous put would have it.
+                !self.merge.withdraw_failed(id)
             }
-            if self.merge.holds(&ck) {
-                return false;
+            Storing::Conflict => false,
+            Storing::Full => {
+                let result = self.put_revive(&record, Origin::PopCheckPoint);
+                self.metrics.on_revive_put(group, topic, ReviveKind::Ck, result.status);
+                if !stored(&result) {
+                    return false;
+                }
+                if self.merge.takes(&lock_key(topic, group, queue_id)) {
+                    // Java's `addCkJustOffset`: committed after the offsets queued before it.
+                    self.merge.add_stored(topic, group, queue_id, ctx.pop_time, r.next_begin_offset);
+                } else {
+                    self.offsets.commit_offset("pop", &ctx.h.consumer_group, topic_name, queue_id, r.next_begin_offset);
+                }
+                true
             }
         }
-        let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), ctx.revive_qid), Origin::PopCheckPoint);
-        self.metrics.on_revive_put(group, topic, ReviveKind::Ck, result.status);
-        if !stored(&result) {
-            return false;
-        }
-        if merged {
-            // Java's `addCkJustOffset`: stored, committed after the offsets queued before it.
-            self.merge.add_stored(topic, group, queue_id, ctx.pop_time, r.next_begin_offset);
-        } else {
-            // Java commits the offset once the check point is stored.
-            self.offsets.commit_offset("pop", &ctx.h.consumer_group, topic_name, queue_id, r.next_begin_offset);
-        }
-        true
     }
 
     /// Stores a revive-topic record through the timer, as Java's escape bridge does.
     pub fn put_revive(&self, m: &ReviveMessage, origin: Origin) -> PutMessageResult {
+        self.put.put_rewritten(self.revive_record(m), origin)
+    }
+
+    /// As [`Self::put_revive`], answered through `done` (under SYNC_FLUSH once on disk; in
+    /// DLedger mode once a quorum has it) so the calling thread never waits.
+    pub fn put_revive_then(&self, m: &ReviveMessage, origin: Origin, done: impl FnOnce(PutMessageResult) + Send + 'static) {
+        self.put.put_rewritten_then(self.revive_record(m), origin, done)
+    }
+
+    fn revive_record(&self, m: &ReviveMessage) -> MessageToStore {
         let props = m.properties();
-        let msg = MessageToStore {
+        MessageToStore {
             topic: m.topic.clone(),
             queue_id: m.queue_id,
             flag: 0,
@@ -639,8 +662,7 @@ impl PopService {
             prepared_transaction_offset: 0,
             body: bytes::Bytes::from(m.body.clone()),
             properties: properties::serialize(props.iter().map(|(k, v)| (*k, v.as_str()))),
-        };
-        self.put.put_rewritten(msg, origin)
+        }
     }
 
     /// The topic and queue an ack or a change of invisible time names must exist, answered as

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,8 +41,9 @@ import rocketmq.compat.runtime.Versions;
  * topic) through the official 5.3.3 client ({@code driver.PopDriver}), on a Java 5.3.3 broker and on ours with the
  * same checks (Java's side proves the test), and a store with popped, unacked messages handed from Java 5.3.3 to ours
  * and from ours to Java 5.3.3. Every broker is a {@link DlbNode} ({@code timerWheelEnable=true}, Java 5.3.3's
- * default: pop's check points and acks go through the timer), all behind one name server; the four broker chains
- * (Java's, ours, the two takeovers) run at once from the class set-up and each test waits for its part.
+ * default: pop's check points and acks go through the timer), all behind one name server; the five broker chains
+ * (Java's, ours, ours with {@code enablePopBufferMerge=true}, the two takeovers) run at once from the class set-up and
+ * each test waits for its part.
  *
  * <ul>
  *   <li>{@code *Api}: {@code MQClientAPIImpl.popMessageAsync / ackMessageAsync / changeInvisibleTimeAsync}: 24
@@ -94,6 +96,7 @@ class PopConsumeTest {
     private final ExecutorService pool = Executors.newCachedThreadPool();
     private Main javaMain;
     private Main ourMain;
+    private Main ourMerge;
     private Takeover javaToOurs;
     private Takeover oursToJava;
     private long started;
@@ -113,9 +116,10 @@ class PopConsumeTest {
         namesrvProbe = NamesrvProbe.connect(namesrv.address());
         javaMain = new Main(JAVA, "java");
         ourMain = new Main(OURS, "ours");
+        ourMerge = new Main(OURS, "merge", Map.of("enablePopBufferMerge", "true"));
         javaToOurs = new Takeover(JAVA, OURS, "j2o");
         oursToJava = new Takeover(OURS, JAVA, "o2j");
-        for (Chain chain : List.of(javaMain, ourMain, javaToOurs, oursToJava)) {
+        for (Chain chain : List.of(javaMain, ourMain, ourMerge, javaToOurs, oursToJava)) {
             pool.submit(() -> {
                 try {
                     chain.run();
@@ -132,7 +136,7 @@ class PopConsumeTest {
     @AfterAll
     void stop() {
         pool.shutdownNow();
-        for (Chain chain : List.of(javaMain, ourMain, javaToOurs, oursToJava)) {
+        for (Chain chain : Arrays.asList(javaMain, ourMain, ourMerge, javaToOurs, oursToJava)) {
             if (chain != null) {
                 chain.close();
             }
@@ -208,6 +212,16 @@ class PopConsumeTest {
     }
 
     @Test
+    @DisplayName("ours with enablePopBufferMerge=true: the client API and the push consumer in POP mode, the same "
+        + "facts as Java 5.3.3's (without the merge: it changes what is written, not what clients see)")
+    void oursBufferMerge() {
+        assertStep(ourMerge.api, ourMerge.name, "api");
+        assertStep(ourMerge.push, ourMerge.name, "push");
+        assertSameFacts(ourMerge, "api", "firstPop.", "firstPops.", "ack.", "batchAck.", "change.", "ackAgain.", "revived.");
+        assertSameFacts(ourMerge, "push", "push.");
+    }
+
+    @Test
     @DisplayName("Java 5.3.3: kill -9 with popped messages in flight: each unacked one back, no acked one")
     void javaKill9() {
         assertStep(oursToJava.kill, oursToJava.name, "collect");
@@ -259,8 +273,12 @@ class PopConsumeTest {
 
     /** The CMP lines (name prefixes given) of our run of {@code what} must equal Java's. */
     private void assertSameFacts(String what, String... prefixes) {
+        assertSameFacts(ourMain, what, prefixes);
+    }
+
+    private void assertSameFacts(Main ourChain, String what, String... prefixes) {
         Map<String, String> java = cmp(await(javaMain.part(what), javaMain.name), prefixes);
-        Map<String, String> ours = cmp(await(ourMain.part(what), ourMain.name), prefixes);
+        Map<String, String> ours = cmp(await(ourChain.part(what), ourChain.name), prefixes);
         List<String> differences = new ArrayList<>();
         for (String key : new TreeSet<>(java.keySet())) {
             String j = java.get(key);
@@ -323,8 +341,13 @@ class PopConsumeTest {
         }
 
         DlbNode node(String id, String kind) {
+            return node(id, kind, Map.of());
+        }
+
+        DlbNode node(String id, String kind, Map<String, String> extra) {
             Map<String, String> keys = new LinkedHashMap<>();
             keys.put("timerWheelEnable", "true");
+            keys.putAll(extra);
             DlbNode node = keep(DlbNode.create(dir.resolve(id), namesrv.address(), "PopCluster", "pop-" + id, null, keys));
             startNode(node, kind);
             return node;
@@ -420,11 +443,18 @@ class PopConsumeTest {
         final String id;
         final CompletableFuture<DriverRun> api = part();
         final CompletableFuture<DriverRun> push = part();
+        final Map<String, String> keys;
 
         Main(String kind, String id) {
+            this(kind, id, Map.of());
+        }
+
+        /** {@code keys}: broker.conf keys beyond the chains' own. */
+        Main(String kind, String id, Map<String, String> keys) {
             super(who(kind) + " (" + id + ")");
             this.kind = kind;
             this.id = id;
+            this.keys = keys;
         }
 
         CompletableFuture<DriverRun> part(String what) {
@@ -433,7 +463,7 @@ class PopConsumeTest {
 
         @Override
         void run() throws Exception {
-            DlbNode node = node(id, kind);
+            DlbNode node = node(id, kind, keys);
             String apiTopic = "PopApi_" + id;
             String codesTopic = "PopCodes_" + id;
             String emptyTopic = "PopEmpty_" + id;
