@@ -138,22 +138,37 @@ async fn an_orderly_pop_holds_a_queue_until_its_messages_are_acked() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_ack_keeps_the_messages_of_its_bits_gone() {
+    acks_keep_their_messages_gone(&[]).await;
+}
+
+/// Under SYNC_FLUSH an ack and a batch ack are answered once their records are on disk, by the
+/// flush (not by a thread waiting for it).
+#[tokio::test(flavor = "multi_thread")]
+async fn acks_are_answered_once_flushed_under_sync_flush() {
+    acks_keep_their_messages_gone(&[("flushDiskType", "SYNC_FLUSH")]).await;
+}
+
+/// Four messages popped; a batch ack of the first two, an ack of the third: only the fourth
+/// comes back.
+async fn acks_keep_their_messages_gone(extra: &[(&str, &str)]) {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), &[("brokerName", "broker-a")]).await;
+    let mut conf = vec![("brokerName", "broker-a")];
+    conf.extend_from_slice(extra);
+    let broker = start(dir.path(), &conf).await;
     let addr = broker.local_addr().to_string();
     let c = RemotingClient::new(ClientConfig::default());
-    for body in ["b0", "b1", "b2"] {
+    for body in ["b0", "b1", "b2", "b3"] {
         let r = c.invoke(&addr, send("Batch", 0, body, ""), TIMEOUT).await.unwrap();
         assert_eq!(r.code, 0);
     }
-    pull_found(&c, &addr, "Batch", 0, 2).await;
+    pull_found(&c, &addr, "Batch", 0, 3).await;
     let r = c.invoke(&addr, pop_request("Batch", 0, 3_000, 0, false), TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let h: PopMessageResponseHeader = r.decode_header().unwrap();
     let got = popped(&r, "Batch");
-    assert_eq!(got.len(), 3);
+    assert_eq!(got.len(), 4);
     let start = got[0].offset;
-    // Bits 0 and 1 (BitSet.toByteArray() = [3], Base64 "Aw=="): b0 and b1 acked, b2 not.
+    // Bits 0 and 1 (BitSet.toByteArray() = [3], Base64 "Aw=="): b0 and b1 acked.
     let body = format!(
         r#"{{"acks":[{{"b":"Aw==","c":"pg-c","it":3000,"pt":{},"q":0,"r":"0","rq":{},"so":{start},"t":"Batch"}}],"brokerName":"broker-a"}}"#,
         h.pop_time, h.revive_qid
@@ -161,10 +176,12 @@ async fn a_batch_ack_keeps_the_messages_of_its_bits_gone() {
     let request = RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(body.into_bytes());
     let r = c.invoke(&addr, request, TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
+    let r = c.invoke(&addr, ack_request("Batch", &got[2]), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
     let empty = RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(br#"{"acks":[]}"#.to_vec());
     assert_eq!(c.invoke(&addr, empty, TIMEOUT).await.unwrap().response_code(), ResponseCode::NO_MESSAGE);
     let back = pop_until(&c, &addr, "Batch", 1, 60_000, Duration::from_secs(30)).await;
-    assert_eq!(back.iter().map(|p| p.body.as_str()).collect::<Vec<_>>(), ["b2"]);
+    assert_eq!(back.iter().map(|p| p.body.as_str()).collect::<Vec<_>>(), ["b3"]);
     assert!(pop_until(&c, &addr, "Batch", 1, 60_000, Duration::from_secs(6)).await.is_empty(), "the acked ones stay gone");
     broker.shutdown().await;
 }

@@ -27,7 +27,7 @@ use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::protocol::name::{GroupName, TopicName};
 use remoting::protocol::perm;
 use remoting::protocol::topic::TopicConfig;
-use remoting::server::Channel;
+use remoting::server::{Channel, Reply};
 use remoting::{RemotingCommand, ResponseCode};
 use store::commit_log::PutMessageResult;
 use store::message::record::{decode_record, encode_record, RecordAt, StampedFields};
@@ -163,6 +163,14 @@ pub struct PopService {
     pub notifications: OnceLock<Arc<PopParking>>,
     /// The buffer merge of `enablePopBufferMerge` (holds nothing while it is off).
     pub merge: Arc<BufferMerge>,
+}
+
+/// An ack to store before its answer.
+struct AckPut {
+    record: ReviveMessage,
+    group: String,
+    topic: String,
+    answer: RemotingCommand,
 }
 
 /// What one pop collects across the queues it reads.
@@ -689,23 +697,41 @@ impl PopService {
         Ok(())
     }
 
-    /// ACK_MESSAGE.
-    pub fn ack(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
+    /// ACK_MESSAGE: answered once the ack record is stored as the store's flush policy says
+    /// (`None`: answered later, by the store's callback), as Java's synchronous put answers it;
+    /// the answer does not depend on the put's status (Java logs a failure).
+    pub fn ack(&self, channel: &Channel, request: &RemotingCommand) -> Option<RemotingCommand> {
+        let put = match self.ack_inner(channel, request) {
+            Ok(response) => return Some(response),
+            Err(put) => *put,
+        };
+        let (metrics, group, topic, answer) = (self.metrics.clone(), put.group, put.topic, put.answer);
+        self.put.put_and_answer(vec![self.revive_record(&put.record)], Origin::PopAck, Reply::to(channel, request), move |result, _, _| {
+            metrics.on_revive_put(&group, &topic, ReviveKind::Ack, result.status);
+            if !stored(&result) {
+                tracing::error!(?result.status, "put ack msg error");
+            }
+            answer
+        })
+    }
+
+    /// An ack answered at once (`Ok`), or the record to store before the answer.
+    fn ack_inner(&self, channel: &Channel, request: &RemotingCommand) -> Result<RemotingCommand, Box<AckPut>> {
         let h: AckMessageRequestHeader = match request.decode_header() {
             Ok(h) => h,
-            Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            Err(e) => return Ok(RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string())),
         };
         let topic = h.topic.as_str();
         if let Err(refused) = self.check_acked_queue(channel, request, topic, h.queue_id) {
-            return *refused;
+            return Ok(*refused);
         }
         let (min, max) = (self.store.min_offset_in_queue(topic, h.queue_id), self.store.max_offset_in_queue(topic, h.queue_id));
         if h.offset < min || h.offset > max {
-            return RemotingCommand::error_response(
+            return Ok(RemotingCommand::error_response(
                 request,
                 ResponseCode::NO_MESSAGE,
                 format!("offset is illegal, key:{topic}@{}, commit:{}, store:{min}~{max}", h.queue_id, h.offset),
-            );
+            ));
         }
         let fields = ExtraInfoFields::split(&h.extra_info);
         let parsed = (|| {
@@ -719,14 +745,14 @@ impl PopService {
         })();
         let (revive_qid, start_offset, pop_time, invisible_time, broker_name) = match parsed {
             Ok(p) => p,
-            Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            Err(e) => return Ok(RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string())),
         };
         let mut response = RemotingCommand::response_to(request, ResponseCode::SUCCESS);
         if revive_qid == POP_ORDER_REVIVE_QUEUE {
             if let Some((code, remark)) = self.ack_orderly(channel, &h.consumer_group, &h.topic, h.queue_id, h.offset, pop_time, invisible_time) {
                 response = RemotingCommand::error_response(request, code, remark);
             }
-            return response;
+            return Ok(response);
         }
         let ack = AckMsg {
             ack_offset: h.offset,
@@ -738,28 +764,31 @@ impl PopService {
             topic: Some(topic.to_owned()),
         };
         if self.merge.add_ack(&ack, &[h.offset], false, now_ms()) {
-            return response;
+            return Ok(response);
         }
-        let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time), Origin::PopAck);
-        self.metrics.on_revive_put(h.consumer_group.as_str(), topic, ReviveKind::Ack, result.status);
-        if !stored(&result) {
-            tracing::error!(?result.status, "put ack msg error");
-        }
-        response
+        Err(Box::new(AckPut {
+            record: ReviveMessage::ack(&ack, &self.revive_topic(), revive_qid, invisible_time),
+            group: h.consumer_group.as_str().to_owned(),
+            topic: topic.to_owned(),
+            answer: response,
+        }))
     }
 
     /// BATCH_ACK_MESSAGE: each check point's acks as one `bAck` record (orderly ones committed
     /// one by one); offsets outside their queue are left out, as Java does.
-    pub fn batch_ack(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
+    /// Answered once every record is stored as the flush policy says (`None`: answered later,
+    /// by the last put's callback).
+    pub fn batch_ack(&self, channel: &Channel, request: &RemotingCommand) -> Option<RemotingCommand> {
         let body = match request.body.as_ref().map(|b| BatchAckRequestBody::decode(b)) {
             Some(Ok(body)) => body,
-            Some(Err(e)) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            Some(Err(e)) => return Some(RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string())),
             None => BatchAckRequestBody::default(),
         };
         let acks = body.acks.unwrap_or_default();
         if acks.is_empty() {
-            return RemotingCommand::response_to(request, ResponseCode::NO_MESSAGE);
+            return Some(RemotingCommand::response_to(request, ResponseCode::NO_MESSAGE));
         }
+        let mut puts = Vec::new();
         let mut response = RemotingCommand::response_to(request, ResponseCode::SUCCESS);
         for b in &acks {
             let (Some(group), Some(topic)) = (b.consumer_group.as_deref(), b.topic.as_deref()) else { continue };
@@ -767,7 +796,7 @@ impl PopService {
             let (Ok(group_name), Ok(topic_name)) = (GroupName::new(group), TopicName::new(&topic)) else { continue };
             let bits = match b.set_bits() {
                 Ok(bits) => bits,
-                Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+                Err(e) => return Some(RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string())),
             };
             let (min, max) = (self.store.min_offset_in_queue(&topic, b.queue_id), self.store.max_offset_in_queue(&topic, b.queue_id));
             let mut list = Vec::new();
@@ -802,13 +831,31 @@ impl PopService {
             if self.merge.add_ack(&batch.ack, &batch.ack_offset_list, true, now_ms()) {
                 continue;
             }
-            let result = self.put_revive(&ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), Origin::PopAck);
-            self.metrics.on_revive_put(group, &topic, ReviveKind::Ack, result.status);
-            if !stored(&result) {
-                tracing::error!(?result.status, "put batch ack msg error");
-            }
+            puts.push((ReviveMessage::batch_ack(&batch, &self.revive_topic(), b.revive_queue_id, b.invisible_time), group.to_owned(), topic.clone()));
         }
-        response
+        if puts.is_empty() {
+            return Some(response);
+        }
+        // Each record put at once; the last put to settle answers.
+        let answer = Arc::new(parking_lot::Mutex::new((puts.len(), Some((Reply::to(channel, request), response)))));
+        for (record, group, topic) in puts {
+            let (answer, metrics) = (answer.clone(), self.metrics.clone());
+            self.put_revive_then(&record, Origin::PopAck, move |result| {
+                metrics.on_revive_put(&group, &topic, ReviveKind::Ack, result.status);
+                if !stored(&result) {
+                    tracing::error!(?result.status, "put batch ack msg error");
+                }
+                let mut a = answer.lock();
+                a.0 -= 1;
+                if a.0 == 0 {
+                    if let Some((reply, response)) = a.1.take() {
+                        drop(a);
+                        reply.send(response);
+                    }
+                }
+            });
+        }
+        None
     }
 
     /// `ackOrderly`: commits the queue's offset up to the first message not yet acked.

@@ -16,8 +16,8 @@ impl RequestProcessor for PopProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
         Ok(match request.request_code() {
             RequestCode::POP_MESSAGE => self.service.pop(channel, request, true),
-            RequestCode::ACK_MESSAGE => Some(self.service.ack(channel, &request)),
-            RequestCode::BATCH_ACK_MESSAGE => Some(self.service.batch_ack(channel, &request)),
+            RequestCode::ACK_MESSAGE => self.service.ack(channel, &request),
+            RequestCode::BATCH_ACK_MESSAGE => self.service.batch_ack(channel, &request),
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME => Some(self.service.change_invisible_time(channel, &request)),
             RequestCode::PEEK_MESSAGE => Some(self.service.peek(channel, &request)),
             RequestCode::NOTIFICATION => self.service.notification(channel, request),
