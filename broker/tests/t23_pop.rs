@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use broker::pop::headers::{ChangeInvisibleTimeRequestHeader, PopMessageResponseHeader};
+use broker::pop::headers::{ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, PopMessageResponseHeader};
 use remoting::client::{ClientConfig, RemotingClient};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
@@ -141,15 +141,15 @@ async fn a_batch_ack_keeps_the_messages_of_its_bits_gone() {
     acks_keep_their_messages_gone(&[]).await;
 }
 
-/// Under SYNC_FLUSH an ack and a batch ack are answered once their records are on disk, by the
-/// flush (not by a thread waiting for it).
+/// Under SYNC_FLUSH an ack, a batch ack and a change of invisible time are answered once their
+/// records are on disk, by the flush (not by a thread waiting for it).
 #[tokio::test(flavor = "multi_thread")]
 async fn acks_are_answered_once_flushed_under_sync_flush() {
     acks_keep_their_messages_gone(&[("flushDiskType", "SYNC_FLUSH")]).await;
 }
 
-/// Four messages popped; a batch ack of the first two, an ack of the third: only the fourth
-/// comes back.
+/// Four messages popped; a batch ack of the first two, an ack of the third, a change of the
+/// fourth's invisible time: only the fourth comes back, once.
 async fn acks_keep_their_messages_gone(extra: &[(&str, &str)]) {
     let dir = tempfile::tempdir().unwrap();
     let mut conf = vec![("brokerName", "broker-a")];
@@ -178,6 +178,20 @@ async fn acks_keep_their_messages_gone(extra: &[(&str, &str)]) {
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let r = c.invoke(&addr, ack_request("Batch", &got[2]), TIMEOUT).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
+    // b3 made visible again in 1 s: a new check point, and an ack of the old one (else b3 would
+    // also come back from it, 3 s after the pop).
+    let ch = ChangeInvisibleTimeRequestHeader {
+        consumer_group: group("pg-c"),
+        topic: topic("Batch"),
+        queue_id: got[3].queue_id,
+        extra_info: got[3].handle.clone(),
+        offset: got[3].offset,
+        invisible_time: 1000,
+    };
+    let r = c.invoke(&addr, RemotingCommand::request_with_header(RequestCode::CHANGE_MESSAGE_INVISIBLETIME, &ch), TIMEOUT).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let changed: ChangeInvisibleTimeResponseHeader = r.decode_header().unwrap();
+    assert_eq!((changed.invisible_time, changed.revive_qid), (1000, h.revive_qid));
     let empty = RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(br#"{"acks":[]}"#.to_vec());
     assert_eq!(c.invoke(&addr, empty, TIMEOUT).await.unwrap().response_code(), ResponseCode::NO_MESSAGE);
     let back = pop_until(&c, &addr, "Batch", 1, 60_000, Duration::from_secs(30)).await;

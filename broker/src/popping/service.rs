@@ -165,6 +165,20 @@ pub struct PopService {
     pub merge: Arc<BufferMerge>,
 }
 
+/// A CHANGE_MESSAGE_INVISIBLETIME answer as Java's: every answer carries the response header,
+/// zeros where Java leaves its fields unset, and Java's default remark where it sets none (the
+/// 5.3.3 client decodes the header before it looks at the code, so an answer without it fails
+/// the call instead of reporting `NO_EXIST`).
+fn with_change_defaults(mut response: RemotingCommand) -> RemotingCommand {
+    if response.ext_fields.as_ref().is_none_or(|f| f.get("popTime").is_none()) {
+        response = response.with_header(&ChangeInvisibleTimeResponseHeader { pop_time: 0, invisible_time: 0, revive_qid: 0 });
+    }
+    if response.remark.is_none() {
+        response = response.with_remark(remoting::command::UNSET_REMARK);
+    }
+    response
+}
+
 /// An ack to store before its answer.
 struct AckPut {
     record: ReviveMessage,
@@ -930,37 +944,30 @@ impl PopService {
         }
     }
 
-    /// CHANGE_MESSAGE_INVISIBLETIME. Every answer carries the response header, zeros where Java
-    /// leaves its fields unset, and Java's default remark where it sets none: the 5.3.3 client
-    /// decodes the header before it looks at the code, so an answer without it fails the call
-    /// instead of reporting `NO_EXIST`.
-    pub fn change_invisible_time(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
-        let mut response = self.change_invisible_time_inner(channel, request);
-        if response.ext_fields.as_ref().is_none_or(|f| f.get("popTime").is_none()) {
-            response = response.with_header(&ChangeInvisibleTimeResponseHeader { pop_time: 0, invisible_time: 0, revive_qid: 0 });
-        }
-        if response.remark.is_none() {
-            response = response.with_remark(remoting::command::UNSET_REMARK);
-        }
-        response
+    /// CHANGE_MESSAGE_INVISIBLETIME, every answer completed as Java's ([`with_change_defaults`]).
+    /// The new check point is stored first, then the old one's ack (merged into it when the
+    /// buffer holds it), and the answer sent once both are stored as the flush policy says
+    /// (`None`: answered later, from the store's callbacks), as Java 5.3.3 chains its futures.
+    pub fn change_invisible_time(&self, channel: &Channel, request: &RemotingCommand) -> Option<RemotingCommand> {
+        self.change_invisible_time_inner(channel, request).map(with_change_defaults)
     }
 
-    fn change_invisible_time_inner(&self, channel: &Channel, request: &RemotingCommand) -> RemotingCommand {
+    fn change_invisible_time_inner(&self, channel: &Channel, request: &RemotingCommand) -> Option<RemotingCommand> {
         let h: ChangeInvisibleTimeRequestHeader = match request.decode_header() {
             Ok(h) => h,
-            Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            Err(e) => return Some(RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string())),
         };
         let topic = h.topic.as_str();
         if let Err(refused) = self.check_acked_queue(channel, request, topic, h.queue_id) {
-            return *refused;
+            return Some(*refused);
         }
         let (min, max) = (self.store.min_offset_in_queue(topic, h.queue_id), self.store.max_offset_in_queue(topic, h.queue_id));
         if h.offset < min || h.offset >= max {
-            return RemotingCommand::response_to(request, ResponseCode::NO_MESSAGE);
+            return Some(RemotingCommand::response_to(request, ResponseCode::NO_MESSAGE));
         }
         let extra = match ExtraInfo::parse(&h.extra_info) {
             Ok(e) => e,
-            Err(e) => return RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            Err(e) => return Some(RemotingCommand::error_response(request, ResponseCode::SYSTEM_ERROR, e.to_string())),
         };
         let (group, g) = (&h.consumer_group, h.consumer_group.as_str());
         if extra.is_order() {
@@ -974,11 +981,11 @@ impl PopService {
             let _lock = self.locks.lock(lock_key(topic, g, h.queue_id));
             let old = self.offsets.query_offset(g, topic, h.queue_id).unwrap_or(-1);
             if h.offset < old {
-                return RemotingCommand::response_to(request, ResponseCode::SUCCESS);
+                return Some(RemotingCommand::response_to(request, ResponseCode::SUCCESS));
             }
             let next_visible = now_ms() + h.invisible_time;
             self.order.update_next_visible_time(topic, g, h.queue_id, h.offset, extra.pop_time, next_visible);
-            return respond(next_visible - extra.pop_time);
+            return Some(respond(next_visible - extra.pop_time));
         }
         let now = now_ms();
         let mut ck = PopCheckPoint {
@@ -993,11 +1000,6 @@ impl PopService {
             ..PopCheckPoint::default()
         };
         ck.add_diff(0);
-        let result = self.put_revive(&ReviveMessage::check_point(&ck, &self.revive_topic(), extra.revive_qid), Origin::PopCheckPoint);
-        self.metrics.on_revive_put(g, topic, ReviveKind::Ck, result.status);
-        if !stored(&result) {
-            return RemotingCommand::response_to(request, ResponseCode::SYSTEM_ERROR);
-        }
         let ack = AckMsg {
             ack_offset: h.offset,
             broker_name: Some(extra.broker_name.clone()),
@@ -1007,19 +1009,33 @@ impl PopService {
             start_offset: extra.ck_queue_offset,
             topic: Some(topic.to_owned()),
         };
-        // The new check point is always written; the old one's ack may merge into it.
-        if !self.merge.add_ack(&ack, &[h.offset], false, now_ms()) {
-            let result = self.put_revive(&ReviveMessage::ack(&ack, &self.revive_topic(), extra.revive_qid, extra.invisible_time), Origin::PopAck);
-            self.metrics.on_revive_put(g, topic, ReviveKind::Ack, result.status);
-            if !stored(&result) {
-                tracing::error!(?result.status, "change invisible, put ack msg fail");
-            }
-        }
-        RemotingCommand::response_to(request, ResponseCode::SUCCESS).with_header(&ChangeInvisibleTimeResponseHeader {
+        let ack_record = self.revive_record(&ReviveMessage::ack(&ack, &self.revive_topic(), extra.revive_qid, extra.invisible_time));
+        let ok = RemotingCommand::response_to(request, ResponseCode::SUCCESS).with_header(&ChangeInvisibleTimeResponseHeader {
             pop_time: now,
             invisible_time: h.invisible_time,
             revive_qid: extra.revive_qid,
-        })
+        });
+        let failed = RemotingCommand::response_to(request, ResponseCode::SYSTEM_ERROR);
+        let (reply, metrics, merge, put) = (Reply::to(channel, request), self.metrics.clone(), self.merge.clone(), self.put.clone());
+        let (g, t) = (g.to_owned(), topic.to_owned());
+        self.put_revive_then(&ReviveMessage::check_point(&ck, &self.revive_topic(), extra.revive_qid), Origin::PopCheckPoint, move |result| {
+            metrics.on_revive_put(&g, &t, ReviveKind::Ck, result.status);
+            if !stored(&result) {
+                return reply.send(with_change_defaults(failed));
+            }
+            // The old check point's ack: merged when the buffer holds it, else stored.
+            if merge.add_ack(&ack, &[ack.ack_offset], false, now_ms()) {
+                return reply.send(with_change_defaults(ok));
+            }
+            put.put_rewritten_then(ack_record, Origin::PopAck, move |result| {
+                metrics.on_revive_put(&g, &t, ReviveKind::Ack, result.status);
+                if !stored(&result) {
+                    tracing::error!(?result.status, "change invisible, put ack msg fail");
+                }
+                reply.send(with_change_defaults(ok));
+            });
+        });
+        None
     }
 
     /// Java's `addRetryTopicIfNotExist`: a pop retry topic with one queue, the group's offset on

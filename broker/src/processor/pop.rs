@@ -18,7 +18,7 @@ impl RequestProcessor for PopProcessor {
             RequestCode::POP_MESSAGE => self.service.pop(channel, request, true),
             RequestCode::ACK_MESSAGE => self.service.ack(channel, &request),
             RequestCode::BATCH_ACK_MESSAGE => self.service.batch_ack(channel, &request),
-            RequestCode::CHANGE_MESSAGE_INVISIBLETIME => Some(self.service.change_invisible_time(channel, &request)),
+            RequestCode::CHANGE_MESSAGE_INVISIBLETIME => self.service.change_invisible_time(channel, &request),
             RequestCode::PEEK_MESSAGE => Some(self.service.peek(channel, &request)),
             RequestCode::NOTIFICATION => self.service.notification(channel, request),
             RequestCode::POLLING_INFO => Some(self.service.polling_info(channel, &request)),
