@@ -139,6 +139,12 @@ async fn a_recalled_timer_message_is_never_released() {
     let m = c.invoke(&addr, RemotingCommand::request(remoting::RequestCode::GET_TIMER_METRICS), TIMEOUT).await.unwrap();
     let json: serde_json::Value = serde_json::from_slice(m.body_bytes()).unwrap();
     assert_eq!(json["timingCount"]["Recalled"]["count"], 0, "{json}");
+    // A deleted topic's count goes with it (Java's `removeTimingCount`).
+    let delete = raw(remoting::RequestCode::DELETE_TOPIC_IN_BROKER, &[("topic", "Recalled")]);
+    assert_eq!(c.invoke(&addr, delete, TIMEOUT).await.unwrap().code, 0);
+    let m = c.invoke(&addr, RemotingCommand::request(remoting::RequestCode::GET_TIMER_METRICS), TIMEOUT).await.unwrap();
+    let json: serde_json::Value = serde_json::from_slice(m.body_bytes()).unwrap();
+    assert!(json["timingCount"].get("Recalled").is_none(), "{json}");
     broker.shutdown().await;
 }
 

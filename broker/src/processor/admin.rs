@@ -157,6 +157,9 @@ impl RequestProcessor for AdminProcessor {
                 let h: TopicHeader = request.decode_header()?;
                 b.topics.delete(&h.topic).map_err(|e| ProcessError::system(e.to_string()))?;
                 b.store.delete_topic(&h.topic);
+                if let Some(timer) = b.timer.as_ref() {
+                    timer.metrics().remove(&h.topic);
+                }
                 b.broker_stats.on_topic_deleted(&h.topic);
                 b.membership.register_soon(false);
                 Ok(Some(ok(&request)))

@@ -87,6 +87,11 @@ impl TimerMetrics {
         true
     }
 
+    /// Drops a deleted topic's count (Java's `removeTimingCount`, from `deleteTopicInBroker`).
+    pub fn remove(&self, topic: &str) {
+        self.state.lock().timing_count.remove(topic);
+    }
+
     /// Drops the counts of topics that no longer exist (not system or LMQ topics), as Java's
     /// `cleanMetrics`.
     pub fn retain_topics(&self, exists: impl Fn(&str) -> bool) {
