@@ -203,6 +203,10 @@ class PopAssignmentTest {
             sendRaw(addr, "PeekT", 0, "peek-a");
             sendRaw(addr, "PeekT", 0, "peek-b");
             sendRaw(addr, "PeekT", 1, "peek-c");
+            // A send is answered before its consume queue has it (both brokers dispatch behind the log): the
+            // peeks must see all three, on both.
+            awaitMaxOffset(addr, "PeekT", 0, 2);
+            awaitMaxOffset(addr, "PeekT", 1, 1);
         }
         String g = "|consumerGroup=PeekG";
         List<String> requests = List.of(
@@ -270,6 +274,14 @@ class PopAssignmentTest {
         }
         System.out.println("[peek] Java 5.3.3:\n" + String.join("\n", fromJava));
         assertEquals(String.join("\n", fromJava), String.join("\n", fromOurs));
+    }
+
+    /** Waits until GET_MAX_OFFSET (30) of a queue of a broker answers {@code want}. */
+    private void awaitMaxOffset(String addr, String topic, int queueId, long want) {
+        Await.until(addr + ": max offset of " + topic + "/" + queueId, Duration.ofSeconds(10),
+            () -> clients.get(2).getRemotingClient().invokeSync(addr, request("30|topic=" + topic + "|queueId=" + queueId), 5000)
+                .getExtFields().get("offset"),
+            offset -> String.valueOf(want).equals(offset), () -> "");
     }
 
     /** SEND_MESSAGE (10) of one message to a queue of a broker. */
