@@ -199,6 +199,20 @@ impl State {
         })
     }
 
+    /// Holds `ck` under `merge_key` and queues its pop's next offset behind it: a check point
+    /// the buffer writes (`just_offset` false), or one its pop is writing (`Storing`).
+    fn hold(&mut self, ck: &PopCheckPoint, revive_qid: i32, merge_key: String, next_begin_offset: i64, just_offset: bool) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.by_key.insert(merge_key.clone(), id);
+        let state = if just_offset { CkState::Storing } else { CkState::NotStored };
+        self.held.insert(id, Held { ck: ck.clone(), revive_qid, merge_key, acked: 0, stored_acks: 0, state, just_offset });
+        let q = self.queue(ck.topic.as_deref().unwrap_or(""), ck.cid.as_deref().unwrap_or(""), ck.queue_id);
+        q.time = ck.pop_time;
+        q.pending.push_back(Pending { held: Some(id), next_begin_offset });
+        id
+    }
+
     fn offsets_len(&self) -> usize {
         self.offsets.values().map(|q| q.pending.len()).sum()
     }
@@ -279,13 +293,7 @@ impl BufferMerge {
             tracing::warn!(merge_key, "pop buffer: the same check point is held");
             return false;
         }
-        s.next_id += 1;
-        let id = s.next_id;
-        s.by_key.insert(merge_key.clone(), id);
-        s.held.insert(id, Held { ck: ck.clone(), revive_qid, merge_key, acked: 0, stored_acks: 0, state: CkState::NotStored, just_offset: false });
-        let q = s.queue(topic, group, ck.queue_id);
-        q.time = ck.pop_time;
-        q.pending.push_back(Pending { held: Some(id), next_begin_offset });
+        s.hold(ck, revive_qid, merge_key, next_begin_offset, false);
         true
     }
 
@@ -297,7 +305,6 @@ impl BufferMerge {
     /// and waits).
     pub fn add_storing(&self, ck: &PopCheckPoint, revive_qid: i32, next_begin_offset: i64) -> Storing {
         let cap = usize::try_from(self.config.load().pop_ck_max_buffer_size).unwrap_or(0);
-        let (topic, group) = (ck.topic.as_deref().unwrap_or(""), ck.cid.as_deref().unwrap_or(""));
         let merge_key = ck_key(ck);
         let mut s = self.state.lock();
         if s.by_key.contains_key(&merge_key) {
@@ -307,14 +314,7 @@ impl BufferMerge {
         if s.held.len() >= cap {
             return Storing::Full;
         }
-        s.next_id += 1;
-        let id = s.next_id;
-        s.by_key.insert(merge_key.clone(), id);
-        s.held.insert(id, Held { ck: ck.clone(), revive_qid, merge_key, acked: 0, stored_acks: 0, state: CkState::Storing, just_offset: true });
-        let q = s.queue(topic, group, ck.queue_id);
-        q.time = ck.pop_time;
-        q.pending.push_back(Pending { held: Some(id), next_begin_offset });
-        Storing::Added(id)
+        Storing::Added(s.hold(ck, revive_qid, merge_key, next_begin_offset, true))
     }
 
     /// What the put of an [`Self::add_storing`] check point came to (false: the passes write it
