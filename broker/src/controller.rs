@@ -96,8 +96,11 @@ pub struct BrokerController {
     member: Option<dledger::server::DLedgerServer>,
 }
 
-fn pool(name: &str, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>, StartError> {
-    Ok(Arc::new(BusinessPool::new(name, threads.max(1), capacity.max(1))?))
+fn pool(kind: Pool, threads: usize, capacity: usize) -> Result<Arc<BusinessPool>, StartError> {
+    if kind.on_runtime() {
+        return Ok(Arc::new(BusinessPool::on_runtime(kind.thread_name(), threads, capacity, &tokio::runtime::Handle::current())));
+    }
+    Ok(Arc::new(BusinessPool::new(kind.thread_name(), threads.max(1), capacity.max(1))?))
 }
 
 impl BrokerController {
@@ -140,6 +143,9 @@ impl BrokerController {
             }
         };
         let metrics_exporter = broker.metrics.start_exporter(&broker.config(), sources, watermarks).await.map_err(StartError::Metrics)?;
+        // The stats windows' first sample, before either port can serve a request that counts
+        // (Java's schedules start with the broker); `async_tasks` takes the next ones.
+        broker.broker_stats.tick(remoting::clock::now_ms());
         let fast_server = match fast_port(broker.config().listen_port) {
             Some(port) => {
                 let pulls: Vec<RequestCode> = ROUTES.iter().filter(|r| !r.on_fast_port()).map(|r| r.code).collect();
@@ -376,7 +382,7 @@ fn processors(
     let mut pools = HashMap::new();
     for kind in Pool::ALL {
         let (threads, capacity) = kind.size(c);
-        pools.insert(kind, pool(kind.thread_name(), threads, capacity)?);
+        pools.insert(kind, pool(kind, threads, capacity)?);
     }
     let pool_of = |kind: Pool| pools[&kind].clone();
     let watermarks = Pool::ALL.iter().filter_map(|kind| Some((kind.metric_label()?, pool_of(*kind)))).collect();
@@ -718,7 +724,9 @@ fn async_tasks(broker: &Arc<Broker>) -> Vec<JoinHandle<()>> {
     }
     let me = broker.clone();
     tasks.push(tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(Duration::from_millis(crate::stats_manager::TICK_MS));
+        // The first sample was taken before the server started.
+        let period = Duration::from_millis(crate::stats_manager::TICK_MS);
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         loop {
             ticker.tick().await;
             me.broker_stats.tick(remoting::clock::now_ms());

@@ -237,6 +237,10 @@ impl RequestProcessor for ProxyPortChecks {
     fn answers_are_small(&self) -> bool {
         self.inner.answers_are_small()
     }
+
+    fn runs_in_place(&self, code: remoting::RequestCode) -> bool {
+        self.inner.runs_in_place(code)
+    }
 }
 
 /// GET_ROUTEINFO_BY_TOPIC on the proxy's remoting port: this broker's queues of the topic, with the

@@ -72,6 +72,16 @@ impl Pool {
         })
     }
 
+    /// Whether the pool's jobs run on the async runtime's threads, those that read the requests
+    /// ([`remoting::pool::BusinessPool::on_runtime`]), instead of threads of its own. The send
+    /// pool's: a send appends to the commit log's mapping and is answered, or is answered later
+    /// by the flush or replication service (SYNC_FLUSH, SYNC_MASTER, DLedger), so it never waits
+    /// and gains nothing from a thread but two hand-offs per message. (Its other codes are rare:
+    /// a send back reads one message by its offset, a recall appends a marker.)
+    pub fn on_runtime(self) -> bool {
+        self == Pool::Send
+    }
+
     /// Threads and queue capacity from the config's keys (Java's admin queue is fixed at 10,000).
     pub fn size(self, c: &BrokerConfig) -> (usize, usize) {
         match self {

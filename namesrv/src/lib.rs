@@ -67,10 +67,14 @@ impl NamesrvController {
         let default_pool = Arc::new(
             BusinessPool::new("NamesrvDefault", config.default_thread_pool_nums, config.default_thread_pool_queue_capacity).map_err(StartError::Pool)?,
         );
-        let client_pool = Arc::new(
-            BusinessPool::new("NamesrvClientRequest", config.client_request_thread_pool_nums, config.client_request_thread_pool_queue_capacity)
-                .map_err(StartError::Pool)?,
-        );
+        // A route query reads the route table in memory and never waits: its pool is drained on
+        // the runtime's threads, which read the requests, without a hand-off to a thread and back.
+        let client_pool = Arc::new(BusinessPool::on_runtime(
+            "NamesrvClientRequest",
+            config.client_request_thread_pool_nums,
+            config.client_request_thread_pool_queue_capacity,
+            &tokio::runtime::Handle::current(),
+        ));
         let scan_interval = Duration::from_millis(config.scan_not_active_broker_interval_ms.max(100));
         let server_config = ServerConfig {
             listen_addr,

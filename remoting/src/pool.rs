@@ -53,11 +53,38 @@ struct Queue {
     bytes: usize,
     capacity_bytes: usize,
     open: bool,
+    /// The pool's threads: at most this many jobs run at once, on workers or in place.
+    threads: usize,
+    /// Jobs running now: on a worker, or in place on the caller's thread ([`InPlace`]).
+    running: usize,
 }
 
 struct Shared {
     queue: Mutex<Queue>,
+    /// Wakes idle worker threads (a pool of threads).
     ready: Condvar,
+    /// Wakes idle tasks (a pool drained on an async runtime, [`BusinessPool::on_runtime`]).
+    tasks: Option<Tasks>,
+}
+
+/// The tasks that drain a pool on an async runtime.
+struct Tasks {
+    wake: tokio::sync::Notify,
+    /// Tasks still running; [`BusinessPool::shutdown`] waits for none.
+    alive: Mutex<usize>,
+    gone: Condvar,
+}
+
+/// Jobs a task runs before it lets the runtime's other tasks (the connections' readers) run.
+const TASK_BUDGET: usize = 16;
+
+/// What a task finds when it looks for a job.
+enum Next {
+    Job(Job),
+    /// Nothing it may take now: wait to be woken.
+    Wait,
+    /// Shut down and drained.
+    Done,
 }
 
 pub struct BusinessPool {
@@ -74,18 +101,125 @@ pub enum Rejected {
 }
 
 impl Shared {
-    /// The next job, or None once the pool is shut down and drained.
-    fn next(&self) -> Option<Job> {
+    /// The next job, or None once the pool is shut down and drained; `finished_one` when the
+    /// worker comes back from running a job. A job is taken only while fewer than `threads` run,
+    /// counting those run in place.
+    fn next(&self, finished_one: bool) -> Option<Job> {
         let mut queue = self.queue.lock();
+        if finished_one {
+            queue.running -= 1;
+        }
         loop {
-            if let Some(queued) = queue.jobs.pop_front() {
-                queue.bytes -= queued.bytes;
-                return Some(queued.job);
+            if queue.running < queue.threads {
+                if let Some(queued) = queue.jobs.pop_front() {
+                    queue.bytes -= queued.bytes;
+                    queue.running += 1;
+                    return Some(queued.job);
+                }
             }
-            if !queue.open {
+            if !queue.open && queue.jobs.is_empty() {
                 return None;
             }
             self.ready.wait(&mut queue);
+        }
+    }
+}
+
+impl Shared {
+    /// Wakes one idle worker or task: a job was queued, or a running place given back.
+    fn wake_one(&self) {
+        match &self.tasks {
+            Some(tasks) => tasks.wake.notify_one(),
+            None => {
+                self.ready.notify_one();
+            }
+        }
+    }
+
+    /// A task's next job, as [`Shared::next`] without waiting.
+    fn try_next(&self, finished_one: bool) -> Next {
+        let mut queue = self.queue.lock();
+        if finished_one {
+            queue.running -= 1;
+        }
+        if queue.running < queue.threads {
+            if let Some(queued) = queue.jobs.pop_front() {
+                queue.bytes -= queued.bytes;
+                queue.running += 1;
+                return Next::Job(queued.job);
+            }
+        }
+        if !queue.open && queue.jobs.is_empty() {
+            Next::Done
+        } else {
+            Next::Wait
+        }
+    }
+
+    /// One task of a pool drained on a runtime: runs jobs from the queue, at most
+    /// [`TASK_BUDGET`] before it yields, so a connection's reader keeps reading (and serving the
+    /// pulls that run where they are read) while sends queue here, as Java's pull threads run
+    /// beside its send thread.
+    async fn drain(self: std::sync::Arc<Self>) {
+        struct Gone(std::sync::Arc<Shared>);
+        impl Drop for Gone {
+            // Also when the runtime drops the task unfinished: shutdown must not wait for it.
+            fn drop(&mut self) {
+                if let Some(tasks) = &self.0.tasks {
+                    *tasks.alive.lock() -= 1;
+                    tasks.gone.notify_all();
+                }
+            }
+        }
+        let gone = Gone(self);
+        let shared = &gone.0;
+        let Some(tasks) = &shared.tasks else { return };
+        let mut finished_one = false;
+        loop {
+            let mut ran = 0;
+            let budget_spent = loop {
+                match shared.try_next(finished_one) {
+                    Next::Job(job) => {
+                        job();
+                        finished_one = true;
+                        ran += 1;
+                        if ran == TASK_BUDGET {
+                            break true;
+                        }
+                    }
+                    Next::Wait => break false,
+                    Next::Done => return,
+                }
+                // `try_next` gave the running place back.
+            };
+            if budget_spent {
+                // Give the place back before yielding, so the pool's bound counts running jobs only.
+                shared.queue.lock().running -= 1;
+                finished_one = false;
+                tokio::task::yield_now().await;
+            } else {
+                finished_one = false;
+                tasks.wake.notified().await;
+            }
+        }
+    }
+}
+
+/// A place among a pool's running jobs, taken by a caller that runs one job on its own thread
+/// ([`BusinessPool::run_in_place`]); given back when dropped.
+pub struct InPlace<'a> {
+    shared: &'a Shared,
+}
+
+impl Drop for InPlace<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.shared.queue.lock();
+        queue.running -= 1;
+        let waiting = !queue.jobs.is_empty();
+        drop(queue);
+        if waiting {
+            // A job queued while this one held the last place: a worker may take it now.
+            self.shared.wake_one();
         }
     }
 }
@@ -98,19 +232,53 @@ impl BusinessPool {
 
     /// A pool whose queue holds at most `queue_capacity` jobs and `queue_capacity_bytes` bytes.
     pub fn with_capacity_bytes(name: &str, threads: usize, queue_capacity: usize, queue_capacity_bytes: usize) -> std::io::Result<BusinessPool> {
-        let queue = Queue { jobs: VecDeque::new(), capacity: queue_capacity.max(1), bytes: 0, capacity_bytes: queue_capacity_bytes, open: true };
-        let shared = std::sync::Arc::new(Shared { queue: Mutex::new(queue), ready: Condvar::new() });
+        let queue = Queue {
+            jobs: VecDeque::new(),
+            capacity: queue_capacity.max(1),
+            bytes: 0,
+            capacity_bytes: queue_capacity_bytes,
+            open: true,
+            threads: threads.max(1),
+            running: 0,
+        };
+        let shared = std::sync::Arc::new(Shared { queue: Mutex::new(queue), ready: Condvar::new(), tasks: None });
         let mut workers = Vec::with_capacity(threads.max(1));
         for i in 0..threads.max(1) {
             let shared = shared.clone();
             workers.push(std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
                 // Runs until the pool is shut down and the queue is drained.
-                while let Some(job) = shared.next() {
+                let mut finished_one = false;
+                while let Some(job) = shared.next(finished_one) {
                     job();
+                    finished_one = true;
                 }
             })?);
         }
         Ok(BusinessPool { name: name.to_owned(), shared, workers: Mutex::new(workers) })
+    }
+
+    /// A pool drained by `tasks` tasks on the async runtime `runtime` instead of threads, for
+    /// jobs that never block (see [`crate::server::RequestProcessor::runs_in_place`]): a job
+    /// runs on the thread that read its request, without a hand-off to a worker thread and
+    /// back, while the queue keeps every rule of a pool of threads (its bounds, SYSTEM_BUSY when
+    /// full, the fast failure of jobs that waited too long). At most `tasks` jobs run at once.
+    pub fn on_runtime(name: &str, tasks: usize, queue_capacity: usize, runtime: &tokio::runtime::Handle) -> BusinessPool {
+        let tasks = tasks.max(1);
+        let queue = Queue {
+            jobs: VecDeque::new(),
+            capacity: queue_capacity.max(1),
+            bytes: 0,
+            capacity_bytes: DEFAULT_QUEUE_CAPACITY_BYTES,
+            open: true,
+            threads: tasks,
+            running: 0,
+        };
+        let drainers = Tasks { wake: tokio::sync::Notify::new(), alive: Mutex::new(tasks), gone: Condvar::new() };
+        let shared = std::sync::Arc::new(Shared { queue: Mutex::new(queue), ready: Condvar::new(), tasks: Some(drainers) });
+        for _ in 0..tasks {
+            runtime.spawn(shared.clone().drain());
+        }
+        BusinessPool { name: name.to_owned(), shared, workers: Mutex::new(Vec::new()) }
     }
 
     pub fn name(&self) -> &str {
@@ -131,6 +299,21 @@ impl BusinessPool {
     /// Bytes held by the jobs waiting for a worker.
     pub fn queued_bytes(&self) -> usize {
         self.shared.queue.lock().bytes
+    }
+
+    /// A place to run one job on the caller's own thread, if the pool is idle enough that a
+    /// worker would start it at once: nothing is queued (so it overtakes no one) and fewer than
+    /// the pool's threads are running. While held it counts as a running job, so the pool's
+    /// bound on jobs at once holds. This spares a request the hand-off to a worker and back
+    /// when nothing waits; a busy pool queues, and its queue's rules (SYSTEM_BUSY when full,
+    /// the fast failure of jobs that waited too long) apply as before.
+    pub fn run_in_place(&self) -> Option<InPlace<'_>> {
+        let mut queue = self.shared.queue.lock();
+        if !queue.open || !queue.jobs.is_empty() || queue.running >= queue.threads {
+            return None;
+        }
+        queue.running += 1;
+        Some(InPlace { shared: &self.shared })
     }
 
     /// Queues `job`, which holds `job_bytes` (its request's size), or says at once why not. A job
@@ -177,7 +360,7 @@ impl BusinessPool {
         queue.bytes += job_bytes;
         queue.jobs.push_back(Queued { bytes: job_bytes, at: std::time::Instant::now(), job, refuse });
         drop(queue);
-        self.shared.ready.notify_one();
+        self.shared.wake_one();
         Ok(())
     }
 
@@ -247,6 +430,15 @@ impl BusinessPool {
         self.shared.ready.notify_all();
         for worker in self.workers.lock().drain(..) {
             let _ = worker.join();
+        }
+        if let Some(tasks) = &self.shared.tasks {
+            // Each task drains what is left and ends; call this off the runtime's threads.
+            let mut alive = tasks.alive.lock();
+            while *alive > 0 {
+                tasks.wake.notify_waiters();
+                tasks.wake.notify_one();
+                tasks.gone.wait_for(&mut alive, std::time::Duration::from_millis(10));
+            }
         }
     }
 }
@@ -389,6 +581,91 @@ mod tests {
         assert!(matches!(refusals.lock()[1], Refusal::Evicted { queued: 0, .. }));
         assert!(!pool.refuse_head(), "nothing left");
         gate.wait();
+        pool.shutdown();
+    }
+
+    #[test]
+    fn a_job_runs_in_place_only_while_nothing_is_queued_and_a_place_is_free() {
+        let pool = BusinessPool::new("t", 2, 16).unwrap();
+        let first = pool.run_in_place().expect("an idle pool gives a place");
+        let second = pool.run_in_place().expect("two threads, two places");
+        assert!(pool.run_in_place().is_none(), "both places are taken");
+        // A queued job waits for a place: the workers do not run more than the pool's threads.
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        pool.try_execute(0, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "no place for it yet");
+        drop(first);
+        assert!(pool.run_in_place().is_none(), "a queued job is not overtaken");
+        while ran.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        drop(second);
+        pool.shutdown();
+        assert!(pool.run_in_place().is_none(), "a shut pool gives no place");
+    }
+
+    #[test]
+    fn a_pool_on_a_runtime_runs_its_jobs_there_one_at_a_time_per_task_and_drains_at_shutdown() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        let pool = Arc::new(BusinessPool::on_runtime("t", 1, 10_000, runtime.handle()));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        let on_runtime = Arc::new(AtomicUsize::new(0));
+        for _ in 0..200 {
+            let (running, most, done, on_runtime) = (running.clone(), most.clone(), done.clone(), on_runtime.clone());
+            pool.try_execute(10, move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                if tokio::runtime::Handle::try_current().is_ok() {
+                    on_runtime.fetch_add(1, Ordering::SeqCst);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        }
+        pool.shutdown();
+        assert_eq!(done.load(Ordering::SeqCst), 200, "shutdown waits for every queued job");
+        assert_eq!(on_runtime.load(Ordering::SeqCst), 200, "every job ran on the runtime");
+        assert_eq!(most.load(Ordering::SeqCst), 1, "one task: one job at a time");
+        assert_eq!(pool.try_execute(0, || {}), Err(Rejected::ShutDown));
+    }
+
+    #[test]
+    fn a_pool_on_a_runtime_keeps_the_queue_rules_of_a_pool_of_threads() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        // The runtime is not driven yet: its task cannot run, so what is queued stays queued.
+        let pool = BusinessPool::on_runtime("t", 1, 2, runtime.handle());
+        let refusals = Arc::new(Mutex::new(Vec::new()));
+        for _ in 0..2 {
+            let f = refusals.clone();
+            pool.try_execute_or_refuse(0, || {}, move |why| f.lock().push(why)).unwrap();
+        }
+        let f = refusals.clone();
+        assert_eq!(pool.try_execute_or_refuse(0, || {}, move |why| f.lock().push(why)), Err(Rejected::Full));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(pool.refuse_waiting_at_least(std::time::Duration::from_millis(5)), 2, "the fast failure takes them out");
+        assert!(matches!(refusals.lock()[..], [Refusal::Full, Refusal::WaitedTooLong { .. }, Refusal::WaitedTooLong { .. }]));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        pool.try_execute(0, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        runtime.block_on(async {
+            while ran.load(Ordering::SeqCst) == 0 {
+                tokio::task::yield_now().await;
+            }
+        });
+        drop(runtime);
+        // The runtime dropped its task: shutdown does not wait for it.
         pool.shutdown();
     }
 }

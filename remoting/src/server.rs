@@ -74,6 +74,14 @@ pub trait RequestProcessor: Send + Sync + 'static {
     fn answers_are_small(&self) -> bool {
         false
     }
+
+    /// Whether a request with this code may run where it was read, on the connection's reader
+    /// (an async runtime thread), when its pool is idle ([`BusinessPool::run_in_place`]): only
+    /// for processing that never blocks, that is CPU work and memory, with any answer that
+    /// depends on the disk, a replica or a timer sent later through a [`Reply`].
+    fn runs_in_place(&self, _code: RequestCode) -> bool {
+        false
+    }
 }
 
 /// Told when connections go away, e.g. so the name server can forget a broker at once.
@@ -316,6 +324,15 @@ impl InboundHandler for Dispatcher {
             // The request is finished: its bytes no longer hold the reader back.
             drop(in_flight);
         };
+        // Run to completion on the reader's thread when the processor never blocks and its pool
+        // would start the job at once anyway: no hand-off to a worker and back.
+        if route.processor.runs_in_place(RequestCode(code)) {
+            if let Some(place) = route.pool.run_in_place() {
+                job();
+                drop(place);
+                return;
+            }
+        }
         let pool = route.pool.clone();
         let refuse = move |why: Refusal| {
             if matches!(why, Refusal::Full | Refusal::ShutDown) {

@@ -35,5 +35,6 @@ pub mod put;
 pub mod queues;
 pub mod recovery;
 pub mod store;
+pub mod thread_policy;
 pub mod timer;
 pub mod transient_pool;

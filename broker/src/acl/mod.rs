@@ -321,6 +321,10 @@ impl remoting::server::RequestProcessor for Checked {
     fn answers_are_small(&self) -> bool {
         self.inner.answers_are_small()
     }
+
+    fn runs_in_place(&self, code: remoting::RequestCode) -> bool {
+        self.inner.runs_in_place(code)
+    }
 }
 
 /// What answers a code no route serves when `aclEnable=true`: behind [`Checked`] as Java's default

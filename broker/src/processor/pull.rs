@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
-use remoting::RemotingCommand;
+use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumption::PullService;
 
@@ -14,5 +14,13 @@ pub struct PullProcessor {
 impl RequestProcessor for PullProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> ProcessResult {
         Ok(self.service.pull(channel, request, true))
+    }
+
+    /// A pull reads the commit log's mapping and answers, or parks to be answered later: no
+    /// wait but the disk's, and none of that while all the log is within what Java deems in
+    /// memory. Sends and pulls then both run where they were read, in the order they came, so
+    /// one cannot starve the other.
+    fn runs_in_place(&self, _code: RequestCode) -> bool {
+        self.service.store.reads_are_in_memory()
     }
 }

@@ -101,6 +101,19 @@ impl MessageStore {
         self.log.max_offset()
     }
 
+    /// Whether every readable byte of the commit log is within what Java deems in memory
+    /// (`accessMessageInMemoryMaxRatio` of the machine's memory behind the end, its test for a
+    /// read from the page cache): then a read of it is a copy from memory, not a wait for the
+    /// disk (unless the page cache was dropped since, as after a restart). Two loads.
+    pub fn reads_are_in_memory(&self) -> bool {
+        self.max_phy_offset() - self.min_phy_offset() <= self.in_memory_bytes()
+    }
+
+    /// Java's bytes behind the end of the commit log that a read finds in memory.
+    pub(super) fn in_memory_bytes(&self) -> i64 {
+        (self.total_memory_bytes as f64 * self.commit_log.tunables().access_message_in_memory_max_ratio() as f64 / 100.0) as i64
+    }
+
     /// `size` readable bytes at physical offset `offset`.
     pub fn read_phy(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
         self.log.read(offset, size)

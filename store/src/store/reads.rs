@@ -108,7 +108,7 @@ impl MessageStore {
             return r;
         };
         r.status = GetMessageStatus::NoMatchedMessage;
-        let memory = (self.total_memory_bytes as f64 * self.commit_log.tunables().access_message_in_memory_max_ratio() as f64 / 100.0) as i64;
+        let memory = self.in_memory_bytes();
         let mut next_phy_file_start = i64::MIN;
         let mut max_phy_pulling = 0;
         let mut examined = 0;
