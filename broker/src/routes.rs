@@ -550,7 +550,7 @@ mod tests {
     }
 
     pub(crate) fn request(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
-        let mut ext = remoting::command::ExtFields::new();
+        let mut ext = remoting::command::ExtFields::default();
         fields.iter().for_each(|(k, v)| {
             ext.insert(k.to_string(), v.to_string());
         });
@@ -661,7 +661,7 @@ mod acl_tests {
     }
 
     fn signed(code: RequestCode, fields: &[(&str, &str)], body: &[u8], ak: &str, sk: &str) -> RemotingCommand {
-        let mut ext = ExtFields::new();
+        let mut ext = ExtFields::default();
         for (k, v) in fields {
             ext.insert(k.to_string(), v.to_string());
         }

@@ -41,7 +41,7 @@ const PLAIN_ACL: &str =
     "accounts:\n  - accessKey: NormalUser\n    secretKey: 12345678\n    admin: false\n    defaultTopicPerm: PUB|SUB\n    defaultGroupPerm: PUB|SUB\n";
 
 fn signed(code: RequestCode) -> RemotingCommand {
-    let mut ext = ExtFields::new();
+    let mut ext = ExtFields::default();
     ext.insert(broker::acl::ACCESS_KEY.into(), "NormalUser".into());
     let mut request = RemotingCommand { ext_fields: Some(ext), ..RemotingCommand::request(code) };
     let signature = broker::acl::sign(&request, "12345678");

@@ -99,7 +99,7 @@ impl RemotingCommand {
     /// A request carrying a typed header.
     pub fn request_with_header(code: RequestCode, header: &impl CommandHeader) -> RemotingCommand {
         let mut cmd = RemotingCommand::request(code);
-        let mut ext = ExtFields::new();
+        let mut ext = ExtFields::default();
         header.write_to(&mut ext);
         cmd.ext_fields = Some(ext);
         cmd
@@ -150,13 +150,13 @@ impl RemotingCommand {
 
     /// Adds the fields of a typed header to `extFields` (creating the map if absent).
     pub fn with_header(mut self, header: &impl CommandHeader) -> Self {
-        header.write_to(self.ext_fields.get_or_insert_with(ExtFields::new));
+        header.write_to(self.ext_fields.get_or_insert_with(ExtFields::default));
         self
     }
 
     /// Sets one ext field (creating the map if absent).
     pub fn with_ext(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.ext_fields.get_or_insert_with(ExtFields::new).insert(key.into(), value.into());
+        self.ext_fields.get_or_insert_with(ExtFields::default).insert(key.into(), value.into());
         self
     }
 
@@ -184,7 +184,7 @@ impl RemotingCommand {
     /// Decodes the typed header from `extFields`; a missing map reads like an empty one.
     pub fn decode_header<H: CommandHeader>(&self) -> Result<H, HeaderError> {
         static EMPTY: std::sync::OnceLock<ExtFields> = std::sync::OnceLock::new();
-        H::read_from(self.ext_fields.as_ref().unwrap_or_else(|| EMPTY.get_or_init(ExtFields::new)))
+        H::read_from(self.ext_fields.as_ref().unwrap_or_else(|| EMPTY.get_or_init(ExtFields::default)))
     }
 
     /// One ext field, treating an empty string like an absent one (Go sends `""` for unset keys).

@@ -13,8 +13,9 @@
 //! ```
 
 /// Custom-header fields as they travel (`extFields`): string to string, in arrival order, so a
-/// decoded command re-encodes to the same bytes.
-pub type ExtFields = indexmap::IndexMap<String, String>;
+/// decoded command re-encodes to the same bytes. Hashed with foldhash (seeded per process), not
+/// SipHash: every request builds and reads one, and SipHash was a visible part of a send's cost.
+pub type ExtFields = indexmap::IndexMap<String, String, foldhash::fast::RandomState>;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
@@ -203,7 +204,7 @@ mod tests {
     #[test]
     fn header_writes_numbers_and_booleans_as_strings_and_skips_absent_optionals() {
         let h = Probe { topic: "T".into(), queue_id: 3, offset: -1, force: true, note: None, limit: Some(7) };
-        let mut out = ExtFields::new();
+        let mut out = ExtFields::default();
         h.write_to(&mut out);
         assert_eq!(out, ext(&[("topic", "T"), ("queueId", "3"), ("offset", "-1"), ("isForce", "true"), ("limit", "7")]));
         assert_eq!(Probe::read_from(&out).unwrap(), h);

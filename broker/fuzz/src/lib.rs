@@ -162,7 +162,7 @@ pub fn check_header<H: CommandHeader + PartialEq + Debug>(name: &str, spec: &[Fi
     let want = expected(spec, ext);
     match (H::read_from(ext), want) {
         (Ok(h), Ok(fields)) => {
-            let mut written = ExtFields::new();
+            let mut written = ExtFields::default();
             h.write_to(&mut written);
             assert_eq!(pairs(&written), fields, "{name}: decoded {h:?} from {ext:?} writes back other ext fields");
             for f in spec {
@@ -176,7 +176,7 @@ pub fn check_header<H: CommandHeader + PartialEq + Debug>(name: &str, spec: &[Fi
             }
             let again = H::read_from(&written).unwrap_or_else(|e| panic!("{name}: re-encoded {written:?} does not decode: {e}"));
             assert_eq!(again, h, "{name}: round trip through {written:?}");
-            let mut rewritten = ExtFields::new();
+            let mut rewritten = ExtFields::default();
             again.write_to(&mut rewritten);
             assert_eq!(pairs(&rewritten), pairs(&written), "{name}: encoding is not stable");
             true
@@ -294,7 +294,7 @@ pub const HEADER_COUNT: usize = 33;
 /// `key=value` lines; see the module comment.
 pub fn ext_fields(data: &[u8]) -> ExtFields {
     let text = String::from_utf8_lossy(data);
-    let mut ext = ExtFields::new();
+    let mut ext = ExtFields::default();
     for line in text.split('\n') {
         if line.is_empty() {
             continue;

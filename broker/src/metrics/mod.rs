@@ -391,18 +391,21 @@ fn is_system(topic: &str, group: &str) -> bool {
 
 /// Java's `BrokerMetricsManager.getMessageType`: the `message_type` label of a send, from the
 /// message's properties as the producer sent them.
-pub fn message_type(props: &indexmap::IndexMap<String, String>) -> &'static str {
-    let has = |key: &str| props.contains_key(key);
-    if props.get(properties::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+pub fn message_type(props: &str) -> &'static str {
+    // One pass over the pairs (this runs for every send).
+    let (mut transaction, mut fifo, mut delay) = (None, false, false);
+    properties::for_each(props, |name, value| match name {
+        properties::TRAN_MSG => transaction = Some(value),
+        properties::SHARDING_KEY => fifo = true,
+        "__STARTDELIVERTIME" | properties::DELAY | properties::TIMER_DELIVER_MS | properties::TIMER_DELAY_SEC | properties::TIMER_DELAY_MS => delay = true,
+        _ => {}
+    });
+    // The last TRAN_MSG counts, as a later duplicate wins in Java's map.
+    if transaction.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         "transaction"
-    } else if has(properties::SHARDING_KEY) {
+    } else if fifo {
         "fifo"
-    } else if has("__STARTDELIVERTIME")
-        || has(properties::DELAY)
-        || has(properties::TIMER_DELIVER_MS)
-        || has(properties::TIMER_DELAY_SEC)
-        || has(properties::TIMER_DELAY_MS)
-    {
+    } else if delay {
         "delay"
     } else {
         "normal"
@@ -415,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_send_is_typed_as_java_types_it() {
-        let props = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<indexmap::IndexMap<_, _>>();
+        let props = |pairs: &[(&str, &str)]| properties::serialize(pairs.iter().copied());
         assert_eq!(message_type(&props(&[("KEYS", "k")])), "normal");
         assert_eq!(message_type(&props(&[("TRAN_MSG", "true"), ("DELAY", "3")])), "transaction");
         assert_eq!(message_type(&props(&[("__SHARDINGKEY", "a"), ("DELAY", "3")])), "fifo");

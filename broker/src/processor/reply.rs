@@ -166,11 +166,10 @@ impl ReplyProcessor {
     fn reply(&self, channel: &Channel, request: &RemotingCommand, mut h: SendMessageRequestHeader) -> Option<RemotingCommand> {
         let b = &self.send;
         let err = |code, remark: String| Some(decorate(&b.config(), RemotingCommand::error_response(request, code, remark)));
-        let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
-        let message_type = crate::metrics::message_type(&props);
+        let sent = h.properties.as_deref().unwrap_or("");
+        let message_type = crate::metrics::message_type(sent);
         // Java 5.x adds these before anything else, so both the push and the stored copy carry them.
-        add_region_and_trace_switch(&b.config(), &mut props);
-        h.properties = Some(serialize(&props));
+        h.properties = Some(add_region_and_trace_switch(&b.config(), sent));
         if now_ms() < b.config().start_accept_send_request_timestamp_ms {
             let until = b.config().start_accept_send_request_timestamp_ms;
             return err(ResponseCode::SYSTEM_ERROR, format!("broker unable to service, until {until} (startAcceptSendRequestTimeStamp)"));
@@ -194,6 +193,7 @@ impl ReplyProcessor {
             body: request.body.clone().unwrap_or_default(),
             properties: h.properties.clone().unwrap_or_default(),
         };
+        let mut props = properties::parse(&msg.properties);
         let requester = props.get(REPLY_TO_CLIENT).cloned();
         let target = requester.as_deref().and_then(|id| self.producers.find_channel(id));
         match (requester.as_deref(), &target) {

@@ -121,10 +121,11 @@ impl SendProcessor {
         if prepared && b.config().reject_transaction_message {
             return err(ResponseCode::NO_PERMISSION, format!("the broker[{}] sending transaction message is forbidden", b.config().broker_ip1));
         }
-        let mut props = properties::parse(h.properties.as_deref().unwrap_or(""));
-        let message_type = crate::metrics::message_type(&props);
-        add_region_and_trace_switch(&b.config(), &mut props);
-        props.insert("CLUSTER".to_owned(), b.config().broker_cluster_name.clone());
+        let sent = h.properties.as_deref().unwrap_or("");
+        let message_type = crate::metrics::message_type(sent);
+        let config = b.config();
+        let trace_on = config.trace_on.to_string();
+        let props = properties::with_set(sent, &[(MSG_REGION, &config.region_id), (TRACE_ON, &trace_on), ("CLUSTER", &config.broker_cluster_name)]);
         let base = MessageToStore {
             topic: h.topic.to_string(),
             queue_id,
@@ -136,7 +137,7 @@ impl SendProcessor {
             reconsume_times: h.reconsume_times.unwrap_or(0),
             prepared_transaction_offset: 0,
             body: request.body.clone().unwrap_or_default(),
-            properties: properties::serialize(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+            properties: props,
         };
         let msgs = if batch {
             match split_batch(&base) {
@@ -156,7 +157,7 @@ impl SendProcessor {
             request: skeleton(request),
             queue_id,
             // As 5.x: a half message's transaction id is its UNIQ_KEY.
-            transaction_id: if prepared { props.get(properties::UNIQ_KEY).cloned() } else { None },
+            transaction_id: if prepared { properties::get(sent, properties::UNIQ_KEY).map(str::to_owned) } else { None },
         };
         // The pipeline stores a prepared message as its half, a delayed one in the schedule topic.
         let origin = Origin::Send { message_type, half_for: prepared.then(|| h.topic.to_string()), batch };
@@ -323,9 +324,8 @@ fn topic_config(b: &SendContext, channel: &Channel, h: &SendMessageRequestHeader
 /// What Java 5.x's `buildMsgContext` adds to every message a producer sends (and so what it stores
 /// and pushes): the broker's region and trace switch. The 5.x client's consume-trace hook skips
 /// messages without a region, so without these no consumer trace is ever written.
-pub(crate) fn add_region_and_trace_switch(config: &BrokerConfig, props: &mut indexmap::IndexMap<String, String>) {
-    props.insert(MSG_REGION.to_owned(), config.region_id.clone());
-    props.insert(TRACE_ON.to_owned(), config.trace_on.to_string());
+pub(crate) fn add_region_and_trace_switch(config: &BrokerConfig, props: &str) -> String {
+    properties::with_set(props, &[(MSG_REGION, &config.region_id), (TRACE_ON, &config.trace_on.to_string())])
 }
 
 /// Java's `MessageConst.PROPERTY_MSG_REGION` and `PROPERTY_TRACE_SWITCH`.

@@ -111,7 +111,7 @@ pub fn pull(topic_name: &str, queue: i32, offset: i64, suspend_ms: i64) -> Remot
 /// A request with whatever header fields a test wants, valid or not (a typed header cannot hold
 /// an illegal name).
 pub fn raw(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
-    let mut ext = ExtFields::new();
+    let mut ext = ExtFields::default();
     for (k, v) in fields {
         ext.insert(k.to_string(), v.to_string());
     }

@@ -75,6 +75,22 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// How many entries the ext block holds, by their lengths alone (a malformed block counts what
+/// it can; the decode then reports it). At most one per 6 bytes, so the count is bounded by the
+/// block, which the frame limit bounds.
+fn count_entries(mut block: &[u8]) -> usize {
+    let mut n = 0;
+    while block.len() >= 2 {
+        let key_len = i16::from_be_bytes([block[0], block[1]]).max(0) as usize;
+        let Some(rest) = block.get(2 + key_len..) else { break };
+        let Some(len) = rest.get(..4) else { break };
+        let value_len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]).max(0) as usize;
+        n += 1;
+        block = rest.get(4 + value_len..).unwrap_or_default();
+    }
+    n
+}
+
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
     let mut r = Reader { buf: header };
     let code = i16::from_be_bytes(r.array("code")?) as i32;
@@ -89,7 +105,9 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
     let ext_len = r.length::<4>("ext length")?;
     let ext_fields = if ext_len > 0 {
         let mut block = Reader { buf: r.take(ext_len, "ext fields")? };
-        let mut ext = ExtFields::new();
+        // Sized once for its entries: growing it by doubling rehashed it three or four times
+        // per request.
+        let mut ext = ExtFields::with_capacity_and_hasher(count_entries(block.buf), Default::default());
         while !block.buf.is_empty() {
             let key_len = block.length::<2>("ext key length")?;
             let key = block.text(key_len, "ext key")?;

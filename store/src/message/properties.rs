@@ -69,10 +69,97 @@ pub fn serialize<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> S
     out
 }
 
-/// Looks one property up without building the map (the hot path reads TAGS, KEYS, UNIQ_KEY).
+/// Looks one property up without building the map (the hot path reads TAGS, KEYS, UNIQ_KEY,
+/// WAIT, DELAY and the timer's keys): the value [`parse`] would map `name` to. Walks the pairs
+/// from the end (later duplicates win), finding each separator with `memrchr` and comparing the
+/// pair's head with `name 0x01`, with no searcher to build and nothing split twice.
 pub fn get<'a>(s: &'a str, name: &str) -> Option<&'a str> {
-    // Later duplicates win, so keep the last match.
-    s.split(PROPERTY_SEPARATOR).rev().filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR)).find(|(n, v)| *n == name && !v.is_empty()).map(|(_, v)| v)
+    let (bytes, name) = (s.as_bytes(), name.as_bytes());
+    if name.is_empty() {
+        return None;
+    }
+    let mut end = bytes.len();
+    loop {
+        let start = memchr::memrchr(PROPERTY_SEPARATOR as u8, &bytes[..end]).map_or(0, |at| at + 1);
+        let pair = &bytes[start..end];
+        // The pair's name is what precedes its first 0x01: `name` exactly when the pair starts
+        // with `name 0x01`. An empty value does not count, as in `parse`.
+        if pair.len() > name.len() + 1 && pair.starts_with(name) && pair[name.len()] == NAME_VALUE_SEPARATOR as u8 {
+            // Next to ASCII separators or the string's ends: char boundaries.
+            return s.get(start + name.len() + 1..end);
+        }
+        if start == 0 {
+            return None;
+        }
+        end = start - 1;
+    }
+}
+
+/// Calls `f` with each pair [`parse`] keeps (name and value both non-empty), in order, duplicates
+/// included: one pass for a caller that looks for several names.
+pub fn for_each<'a>(s: &'a str, mut f: impl FnMut(&'a str, &'a str)) {
+    for pair in s.split(PROPERTY_SEPARATOR) {
+        if let Some((name, value)) = pair.split_once(NAME_VALUE_SEPARATOR) {
+            if !name.is_empty() && !value.is_empty() {
+                f(name, value);
+            }
+        }
+    }
+}
+
+/// Pairs past which [`with_set`] builds the map as [`parse`] does (its duplicate check is
+/// quadratic in the pairs).
+const WITH_SET_MAX_PAIRS: usize = 32;
+
+/// The properties string `s` with `set`'s names mapped to their values: what [`serialize`] of
+/// [`parse`] with each of `set` inserted gives (a name already there keeps its place, new ones
+/// follow in `set`'s order), written in one pass without the map when `s` holds no duplicate
+/// name (as every client writes it).
+pub fn with_set(s: &str, set: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(s.len() + set.iter().map(|(n, v)| n.len() + v.len() + 2).sum::<usize>() + 1);
+    let mut seen: [&str; WITH_SET_MAX_PAIRS] = [""; WITH_SET_MAX_PAIRS];
+    let mut pairs = 0;
+    let mut written = [false; 8];
+    let fall_back = set.len() > written.len()
+        || !s.split(PROPERTY_SEPARATOR).all(|pair| {
+            let Some((name, value)) = pair.split_once(NAME_VALUE_SEPARATOR) else { return true };
+            if name.is_empty() || value.is_empty() {
+                return true;
+            }
+            if pairs == WITH_SET_MAX_PAIRS || seen[..pairs].contains(&name) {
+                return false;
+            }
+            seen[pairs] = name;
+            pairs += 1;
+            let value = match set.iter().position(|(n, _)| *n == name) {
+                Some(i) => {
+                    written[i] = true;
+                    set[i].1
+                }
+                None => value,
+            };
+            out.push_str(name);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(value);
+            out.push(PROPERTY_SEPARATOR);
+            true
+        });
+    if fall_back {
+        let mut map = parse(s);
+        for (name, value) in set {
+            map.insert((*name).to_owned(), (*value).to_owned());
+        }
+        return serialize(map.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    }
+    for (i, (name, value)) in set.iter().enumerate() {
+        if !written[i] {
+            out.push_str(name);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(value);
+            out.push(PROPERTY_SEPARATOR);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -89,5 +176,49 @@ mod tests {
         }
         assert_eq!(get("A\u{1}1\u{2}A\u{1}2", "A"), Some("2"));
         assert_eq!(serialize([("a", "1"), ("b", "2")]), "a\u{1}1\u{2}b\u{1}2\u{2}");
+    }
+
+    /// The map's answer, which `get` must give.
+    fn get_by_parse(s: &str, name: &str) -> Option<String> {
+        parse(s).get(name).cloned()
+    }
+
+    fn with_set_by_parse(s: &str, set: &[(&str, &str)]) -> String {
+        let mut map = parse(s);
+        for (n, v) in set {
+            map.insert(n.to_string(), v.to_string());
+        }
+        serialize(map.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+    }
+
+    #[test]
+    fn get_and_with_set_agree_with_the_map_on_edge_cases() {
+        let cases = [
+            "",
+            "A\u{1}",
+            "\u{1}A\u{2}A\u{1}x",
+            "AA\u{1}1\u{2}A\u{1}2",
+            "A\u{1}1\u{2}BA\u{1}3",
+            "A\u{1}1\u{2}A\u{1}\u{2}",
+            "A\u{1}1\u{1}2\u{2}B\u{1}\u{1}",
+            "A\u{1}A\u{1}A\u{2}A\u{1}\u{2}",
+            "é\u{1}ü\u{2}A\u{1}ß",
+        ];
+        for s in cases {
+            for name in ["A", "AA", "B", "BA", "é", "X"] {
+                assert_eq!(get(s, name).map(str::to_owned), get_by_parse(s, name), "{s:?} {name}");
+            }
+            let set = [("A", "v"), ("CLUSTER", "c")];
+            assert_eq!(with_set(s, &set), with_set_by_parse(s, &set), "{s:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn get_and_with_set_agree_with_the_map(s in "[AB\u{1}\u{2}é]{0,40}", name in "[AB]{1,2}") {
+            proptest::prop_assert_eq!(get(&s, &name).map(str::to_owned), get_by_parse(&s, &name));
+            let set = [(name.as_str(), "v"), ("C", "w")];
+            proptest::prop_assert_eq!(with_set(&s, &set), with_set_by_parse(&s, &set));
+        }
     }
 }
