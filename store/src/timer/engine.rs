@@ -529,6 +529,11 @@ impl TimerStore {
         };
         let (mut offset, master_offset) = {
             let mut s = self.state.lock();
+            // The write time is now for what this batch enqueues. Only the dequeue loop moved it,
+            // and only on a master: after a start the enqueue loop could run first and place
+            // every unit against a write time of 0 (a roll into a slot decades back, released
+            // days late), and on a slave it stayed 0 for good.
+            self.move_write_time_locked(&mut s);
             if s.curr_queue_offset < cq.min_offset() {
                 warn!(offset = s.curr_queue_offset, min = cq.min_offset(), "timer queue offset below the queue; moved up");
                 s.curr_queue_offset = cq.min_offset();
