@@ -100,6 +100,24 @@ pub enum Rejected {
     ShutDown,
 }
 
+impl Queue {
+    fn new(capacity: usize, capacity_bytes: usize, threads: usize) -> Queue {
+        Queue { jobs: VecDeque::new(), capacity: capacity.max(1), bytes: 0, capacity_bytes, open: true, threads: threads.max(1), running: 0 }
+    }
+
+    /// The head job, counted as running, if fewer than `threads` run (workers, tasks and jobs
+    /// run in place alike).
+    fn take(&mut self) -> Option<Job> {
+        if self.running >= self.threads {
+            return None;
+        }
+        let queued = self.jobs.pop_front()?;
+        self.bytes -= queued.bytes;
+        self.running += 1;
+        Some(queued.job)
+    }
+}
+
 impl Shared {
     /// The next job, or None once the pool is shut down and drained; `finished_one` when the
     /// worker comes back from running a job. A job is taken only while fewer than `threads` run,
@@ -110,12 +128,8 @@ impl Shared {
             queue.running -= 1;
         }
         loop {
-            if queue.running < queue.threads {
-                if let Some(queued) = queue.jobs.pop_front() {
-                    queue.bytes -= queued.bytes;
-                    queue.running += 1;
-                    return Some(queued.job);
-                }
+            if let Some(job) = queue.take() {
+                return Some(job);
             }
             if !queue.open && queue.jobs.is_empty() {
                 return None;
@@ -142,12 +156,8 @@ impl Shared {
         if finished_one {
             queue.running -= 1;
         }
-        if queue.running < queue.threads {
-            if let Some(queued) = queue.jobs.pop_front() {
-                queue.bytes -= queued.bytes;
-                queue.running += 1;
-                return Next::Job(queued.job);
-            }
+        if let Some(job) = queue.take() {
+            return Next::Job(job);
         }
         if !queue.open && queue.jobs.is_empty() {
             Next::Done
@@ -232,15 +242,7 @@ impl BusinessPool {
 
     /// A pool whose queue holds at most `queue_capacity` jobs and `queue_capacity_bytes` bytes.
     pub fn with_capacity_bytes(name: &str, threads: usize, queue_capacity: usize, queue_capacity_bytes: usize) -> std::io::Result<BusinessPool> {
-        let queue = Queue {
-            jobs: VecDeque::new(),
-            capacity: queue_capacity.max(1),
-            bytes: 0,
-            capacity_bytes: queue_capacity_bytes,
-            open: true,
-            threads: threads.max(1),
-            running: 0,
-        };
+        let queue = Queue::new(queue_capacity, queue_capacity_bytes, threads);
         let shared = std::sync::Arc::new(Shared { queue: Mutex::new(queue), ready: Condvar::new(), tasks: None });
         let mut workers = Vec::with_capacity(threads.max(1));
         for i in 0..threads.max(1) {
@@ -264,15 +266,7 @@ impl BusinessPool {
     /// full, the fast failure of jobs that waited too long). At most `tasks` jobs run at once.
     pub fn on_runtime(name: &str, tasks: usize, queue_capacity: usize, runtime: &tokio::runtime::Handle) -> BusinessPool {
         let tasks = tasks.max(1);
-        let queue = Queue {
-            jobs: VecDeque::new(),
-            capacity: queue_capacity.max(1),
-            bytes: 0,
-            capacity_bytes: DEFAULT_QUEUE_CAPACITY_BYTES,
-            open: true,
-            threads: tasks,
-            running: 0,
-        };
+        let queue = Queue::new(queue_capacity, DEFAULT_QUEUE_CAPACITY_BYTES, tasks);
         let drainers = Tasks { wake: tokio::sync::Notify::new(), alive: Mutex::new(tasks), gone: Condvar::new() };
         let shared = std::sync::Arc::new(Shared { queue: Mutex::new(queue), ready: Condvar::new(), tasks: Some(drainers) });
         for _ in 0..tasks {
