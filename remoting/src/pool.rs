@@ -585,10 +585,14 @@ mod tests {
         let second = pool.run_in_place().expect("two threads, two places");
         assert!(pool.run_in_place().is_none(), "both places are taken");
         // A queued job waits for a place: the workers do not run more than the pool's threads.
+        // The job holds its place until the test lets it go, so the place it frees cannot be
+        // mistaken for the one it took.
         let ran = Arc::new(AtomicUsize::new(0));
-        let r = ran.clone();
+        let release = Arc::new(std::sync::Barrier::new(2));
+        let (r, g) = (ran.clone(), release.clone());
         pool.try_execute(0, move || {
             r.fetch_add(1, Ordering::SeqCst);
+            g.wait();
         })
         .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -598,6 +602,8 @@ mod tests {
         while ran.load(Ordering::SeqCst) == 0 {
             std::thread::yield_now();
         }
+        assert!(pool.run_in_place().is_none(), "the job holds the freed place while it runs");
+        release.wait();
         drop(second);
         pool.shutdown();
         assert!(pool.run_in_place().is_none(), "a shut pool gives no place");
