@@ -238,8 +238,8 @@ impl RequestProcessor for ProxyPortChecks {
         self.inner.answers_are_small()
     }
 
-    fn runs_in_place(&self, code: remoting::RequestCode) -> bool {
-        self.inner.runs_in_place(code)
+    fn runs_in_place(&self, request: &remoting::RemotingCommand) -> bool {
+        self.inner.runs_in_place(request)
     }
 }
 

@@ -79,7 +79,7 @@ pub trait RequestProcessor: Send + Sync + 'static {
     /// (an async runtime thread), when its pool is idle ([`BusinessPool::run_in_place`]): only
     /// for processing that never blocks, that is CPU work and memory, with any answer that
     /// depends on the disk, a replica or a timer sent later through a [`Reply`].
-    fn runs_in_place(&self, _code: RequestCode) -> bool {
+    fn runs_in_place(&self, _request: &RemotingCommand) -> bool {
         false
     }
 }
@@ -308,6 +308,7 @@ impl InboundHandler for Dispatcher {
             in_flight.answer_is_small();
         }
         let processor = route.processor.clone();
+        let in_place = processor.runs_in_place(&request);
         let job_bytes = in_flight.bytes();
         let busy = Reply::to(channel, &request);
         let job = move || {
@@ -326,7 +327,7 @@ impl InboundHandler for Dispatcher {
         };
         // Run to completion on the reader's thread when the processor never blocks and its pool
         // would start the job at once anyway: no hand-off to a worker and back.
-        if route.processor.runs_in_place(RequestCode(code)) {
+        if in_place {
             if let Some(place) = route.pool.run_in_place() {
                 job();
                 drop(place);

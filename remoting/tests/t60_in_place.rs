@@ -49,7 +49,7 @@ impl RequestProcessor for Recorder {
         !self.in_place
     }
 
-    fn runs_in_place(&self, _: RequestCode) -> bool {
+    fn runs_in_place(&self, _: &RemotingCommand) -> bool {
         self.in_place
     }
 }

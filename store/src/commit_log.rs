@@ -7,6 +7,7 @@
 //! the `flush` module), ASYNC_FLUSH flushes on a timer. A flush error stops writes for good (until
 //! a restart).
 
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -74,7 +75,7 @@ pub trait AppendLog: Send + Sync {
     /// The end of readable data.
     fn max_offset(&self) -> i64;
     /// `size` readable bytes at `offset`.
-    fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>>;
+    fn read_bytes(&self, offset: i64, size: usize) -> Option<Bytes>;
 }
 
 /// Checks a message against the store's limits and encodes its record, answering a refusal as
@@ -124,7 +125,7 @@ impl AppendLog for CommitLog {
     fn max_offset(&self) -> i64 {
         CommitLog::max_offset(self)
     }
-    fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+    fn read_bytes(&self, offset: i64, size: usize) -> Option<Bytes> {
         CommitLog::read_bytes(self, offset, size)
     }
 }
@@ -422,10 +423,10 @@ impl CommitLog {
         Some((file, pos))
     }
 
-    /// Copies `size` bytes at `offset`, if readable.
-    pub fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+    /// `size` bytes at `offset`, if readable, sharing the mapping (no copy).
+    pub fn read_bytes(&self, offset: i64, size: usize) -> Option<Bytes> {
         let (file, pos) = self.locate(offset)?;
-        file.read(pos, size).map(<[u8]>::to_vec)
+        file.read_shared(pos, size)
     }
 
     pub fn put_message(&self, msg: &MessageToStore) -> PutMessageResult {

@@ -10,6 +10,7 @@
 //! The data files belong to the DLedger member, which the broker runs; the store reads them
 //! through [`EntryLog`] and appends through the [`crate::commit_log::AppendLog`] the broker sets.
 
+use bytes::Bytes;
 use std::io;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -162,12 +163,12 @@ impl PhysicalLog for SealedThenDLedger {
         readable_end(self.entries.as_ref()).max(self.plain.max_offset())
     }
 
-    fn read(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+    fn read(&self, offset: i64, size: usize) -> Option<Bytes> {
         if offset < self.divided {
             return self.plain.read_bytes(offset, size);
         }
         let bytes = self.entries.read(offset, size, self.entries.committed_end())?;
-        (bytes.len() == size).then_some(bytes)
+        (bytes.len() == size).then(|| Bytes::from(bytes))
     }
 
     fn dispatch_step(&self, from: i64, visit: &mut Visit<'_>) -> i64 {

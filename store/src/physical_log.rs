@@ -8,6 +8,7 @@
 //! read side go through it, so the store does not branch on the kind of log. Appends do not: they
 //! go through the [`crate::commit_log::AppendLog`] the store holds.
 
+use bytes::Bytes;
 use std::sync::Arc;
 
 use tracing::error;
@@ -26,7 +27,7 @@ pub trait PhysicalLog: Send + Sync {
     fn max_offset(&self) -> i64;
 
     /// `size` readable bytes at `offset` (none if not all of them are readable).
-    fn read(&self, offset: i64, size: usize) -> Option<Vec<u8>>;
+    fn read(&self, offset: i64, size: usize) -> Option<Bytes>;
 
     /// One step of the dispatcher's walk from `from`: hands each whole readable record of one
     /// read to `visit`, in order, and returns where the next step starts (`from` itself, or less
@@ -80,7 +81,7 @@ impl PhysicalLog for PlainLog {
         self.log.max_offset()
     }
 
-    fn read(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+    fn read(&self, offset: i64, size: usize) -> Option<Bytes> {
         self.log.read_bytes(offset, size)
     }
 

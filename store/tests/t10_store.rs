@@ -147,6 +147,24 @@ fn pull_offsets_follow_javas_rules() {
 }
 
 #[test]
+fn a_read_is_recent_when_it_starts_near_the_end_of_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    for i in 0..12 {
+        store.put_message(&message(i * 6)); // all into T0 queue 0
+    }
+    wait_dispatched(&store);
+    let last = store.bytes_behind_end("T0", 0, 11).unwrap();
+    let first = store.bytes_behind_end("T0", 0, 0).unwrap();
+    assert!(last > 0 && first > last, "older messages lie further behind: {first} vs {last}");
+    assert_eq!(first, store.max_phy_offset() - store.min_phy_offset());
+    assert_eq!(store.bytes_behind_end("T0", 0, 12), None, "nothing there yet");
+    assert_eq!(store.bytes_behind_end("Nope", 0, 0), None);
+    assert!(store.reads_recent("T0", 0, 0) && store.reads_recent("T0", 0, 12) && store.reads_recent("Nope", 0, 0));
+    store.shutdown();
+}
+
+#[test]
 fn bad_messages_are_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(MessageStoreConfig { max_message_size: 1024, ..config(dir.path()) });

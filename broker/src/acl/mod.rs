@@ -322,8 +322,8 @@ impl remoting::server::RequestProcessor for Checked {
         self.inner.answers_are_small()
     }
 
-    fn runs_in_place(&self, code: remoting::RequestCode) -> bool {
-        self.inner.runs_in_place(code)
+    fn runs_in_place(&self, request: &RemotingCommand) -> bool {
+        self.inner.runs_in_place(request)
     }
 }
 

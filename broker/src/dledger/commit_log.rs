@@ -227,8 +227,8 @@ impl AppendLog for DLedgerCommitLog {
         self.data.committed_pos()
     }
 
-    fn read_bytes(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
-        DataLog(self.data.clone()).read(offset, size, self.data.committed_pos()).filter(|b| b.len() == size)
+    fn read_bytes(&self, offset: i64, size: usize) -> Option<bytes::Bytes> {
+        DataLog(self.data.clone()).read(offset, size, self.data.committed_pos()).filter(|b| b.len() == size).map(bytes::Bytes::from)
     }
 }
 

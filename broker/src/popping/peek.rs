@@ -23,7 +23,7 @@ pub(crate) const JAVA_NULL_POINTER: &str = "java.lang.NullPointerException";
 /// What a peek collects across the queues it reads.
 #[derive(Default)]
 struct Peeked {
-    messages: Vec<Vec<u8>>,
+    messages: Vec<bytes::Bytes>,
     bytes: usize,
     rest: i64,
 }

@@ -189,7 +189,7 @@ struct AckPut {
 
 /// What one pop collects across the queues it reads.
 struct Collected {
-    messages: Vec<Vec<u8>>,
+    messages: Vec<bytes::Bytes>,
     bytes: usize,
     rest: i64,
     start_offset_info: String,
@@ -541,7 +541,7 @@ impl PopService {
 
     /// A retry message handed out under the topic the consumer popped, its receipt handle in
     /// `POP_CK` (Java re-encodes it so, unless `popResponseReturnActualRetryTopic`).
-    fn as_original_topic(&self, ctx: &PopCtx<'_>, bytes: Vec<u8>, ck_offset: i64, queue_offset: i64) -> Option<Vec<u8>> {
+    fn as_original_topic(&self, ctx: &PopCtx<'_>, bytes: bytes::Bytes, ck_offset: i64, queue_offset: i64) -> Option<bytes::Bytes> {
         let Ok(RecordAt::Record(r)) = decode_record(&bytes, false) else { return None };
         let extra = ExtraInfo::new(ck_offset, ctx.pop_time, ctx.h.invisible_time, ctx.revive_qid, r.topic, ctx.broker_name, r.queue_id, Some(queue_offset));
         let mut msg = r.to_message();
@@ -551,7 +551,7 @@ impl PopService {
         msg.topic = ctx.h.topic.as_str().to_owned();
         let mut record = encode_record(&msg).ok()?;
         record.stamp(StampedFields { queue_offset, physical_offset: r.physical_offset, store_timestamp: r.store_timestamp });
-        Some(record.bytes)
+        Some(record.bytes.into())
     }
 
     /// `getPopOffset`: the group's offset, or its first offset (committed when `init`), or the

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use remoting::server::{Channel, ProcessResult, RequestProcessor};
-use remoting::{RemotingCommand, RequestCode};
+use remoting::RemotingCommand;
 
 use crate::consumption::PullService;
 
@@ -17,10 +17,16 @@ impl RequestProcessor for PullProcessor {
     }
 
     /// A pull reads the commit log's mapping and answers, or parks to be answered later: no
-    /// wait but the disk's, and none of that while all the log is within what Java deems in
-    /// memory. Sends and pulls then both run where they were read, in the order they came, so
-    /// one cannot starve the other.
-    fn runs_in_place(&self, _code: RequestCode) -> bool {
-        self.service.store.reads_are_in_memory()
+    /// wait but the disk's, and none of that when it starts in what was written lately (a
+    /// consumer keeping up). Sends and such pulls then both run where they were read, in the
+    /// order they came, so one cannot starve the other; a consumer catching up from older data
+    /// reads on the pull pool, where a wait for the disk holds up no connection.
+    fn runs_in_place(&self, request: &RemotingCommand) -> bool {
+        let (Some(topic), Some(queue_id), Some(offset)) =
+            (request.ext("topic"), request.ext("queueId").and_then(|q| q.parse().ok()), request.ext("queueOffset").and_then(|o| o.parse().ok()))
+        else {
+            return false;
+        };
+        self.service.store.reads_recent(topic, queue_id, offset)
     }
 }

@@ -397,7 +397,7 @@ impl RelayProcessor {
             if let Some(bytes) =
                 h.msg_id.as_deref().and_then(store::message::decode_offset_message_id).and_then(|(_, offset)| b.store.look_message_by_offset(offset))
             {
-                body = Some(bytes.into());
+                body = Some(bytes);
             }
         }
         let Some(client) = b.consumers.group(&h.consumer_group).and_then(|g| g.channels.into_values().find(|c| c.client_id == h.client_id)) else {

@@ -1,6 +1,7 @@
 //! Lookups: a record by physical offset, by key (the index) and by time; the queue table; the
 //! physical log's bounds.
 
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -10,10 +11,14 @@ use super::MessageStore;
 use crate::consume_queue::ConsumeQueue;
 use crate::message::record::{decode_record, RecordAt};
 
+/// What [`MessageStore::reads_recent`] counts as written lately: a few seconds of appends at
+/// this machine's rates, far less than any page cache that holds the writer's own pages.
+pub const RECENT_BYTES: i64 = 256 << 20;
+
 /// Messages found by key.
 #[derive(Clone, Debug, Default)]
 pub struct QueryMessageResult {
-    pub messages: Vec<Vec<u8>>,
+    pub messages: Vec<Bytes>,
     pub index_last_update_timestamp: i64,
     pub index_last_update_phyoffset: i64,
 }
@@ -41,9 +46,9 @@ impl MessageStore {
     }
 
     /// The record at physical offset `offset` (Java `lookMessageByOffset`).
-    pub fn look_message_by_offset(&self, offset: i64) -> Option<Vec<u8>> {
+    pub fn look_message_by_offset(&self, offset: i64) -> Option<Bytes> {
         let size_bytes = self.read_phy(offset, 4)?;
-        let size = i32::from_be_bytes(size_bytes.try_into().ok()?);
+        let size = i32::from_be_bytes(size_bytes.as_ref().try_into().ok()?);
         if size <= 0 {
             return None;
         }
@@ -101,12 +106,21 @@ impl MessageStore {
         self.log.max_offset()
     }
 
-    /// Whether every readable byte of the commit log is within what Java deems in memory
-    /// (`accessMessageInMemoryMaxRatio` of the machine's memory behind the end, its test for a
-    /// read from the page cache): then a read of it is a copy from memory, not a wait for the
-    /// disk (unless the page cache was dropped since, as after a restart). Two loads.
-    pub fn reads_are_in_memory(&self) -> bool {
-        self.max_phy_offset() - self.min_phy_offset() <= self.in_memory_bytes()
+    /// Whether a read of the queue from `offset` starts in what was written lately, the last
+    /// [`RECENT_BYTES`] of the commit log (or finds nothing to read in the log): what a consumer
+    /// keeping up reads, and the page cache holds, since the writer put it there moments ago
+    /// (the rest of the read is later still). Not Java's `accessMessageInMemoryMaxRatio` test,
+    /// which counts bytes only and so takes a log dropped from the cache (a restart of the
+    /// machine, an eviction) for one in memory.
+    pub fn reads_recent(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
+        self.bytes_behind_end(topic, queue_id, offset).is_none_or(|behind| behind <= RECENT_BYTES)
+    }
+
+    /// How far behind the commit log's readable end the message at `offset` of the queue
+    /// starts; `None` when the queue holds no message there.
+    pub fn bytes_behind_end(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+        let unit = self.find_queue(topic, queue_id)?.get(offset)?;
+        Some(self.max_phy_offset() - unit.phy_offset)
     }
 
     /// Java's bytes behind the end of the commit log that a read finds in memory.
@@ -115,7 +129,7 @@ impl MessageStore {
     }
 
     /// `size` readable bytes at physical offset `offset`.
-    pub fn read_phy(&self, offset: i64, size: usize) -> Option<Vec<u8>> {
+    pub fn read_phy(&self, offset: i64, size: usize) -> Option<Bytes> {
         self.log.read(offset, size)
     }
 

@@ -2,6 +2,7 @@
 //! rules and batch limits.
 
 use super::MessageStore;
+use bytes::Bytes;
 
 /// Java's `GetMessageStatus`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +41,8 @@ pub struct GetMessageResult {
     pub next_begin_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
-    /// Each message's stored record bytes.
-    pub messages: Vec<Vec<u8>>,
+    /// Each message's stored record bytes (sharing the commit log's mapping).
+    pub messages: Vec<Bytes>,
     /// Queue offset of each message.
     pub queue_offsets: Vec<i64>,
     pub buffer_total_size: usize,

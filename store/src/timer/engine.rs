@@ -24,6 +24,7 @@
 //! - **Bounded**: pending timers live in the wheel and the log only; memory holds one slot's
 //!   units at a time while it is released.
 
+use bytes::Bytes;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -777,7 +778,7 @@ impl TimerStore {
         units
     }
 
-    fn message_at(&self, unit: &Unit) -> Option<Vec<u8>> {
+    fn message_at(&self, unit: &Unit) -> Option<Bytes> {
         self.store.read_phy(unit.offset_py, usize::try_from(unit.size_py).ok()?)
     }
 
