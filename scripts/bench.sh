@@ -5,18 +5,26 @@
 #   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
-#            --workloads a,b,c,d,e,f,g,h,i,j,k,l  a subset (default all; e also runs e', the lean route client;
+#            --workloads a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q  a subset (default all; e also runs e', the lean route client;
 #                                     f runs f0, its ASYNC_MASTER baseline, next to it; g is DLedger;
 #                                     h is three brokers in DLedger mode, one DLedger group;
 #                                     i is the gRPC front, mqbroker --enable-proxy; j is pop through Java's
 #                                     proxy in cluster mode; k is 5.x timer messages; none of i-k runs for 4.9;
-#                                     l is a' and b', a and b driven by broker-load, the lean client of scripts/bench/load)
+#                                     l is a' and b', a and b driven by broker-load, the lean client of scripts/bench/load;
+#                                     m is the fixed-rate latency workload, broker-load --mode rate;
+#                                     n, o and p are the scale workloads: 1,000 producer connections,
+#                                     1,000 topics x 8 queues, 8 consumer groups on one topic;
+#                                     q is a consumer catching up a backlog dropped from the page cache)
 #            --systems ours,java      a subset, in this order (java = Java 5.x; in g, Java DLedger 0.3.1.2)
 #            --warmup S --duration S  override the phase lengths
 #            --elections N            g: leader kills timed (default 5 quick, 10 full)
 #            --timer-messages N --timer-window S --timer-lead S
 #                                     k: N timers due over S s, the first due after the lead (default
 #                                     1,000,000 over 600 s after 180 s; quick 150,000 over 120 s after 45 s)
+#            --fixed-rate N --fixed-duration S
+#                                     m: the rate (default half of Java's b' send rate when l ran earlier
+#                                     in this run, else 12,000 msg/s) and the measured time (default 300 s,
+#                                     quick 60 s)
 #
 # Every workload gets a fresh name server, a fresh broker and a fresh store, so the broker's CPU time
 # and VmHWM (peak resident set) belong to that workload alone. The server under test is pinned to one
@@ -51,6 +59,19 @@
 # (sequence number and due time in user properties). Reported: enqueue rate, lateness percentiles, early,
 # missing and duplicate deliveries, broker CPU per timer over the whole run (send + delivery), peak RSS
 # and the RSS when all timers are pending (send end, and just before the first due) vs at the end.
+# m sends 1 KiB messages at one fixed rate to both brokers (half of Java's b' saturation rate, a rate
+# both sustain) for 5 minutes, open loop from broker-load with a push consumer's pulls: send and
+# end-to-end percentiles to p99.99, each measured from the send's scheduled time, so a stall counts
+# for every send it held back (corrected for coordinated omission).
+# n, o and p are b' spread out, all from broker-load: n sends from 1,000 connections (1,000 sync
+# senders, 1 KiB, one topic of 8 queues), o sends async (1,024 in flight) over 1,000 topics of 8 queues
+# each (auto-created by their first send) with one push consumer pulling all 8,000 queues, p sends as b'
+# to one topic with 8 consumer groups each consuming every message.
+# q is catch-up: 4 GiB (quick 2 GiB) of 1 KiB messages sent with nobody consuming, the broker's commit log
+# dropped from the page cache (fsync, posix_fadvise DONTNEED on each file: a backlog the cache no
+# longer holds), then a consumer starts from the backlog's head while the senders go on at m's fixed
+# rate: how fast it catches up from the disk (consume TPS, seconds to hold the backlog) and what the
+# senders see meanwhile (send percentiles from the scheduled time), 120 s (quick 60 s).
 # Binaries: target/release of this checkout, built here; BENCH_BIN_DIR=DIR uses DIR's as they are.
 # Results: a table on stdout and target/bench/results-<timestamp>.json; logs and stores under
 # target/bench/run-<timestamp>/.
@@ -59,11 +80,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/compat-tests/versions.env"
 
 warmup=15 duration=60 drain=60 label=full
-workloads="a,b,c,d,e,f,g,h,i,j,k,l" systems="ours,java" elections=10
+workloads="a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q" systems="ours,java" elections=10
+fixed_rate="" fixed_duration=300 catchup_mib=4096 catchup_duration=120
 timer_messages=1000000 timer_window=600 timer_lead=180
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) warmup=5 duration=20 drain=30 label=quick elections=5 timer_messages=150000 timer_window=120 timer_lead=45 ;;
+    --quick) warmup=5 duration=20 drain=30 label=quick elections=5 timer_messages=150000 timer_window=120 timer_lead=45 fixed_duration=60 catchup_mib=2048 catchup_duration=60 ;;
     --with-4.9) systems="$systems,java49" ;;
     --workloads) workloads="$2"; shift ;;
     --systems) systems="$2"; shift ;;
@@ -73,7 +95,9 @@ while [ $# -gt 0 ]; do
     --timer-messages) timer_messages="$2"; shift ;;
     --timer-window) timer_window="$2"; shift ;;
     --timer-lead) timer_lead="$2"; shift ;;
-    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
+    --fixed-rate) fixed_rate="$2"; shift ;;
+    --fixed-duration) fixed_duration="$2"; shift ;;
+    -h|--help) sed -n '2,71p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -90,15 +114,15 @@ clk_tck="$(getconf CLK_TCK)"
 
 # ---- what runs: binaries, Java parts, JVM flags -------------------------------------------------
 
-# the broker workloads (a-f, h-l) need the broker, the name server and their load generators; g (DLedger) its own
+# the broker workloads (a-f, h-q) need the broker, the name server and their load generators; g (DLedger) its own
 wants_broker="" wants_dledger="" wants_routeload=""
-case ",$workloads," in *,[a-fh-l],*) wants_broker=1 ;; esac
+case ",$workloads," in *,[a-fh-q],*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
 [ -z "$wants_broker" ] || bins+=(--bin mqnamesrv --bin mqbroker)
 [ -z "$wants_dledger" ] || bins+=(--bin dledger --bin dledger-load)
-case ",$workloads," in *,l,*) bins+=(--bin broker-load) ;; esac
+case ",$workloads," in *,[lmnopq],*) bins+=(--bin broker-load) ;; esac
 # our binaries: built here into target/release, or (BENCH_BIN_DIR) taken as they are from another build
 if [ -n "${BENCH_BIN_DIR:-}" ]; then
   bin_dir="$(cd "$BENCH_BIN_DIR" && pwd)"
@@ -325,10 +349,10 @@ loadgen() {  # dir kind args...: runs the generator on the client core; its outp
 
 # id | flushDiskType | loadgen arguments
 declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH [k]=ASYNC_FLUSH
-  [a-lean]=ASYNC_FLUSH [b-lean]=ASYNC_FLUSH )
+  [a-lean]=ASYNC_FLUSH [b-lean]=ASYNC_FLUSH [m]=ASYNC_FLUSH [n]=ASYNC_FLUSH [o]=ASYNC_FLUSH [p]=ASYNC_FLUSH [q]=ASYNC_FLUSH )
 # the brokerRole of the master; f runs a slave next to it, f0 is the same load on a lone ASYNC_MASTER
 declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER [k]=ASYNC_MASTER
-  [a-lean]=ASYNC_MASTER [b-lean]=ASYNC_MASTER )
+  [a-lean]=ASYNC_MASTER [b-lean]=ASYNC_MASTER [m]=ASYNC_MASTER [n]=ASYNC_MASTER [o]=ASYNC_MASTER [p]=ASYNC_MASTER [q]=ASYNC_MASTER )
 # the load generator's kind (default broker: BrokerLoad) and timerWheelEnable (default false) where they differ
 declare -A wl_load=( [k]=timer )
 declare -A wl_timer_wheel=( [k]=true )
@@ -341,6 +365,14 @@ declare -A wl_args=(
   # CPU, so the client core is not what limits them
   [a-lean]="--mode sync --threads 64 --size 128 --topic BenchmarkTest"
   [b-lean]="--mode async --threads 1 --size 1024 --inflight 1024 --topic bench_async"
+  # m: open loop at the fixed rate (added where it runs); a stall may hold up to 64Ki sends
+  [m]="--mode rate --inflight 65536 --size 1024 --topic bench_rate"
+  # n, o, p: the scale workloads
+  [n]="--mode sync --threads 1000 --connections 1000 --size 1024 --topic bench_conns"
+  [o]="--mode async --threads 1 --inflight 1024 --size 1024 --topics 1000 --topic bench_topics"
+  [p]="--mode async --threads 1 --inflight 1024 --size 1024 --groups 8 --topic bench_groups"
+  # q: m's senders after a backlog the page cache no longer holds (rate and store added where it runs)
+  [q]="--mode rate --inflight 65536 --size 1024 --topic bench_catchup --backlog-mib $catchup_mib"
   [c]="--mode batch --threads 64 --size 1024 --batch 16 --topic bench_batch"
   [d]="--mode sync --threads 64 --size 1024 --topic bench_syncflush"
   [f]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
@@ -383,7 +415,9 @@ broker_workload() {  # system workload
       fi
       # shellcheck disable=SC2086
       case "$wl" in
-        *-lean) lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" ;;
+        *-lean|n|o|p) lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" ;;
+        q) lean_duration="$catchup_duration" lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --rate "$(the_fixed_rate)" --store-dir "$dir/broker/store" --queues 8 --broker-pid "$master_pid" ;;
+        m) lean_duration="$fixed_duration" lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --rate "$(the_fixed_rate)" --queues 8 --broker-pid "$master_pid" ;;
         *) loadgen "$dir" "${wl_load[$wl]:-broker}" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}" ;;
       esac
       if ! kill -0 "$master_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
@@ -634,11 +668,24 @@ start_member() {  # system dir id peers port: (re)starts one member on the serve
   wait_port "$port" "${dl_pid[$id]}" "$log"
 }
 
-lean_load() {  # dir args...: broker-load on the client core, with loadgen's phases and output
+# m's rate: --fixed-rate, else half of what Java's broker sustained in b' earlier in this run (a rate
+# both brokers sustain), else 12,000 msg/s (half of Java 5.3.3's b' on the 2-core machine it was tuned on)
+the_fixed_rate() {
+  if [ -z "$fixed_rate" ]; then
+    fixed_rate=12000
+    local j="$run/java/b-lean/result.json"
+    if [ -s "$j" ]; then
+      fixed_rate="$(python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["send_tps"] / 2))' "$j" 2>/dev/null || echo 12000)"
+    fi
+  fi
+  echo "$fixed_rate"
+}
+
+lean_load() {  # dir args...: broker-load on the client core, with loadgen's phases and output (lean_duration: m's window)
   local dir="$1" pid; shift
   mkdir -p "$dir"
   : > "$dir/loadgen.log"
-  taskset -c "$client_cpu" "$bin_dir/broker-load" "$@" --warmup "$warmup" --duration "$duration" --drain "$drain" \
+  taskset -c "$client_cpu" "$bin_dir/broker-load" "$@" --warmup "$warmup" --duration "${lean_duration:-$duration}" --drain "$drain" \
     --clk-tck "$clk_tck" --server-cpu "$server_cpu" --client-cpu "$client_cpu" --out "$dir/result.json" > "$dir/loadgen.log" 2>&1 &
   pid=$!
   started+=("$pid")
@@ -718,6 +765,7 @@ for wl in "${wl_list[@]}"; do
       i) [ "$sys" = java49 ] || grpc_workload "$sys" ;;  # 4.9 has no gRPC front
       j) [ "$sys" = java49 ] || pop_workload "$sys" ;;  # nor pop
       l) broker_workload "$sys" a-lean; broker_workload "$sys" b-lean ;;
+      m|n|o|p|q) broker_workload "$sys" "$wl" ;;
       k) [ "$sys" = java49 ] || broker_workload "$sys" k ;;  # nor timer messages (5.x)
       *) echo "unknown workload $wl" >&2; exit 2 ;;
     esac
@@ -748,6 +796,11 @@ meta = {
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "a-lean": "a's load from broker-load (scripts/bench/load: our remoting client on one thread, the Java client 4.9's SEND_MESSAGE_V2 frames and push-consumer pulls, one connection)",
                 "b-lean": "b's load from broker-load",
+                "n": "1,000 producer connections: 1,000 sync senders of 1 KiB (broker-load --connections 1000), one topic of 8 queues, push consumer's pulls",
+                "o": "1,000 topics x 8 queues: async 1 KiB sends, 1,024 in flight, spread over every queue (broker-load --topics 1000), one consumer pulling all 8,000 queues",
+                "p": "8 consumer groups: b' (async 1 KiB, 1,024 in flight, 8 queues) with 8 groups each consuming every message (broker-load --groups 8); consume TPS counts every group's",
+                "q": "catch-up: $catchup_mib MiB of 1 KiB messages sent with nobody consuming (8 queues), the commit log dropped from the page cache (fsync + posix_fadvise DONTNEED per file), then one consumer from the backlog's head while the senders go on at $(the_fixed_rate) msg/s (m's schedule) for $catchup_duration s",
+                "m": "fixed rate: 1 KiB sends at $(the_fixed_rate) msg/s for ${fixed_duration} s, open loop (broker-load --mode rate, at most 65,536 outstanding), push consumer's pulls, 8 queues; send and e2e latency from each send's scheduled time (corrected for coordinated omission)",
                 "c": "sync batch send 16 x 1 KiB, 64 threads, push consumer, 8 queues",
                 "d": "SYNC_FLUSH: sync send 1 KiB, 64 threads, push consumer, 8 queues",
                 "f0": "ASYNC_MASTER, no slave (f's baseline): sync send 1 KiB, 64 threads, push consumer, 8 queues",

@@ -20,6 +20,11 @@ WORKLOADS = {
     "b": "b  async 1 KiB max rate",
     "a-lean": "a' sync 128 B x64, broker-load",
     "b-lean": "b' async 1 KiB, broker-load",
+    "m": "m  fixed rate 1 KiB, broker-load",
+    "n": "n  1,000 connections, broker-load",
+    "o": "o  1,000 topics x 8 queues, broker-load",
+    "p": "p  8 consumer groups, broker-load",
+    "q": "q  catch-up from disk, broker-load",
     "c": "c  batch 16x1 KiB x64 thr",
     "d": "d  SYNC_FLUSH 1 KiB x64",
     "f0": "f0 ASYNC_MASTER 1 KiB x64",
@@ -71,7 +76,47 @@ BROKER_ROWS = [
     ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
     ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
 ]
-SATURATION = {"b", "c", "f", "h", "a-lean", "b-lean"}  # the workloads where "throughput at least 3x" applies
+# m: one fixed rate for both; latencies from each send's scheduled time (coordinated omission corrected)
+FIXED_RATE_ROWS = [
+    ("rate asked (msg/s)", lambda r: get(r, "rate"), None),
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
+    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("send p99.99 (ms)", lambda r: get(r, "send_latency_ms.p9999"), None),
+    ("send max (ms)", lambda r: get(r, "send_latency_ms.max"), None),
+    ("send p99.9 uncorrected (ms)", lambda r: get(r, "send_service_ms.p999"), None),
+    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
+    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
+    ("e2e p99.9 (ms)", lambda r: get(r, "e2e_ms.p999"), None),
+    ("e2e p99.99 (ms)", lambda r: get(r, "e2e_ms.p9999"), None),
+    ("broker CPU s / 1M msg", lambda r: get(r, "broker_cpu_s_per_million"), None),
+    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
+    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), None),
+    ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
+    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
+]
+# q: a consumer catching up a backlog evicted from the page cache while senders go on at m's rate
+CATCH_UP_ROWS = [
+    ("backlog (messages)", lambda r: get(r, "backlog_messages"), None),
+    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
+    ("caught up after (s)", lambda r: get(r, "caught_up_s"), None),
+    ("backlog left at window end", lambda r: get(r, "backlog_left_at_window_end"), None),
+    ("rate asked (msg/s)", lambda r: get(r, "rate"), None),
+    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
+    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
+    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
+    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
+    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
+    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
+    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), None),
+    ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
+]
+NO_RATIO_FIXED_RATE = {"rate asked (msg/s)", "send failed / not OK"}
+SATURATION = {"b", "c", "f", "h", "a-lean", "b-lean", "n", "o", "p"}  # the workloads where "throughput at least 3x" applies
 REPLICATED = {"f": "f0"}  # master/slave workloads and their ASYNC_MASTER baseline (same load, no slave)
 SYNC_VS_ASYNC_GOAL = 0.8  # our SYNC_MASTER throughput within 20 % of our ASYNC_MASTER
 
@@ -457,7 +502,8 @@ for wl, title in WORKLOADS.items():
         continue
     table_rows = (NAMESRV_ROWS if wl.startswith("e") else REPLICATED_ROWS if wl in REPLICATED
                   else DLEDGER_ROWS if wl == "g" else DLEDGER_BROKER_ROWS if wl == "h"
-                  else GRPC_ROWS if wl == "i" else POP_ROWS if wl == "j" else TIMER_ROWS if wl == "k" else BROKER_ROWS)
+                  else GRPC_ROWS if wl == "i" else POP_ROWS if wl == "j" else TIMER_ROWS if wl == "k"
+                  else FIXED_RATE_ROWS if wl == "m" else CATCH_UP_ROWS if wl == "q" else BROKER_ROWS)
     entry = {"title": title.split(" ", 1)[1].strip(), "results": results, "ratios": {}}
     valid = {s: is_valid(results[s]) for s in systems}
     checked = wl in REPLICATED or wl in ("g", "h")  # results that can be INVALID
@@ -470,6 +516,8 @@ for wl, title in WORKLOADS.items():
     for label, extract, goal in table_rows:
         if label.startswith("send TPS") and wl in SATURATION:
             goal = (">=", 3)
+        if label == "broker peak anon RSS (MiB)" and wl == "n":  # the goal on memory at 1,000 connections
+            goal = ("<=", 0.1)
         if label == "queries/s" and wl == "e-lean":  # the client that can saturate either name server
             goal = (">=", 3)
         if wl not in ("e", "e-lean", "g", "k") and results.get(ours) is not None and not results[ours].get("consume") and label.startswith(("e2e", "consume", "missing")):
@@ -478,6 +526,7 @@ for wl, title in WORKLOADS.items():
         ratios = [None if label in NO_RATIO or (wl == "g" and label in NO_RATIO_DLEDGER)
                   or (wl == "h" and label in NO_RATIO_DLEDGER_BROKERS) or (wl == "i" and label in NO_RATIO_GRPC)
                   or (wl == "j" and label in NO_RATIO_POP) or (wl == "k" and label in NO_RATIO_TIMER)
+                  or (wl in ("m", "q") and label in NO_RATIO_FIXED_RATE) or (wl == "q" and label == "backlog (messages)")
                   else ratio(vals[0], v) for v in vals[1:]]
         # an invalid master/slave result is no figure to compare: no ratio, no goal, said so in every row
         spoilt = [checked and (results[ours] is not None and not valid[ours] or results[o] is not None and not valid[o]) for o in others]
