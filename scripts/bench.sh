@@ -24,7 +24,8 @@
 #            --fixed-rate N --fixed-duration S
 #                                     m: the rate (default half of Java's b' send rate when l ran earlier
 #                                     in this run, else 12,000 msg/s) and the measured time (default 300 s,
-#                                     quick 60 s)
+#                                     quick 60 s), after a warm-up of at least 60 s: Java's JIT still
+#                                     compiles after 15 s and its CPU would show in the latencies
 #
 # Every workload gets a fresh name server, a fresh broker and a fresh store, so the broker's CPU time
 # and VmHWM (peak resident set) belong to that workload alone. The server under test is pinned to one
@@ -417,7 +418,7 @@ broker_workload() {  # system workload
       case "$wl" in
         *-lean|n|o|p) lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" ;;
         q) lean_duration="$catchup_duration" lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --rate "$(the_fixed_rate)" --store-dir "$dir/broker/store" --queues 8 --broker-pid "$master_pid" ;;
-        m) lean_duration="$fixed_duration" lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --rate "$(the_fixed_rate)" --queues 8 --broker-pid "$master_pid" ;;
+        m) lean_warmup=$((warmup > 60 ? warmup : 60)) lean_duration="$fixed_duration" lean_load "$dir" --namesrv "$ns_addr" ${wl_args[$wl]} --rate "$(the_fixed_rate)" --queues 8 --broker-pid "$master_pid" ;;
         *) loadgen "$dir" "${wl_load[$wl]:-broker}" --namesrv "$ns_addr" ${wl_args[$wl]} --queues 8 --broker-pid "$master_pid" "${replica[@]}" ;;
       esac
       if ! kill -0 "$master_pid" 2>/dev/null; then echo "  the $sys broker DIED during the run; see $dir/broker/broker.log" >&2; fi
@@ -681,11 +682,11 @@ the_fixed_rate() {
   echo "$fixed_rate"
 }
 
-lean_load() {  # dir args...: broker-load on the client core, with loadgen's phases and output (lean_duration: m's window)
+lean_load() {  # dir args...: broker-load on the client core, with loadgen's phases and output (lean_warmup, lean_duration: m's)
   local dir="$1" pid; shift
   mkdir -p "$dir"
   : > "$dir/loadgen.log"
-  taskset -c "$client_cpu" "$bin_dir/broker-load" "$@" --warmup "$warmup" --duration "${lean_duration:-$duration}" --drain "$drain" \
+  taskset -c "$client_cpu" "$bin_dir/broker-load" "$@" --warmup "${lean_warmup:-$warmup}" --duration "${lean_duration:-$duration}" --drain "$drain" \
     --clk-tck "$clk_tck" --server-cpu "$server_cpu" --client-cpu "$client_cpu" --out "$dir/result.json" > "$dir/loadgen.log" 2>&1 &
   pid=$!
   started+=("$pid")
