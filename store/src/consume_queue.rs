@@ -94,7 +94,7 @@ impl ConsumeQueue {
         ConsumeQueue {
             topic: topic.clone(),
             queue_id: i32::from(queue_id),
-            files: MappedFileQueue::new(dir, cq_file_size(file_size)),
+            files: MappedFileQueue::new(dir, cq_file_size(file_size)).with_small_writes(),
             max_physic_offset: AtomicI64::new(-1),
             min_logic_offset: AtomicU64::new(0),
         }
