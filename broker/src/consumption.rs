@@ -239,16 +239,16 @@ impl PullService {
             }
             return Ok(SubscriptionData::from_expression(&h.topic, h.subscription.as_deref().unwrap_or("*"), java_string_hash));
         }
-        let Some(group) = self.consumers.group(&h.consumer_group) else {
+        let Some(sub) = self.consumers.group_subscription(&h.consumer_group, &h.topic) else {
             return Err((ResponseCode::SUBSCRIPTION_NOT_EXIST, format!("the consumer's group info not exist{FAQ_SUFFIX}")));
         };
-        let Some(sub) = group.subscriptions.get(h.topic.as_str()) else {
+        let Some(sub) = sub else {
             return Err((ResponseCode::SUBSCRIPTION_NOT_EXIST, format!("the consumer's subscription not exist{FAQ_SUFFIX}")));
         };
         if sub.sub_version < h.sub_version {
             return Err((ResponseCode::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest".into()));
         }
-        Ok(sub.clone())
+        Ok(sub)
     }
 }
 

@@ -126,6 +126,12 @@ impl ConsumerManager {
         self.groups.read().get(group).cloned()
     }
 
+    /// The group's subscription to `topic` (`Some(None)`: the group is known but does not
+    /// subscribe to it), cloned alone: a group may subscribe to thousands of topics.
+    pub fn group_subscription(&self, group: &str, topic: &str) -> Option<Option<SubscriptionData>> {
+        Some(self.groups.read().get(group)?.subscriptions.get(topic).cloned())
+    }
+
     pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
         self.groups.read().get(group)?.subscriptions.get(topic).cloned()
     }
