@@ -58,63 +58,64 @@ def other(r, own):
     return None if busy is None or mine is None else max(0.0, busy - mine)
 
 
-# (label, extractor, goal) where goal = (">=", 3) or ("<=", 1/3) on ours/java, or None
-BROKER_ROWS = [
-    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
-    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
-    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
-    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
-    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
-    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
-    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
-    ("broker CPU s / 1M msg", lambda r: get(r, "broker_cpu_s_per_million"), ("<=", 1 / 3)),
-    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
-    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
-    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
-    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), ("<=", 0.1)),
-    ("broker peak anon RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")), None),
-    ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
-    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
-]
+# The single-broker rows by label: BROKER_ROWS, FIXED_RATE_ROWS and CATCH_UP_ROWS pick from them.
+ROW = {
+    "rate asked (msg/s)": lambda r: get(r, "rate"),
+    "backlog (messages)": lambda r: get(r, "backlog_messages"),
+    "caught up after (s)": lambda r: get(r, "caught_up_s"),
+    "backlog left at window end": lambda r: get(r, "backlog_left_at_window_end"),
+    "send TPS (msg/s)": lambda r: get(r, "send_tps"),
+    "consume TPS (msg/s)": lambda r: get(r, "consume_tps"),
+    "send p50 (ms)": lambda r: get(r, "send_latency_ms.p50"),
+    "send p99 (ms)": lambda r: get(r, "send_latency_ms.p99"),
+    "send p99.9 (ms)": lambda r: get(r, "send_latency_ms.p999"),
+    "send p99.99 (ms)": lambda r: get(r, "send_latency_ms.p9999"),
+    "send max (ms)": lambda r: get(r, "send_latency_ms.max"),
+    "send p99.9 uncorrected (ms)": lambda r: get(r, "send_service_ms.p999"),
+    "e2e p50 (ms)": lambda r: get(r, "e2e_ms.p50"),
+    "e2e p99 (ms)": lambda r: get(r, "e2e_ms.p99"),
+    "e2e p99.9 (ms)": lambda r: get(r, "e2e_ms.p999"),
+    "e2e p99.99 (ms)": lambda r: get(r, "e2e_ms.p9999"),
+    "broker CPU s / 1M msg": lambda r: get(r, "broker_cpu_s_per_million"),
+    "broker CPU (cores)": lambda r: get(r, "broker_cpu_util"),
+    "loadgen CPU (cores)": lambda r: get(r, "loadgen_cpu_util"),
+    "other work on server core": lambda r: other(r, "broker_cpu_util"),
+    "broker peak RSS (MiB)": lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")),
+    "broker peak anon RSS (MiB)": lambda r: kb_to_mib(get(r, "broker_peak_anon_kb")),
+    "send failed / not OK": lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}",
+    "missing after drain": lambda r: get(r, "missing_after_drain"),
+}
+AT_MOST_THIRD, AT_MOST_TENTH = ("<=", 1 / 3), ("<=", 0.1)
+
+
+def pick(*labels):
+    """(label, extractor, goal) rows from ROW; a label may come as (label, goal), where goal =
+    (">=", 3) or ("<=", 1/3) on ours/java."""
+    out = []
+    for item in labels:
+        label, goal = item if isinstance(item, tuple) else (item, None)
+        out.append((label, ROW[label], goal))
+    return out
+
+
+BROKER_ROWS = pick(
+    "send TPS (msg/s)", "send p50 (ms)", "send p99 (ms)", ("send p99.9 (ms)", AT_MOST_TENTH),
+    "e2e p50 (ms)", "e2e p99 (ms)", "consume TPS (msg/s)", ("broker CPU s / 1M msg", AT_MOST_THIRD),
+    "broker CPU (cores)", "loadgen CPU (cores)", "other work on server core",
+    ("broker peak RSS (MiB)", AT_MOST_TENTH), "broker peak anon RSS (MiB)", "send failed / not OK",
+    "missing after drain")
 # m: one fixed rate for both; latencies from each send's scheduled time (coordinated omission corrected)
-FIXED_RATE_ROWS = [
-    ("rate asked (msg/s)", lambda r: get(r, "rate"), None),
-    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
-    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
-    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
-    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
-    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
-    ("send p99.99 (ms)", lambda r: get(r, "send_latency_ms.p9999"), None),
-    ("send max (ms)", lambda r: get(r, "send_latency_ms.max"), None),
-    ("send p99.9 uncorrected (ms)", lambda r: get(r, "send_service_ms.p999"), None),
-    ("e2e p50 (ms)", lambda r: get(r, "e2e_ms.p50"), None),
-    ("e2e p99 (ms)", lambda r: get(r, "e2e_ms.p99"), None),
-    ("e2e p99.9 (ms)", lambda r: get(r, "e2e_ms.p999"), None),
-    ("e2e p99.99 (ms)", lambda r: get(r, "e2e_ms.p9999"), None),
-    ("broker CPU s / 1M msg", lambda r: get(r, "broker_cpu_s_per_million"), None),
-    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
-    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
-    ("other work on server core", lambda r: other(r, "broker_cpu_util"), None),
-    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), None),
-    ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
-    ("missing after drain", lambda r: get(r, "missing_after_drain"), None),
-]
+FIXED_RATE_ROWS = pick(
+    "rate asked (msg/s)", "send TPS (msg/s)", "consume TPS (msg/s)", "send p50 (ms)", "send p99 (ms)",
+    ("send p99.9 (ms)", AT_MOST_TENTH), "send p99.99 (ms)", "send max (ms)", "send p99.9 uncorrected (ms)",
+    "e2e p50 (ms)", "e2e p99 (ms)", "e2e p99.9 (ms)", "e2e p99.99 (ms)", "broker CPU s / 1M msg",
+    "broker CPU (cores)", "loadgen CPU (cores)", "other work on server core", "broker peak RSS (MiB)",
+    "send failed / not OK", "missing after drain")
 # q: a consumer catching up a backlog evicted from the page cache while senders go on at m's rate
-CATCH_UP_ROWS = [
-    ("backlog (messages)", lambda r: get(r, "backlog_messages"), None),
-    ("consume TPS (msg/s)", lambda r: get(r, "consume_tps"), None),
-    ("caught up after (s)", lambda r: get(r, "caught_up_s"), None),
-    ("backlog left at window end", lambda r: get(r, "backlog_left_at_window_end"), None),
-    ("rate asked (msg/s)", lambda r: get(r, "rate"), None),
-    ("send TPS (msg/s)", lambda r: get(r, "send_tps"), None),
-    ("send p50 (ms)", lambda r: get(r, "send_latency_ms.p50"), None),
-    ("send p99 (ms)", lambda r: get(r, "send_latency_ms.p99"), None),
-    ("send p99.9 (ms)", lambda r: get(r, "send_latency_ms.p999"), ("<=", 0.1)),
-    ("broker CPU (cores)", lambda r: get(r, "broker_cpu_util"), None),
-    ("loadgen CPU (cores)", lambda r: get(r, "loadgen_cpu_util"), None),
-    ("broker peak RSS (MiB)", lambda r: kb_to_mib(get(r, "broker_vmhwm_kb")), None),
-    ("send failed / not OK", lambda r: None if r is None else f"{r['send_failed']}/{r['send_not_ok']}", None),
-]
+CATCH_UP_ROWS = pick(
+    "backlog (messages)", "consume TPS (msg/s)", "caught up after (s)", "backlog left at window end",
+    "rate asked (msg/s)", "send TPS (msg/s)", "send p50 (ms)", "send p99 (ms)", ("send p99.9 (ms)", AT_MOST_TENTH),
+    "broker CPU (cores)", "loadgen CPU (cores)", "broker peak RSS (MiB)", "send failed / not OK")
 NO_RATIO_FIXED_RATE = {"rate asked (msg/s)", "send failed / not OK"}
 SATURATION = {"b", "c", "f", "h", "a-lean", "b-lean", "n", "o", "p"}  # the workloads where "throughput at least 3x" applies
 REPLICATED = {"f": "f0"}  # master/slave workloads and their ASYNC_MASTER baseline (same load, no slave)

@@ -125,14 +125,20 @@ fn keys_and_unique_keys_are_found_through_the_index() {
     store.shutdown();
 }
 
+/// A store holding 12 dispatched messages, all in T0 queue 0.
+fn twelve_in_one_queue(dir: &std::path::Path) -> Arc<MessageStore> {
+    let store = open(config(dir));
+    for i in 0..12 {
+        store.put_message(&message(i * 6));
+    }
+    wait_dispatched(&store);
+    store
+}
+
 #[test]
 fn pull_offsets_follow_javas_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(config(dir.path()));
-    for i in 0..12 {
-        store.put_message(&message(i * 6)); // all into T0 queue 0
-    }
-    wait_dispatched(&store);
+    let store = twelve_in_one_queue(dir.path());
     let at_end = store.get_message("T0", 0, 12, 32, |_| true);
     assert_eq!((at_end.status, at_end.next_begin_offset), (GetMessageStatus::OffsetOverflowOne, 12));
     let beyond = store.get_message("T0", 0, 20, 32, |_| true);
@@ -149,11 +155,7 @@ fn pull_offsets_follow_javas_rules() {
 #[test]
 fn a_read_is_recent_when_it_starts_near_the_end_of_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(config(dir.path()));
-    for i in 0..12 {
-        store.put_message(&message(i * 6)); // all into T0 queue 0
-    }
-    wait_dispatched(&store);
+    let store = twelve_in_one_queue(dir.path());
     let last = store.bytes_behind_end("T0", 0, 11).unwrap();
     let first = store.bytes_behind_end("T0", 0, 0).unwrap();
     assert!(last > 0 && first > last, "older messages lie further behind: {first} vs {last}");

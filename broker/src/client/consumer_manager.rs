@@ -133,7 +133,7 @@ impl ConsumerManager {
     }
 
     pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
-        self.groups.read().get(group)?.subscriptions.get(topic).cloned()
+        self.group_subscription(group, topic).flatten()
     }
 
     /// Every group that subscribes to `topic`.

@@ -71,7 +71,13 @@ impl<'a> Reader<'a> {
     /// Text as Java reads it (`new String(bytes, UTF_8)`): invalid sequences become U+FFFD, so a
     /// bad byte in a header value gets an answer instead of closing the connection.
     fn text(&mut self, n: usize, what: &'static str) -> Result<String, HeaderDecodeError> {
-        Ok(String::from_utf8_lossy(self.take(n, what)?).into_owned())
+        let bytes = self.take(n, what)?;
+        // Valid text (every real client's) is checked by the fast validator and copied once;
+        // the lossy walk, chunk by chunk, only for the rare bad byte.
+        Ok(match std::str::from_utf8(bytes) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        })
     }
 }
 
