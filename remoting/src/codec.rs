@@ -135,6 +135,17 @@ impl Encoder<&RemotingCommand> for RemotingCodec {
     type Error = CodecError;
 
     fn encode(&mut self, cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), CodecError> {
+        self.encode_head(cmd, dst)?;
+        dst.put_slice(cmd.body_bytes());
+        Ok(())
+    }
+}
+
+impl RemotingCodec {
+    /// Appends the frame of `cmd` up to its body (length prefix, header-length word, header),
+    /// with the lengths counting the body, which the caller writes next: from `dst` or, as
+    /// [`crate::writer::FrameWriter`] does with large bodies, from the body's own buffer.
+    pub fn encode_head(&self, cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), CodecError> {
         let start = dst.len();
         dst.put_u64(0); // length and header-length word, filled in below
         if let Err(e) = serialize::encode_header(cmd, dst) {
@@ -146,13 +157,11 @@ impl Encoder<&RemotingCommand> for RemotingCodec {
             dst.truncate(start);
             return Err(CodecError::HeaderTooLarge { header_bytes });
         }
-        let body = cmd.body.as_deref().unwrap_or(&[]);
-        let length = 4 + header_bytes + body.len();
+        let length = 4 + header_bytes + cmd.body_bytes().len();
         if length + 4 > self.max_frame_bytes {
             dst.truncate(start);
             return Err(CodecError::FrameTooLarge { frame_bytes: length as u64 + 4, max_bytes: self.max_frame_bytes });
         }
-        dst.put_slice(body);
         let word = (u32::from(cmd.serialize_type.as_byte()) << 24) | header_bytes as u32;
         dst[start..start + 4].copy_from_slice(&(length as u32).to_be_bytes());
         dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
-use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
+use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::{CancellationToken, PollSender};
 use tracing::{debug, info_span, warn, Instrument};
 
@@ -504,7 +504,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let codec = RemotingCodec::new(config.max_frame_bytes);
-    start(FramedRead::new(read_half, SizedFrames(codec.clone())), FramedWrite::new(write_half, codec), endpoints, config, side, handler)
+    start(FramedRead::new(read_half, SizedFrames(codec.clone())), crate::writer::FrameWriter::new(write_half, codec), endpoints, config, side, handler)
 }
 
 fn start<T, S>(frames: T, sink: S, endpoints: Endpoints, config: &ConnectionConfig, side: Side, handler: Arc<dyn InboundHandler>) -> Channel

@@ -33,6 +33,7 @@ pub mod serialize;
 pub mod server;
 pub mod service;
 pub mod version;
+pub mod writer;
 
 pub use code::{RequestCode, ResponseCode};
 pub use command::{LanguageCode, RemotingCommand, SerializeType};

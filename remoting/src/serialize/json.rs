@@ -1,6 +1,8 @@
 //! The JSON header, written exactly as Java's fastjson writes `RemotingCommand`: compact, keys in
 //! alphabetical order, null members omitted, every `extFields` value a string.
 
+use std::fmt::Write;
+
 use bytes::{BufMut, BytesMut};
 use serde::Deserialize;
 use serde_json::Value;
@@ -11,8 +13,8 @@ use crate::fastjson::escapes_as_unicode;
 
 pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
     let mut s = String::with_capacity(160);
-    s.push_str("{\"code\":");
-    s.push_str(&cmd.code.to_string());
+    // Numbers are written in place (fmt::Write into a String cannot fail).
+    let _ = write!(s, "{{\"code\":{}", cmd.code);
     if let Some(ext) = &cmd.ext_fields {
         s.push_str(",\"extFields\":{");
         for (i, (k, v)) in ext.iter().enumerate() {
@@ -25,20 +27,17 @@ pub fn encode(cmd: &RemotingCommand, out: &mut BytesMut) {
         }
         s.push('}');
     }
-    s.push_str(",\"flag\":");
-    s.push_str(&cmd.flag.to_string());
+    let _ = write!(s, ",\"flag\":{}", cmd.flag);
     s.push_str(",\"language\":\"");
     s.push_str(cmd.language.name());
-    s.push_str("\",\"opaque\":");
-    s.push_str(&cmd.opaque.to_string());
+    let _ = write!(s, "\",\"opaque\":{}", cmd.opaque);
     if let Some(remark) = &cmd.remark {
         s.push_str(",\"remark\":");
         write_json_string(&mut s, remark);
     }
     s.push_str(",\"serializeTypeCurrentRPC\":\"");
     s.push_str(cmd.serialize_type.java_name());
-    s.push_str("\",\"version\":");
-    s.push_str(&cmd.version.to_string());
+    let _ = write!(s, "\",\"version\":{}", cmd.version);
     s.push('}');
     out.put_slice(s.as_bytes());
 }
@@ -58,7 +57,7 @@ pub fn write_json_string(out: &mut String, value: &str) {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 || escapes_as_unicode(c) => {
-                out.push_str(&format!("\\u{:04X}", c as u32));
+                let _ = write!(out, "\\u{:04X}", c as u32);
             }
             c => out.push(c),
         }
@@ -83,8 +82,46 @@ struct JsonHeader {
     flag: i32,
     #[serde(default)]
     remark: Option<String>,
-    #[serde(default)]
-    ext_fields: Option<serde_json::Map<String, Value>>,
+    #[serde(default, deserialize_with = "ext_fields")]
+    ext_fields: Option<ExtFields>,
+}
+
+/// `extFields` read straight into the command's map, not into a JSON map first: each value as
+/// fastjson's text of it, null values dropped (a later null drops an earlier value, as the last
+/// of a repeated key wins).
+fn ext_fields<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ExtFields>, D::Error> {
+    struct Fields;
+    impl<'de> serde::de::Visitor<'de> for Fields {
+        type Value = Option<ExtFields>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object of ext fields")
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut ext = ExtFields::default();
+            while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                match ext_text(value) {
+                    Some(text) => ext.insert(key, text),
+                    None => ext.shift_remove(&key),
+                };
+            }
+            Ok(Some(ext))
+        }
+    }
+    d.deserialize_option(Fields)
 }
 
 /// fastjson reads an int member from null (the default), a decimal (truncated) or a numeric
@@ -112,7 +149,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
         opaque: h.opaque,
         flag: h.flag,
         remark: h.remark,
-        ext_fields: h.ext_fields.map(|map| map.into_iter().filter_map(|(k, v)| ext_text(v).map(|v| (k, v))).collect::<ExtFields>()),
+        ext_fields: h.ext_fields,
         body: None,
         serialize_type: Default::default(),
     })
@@ -174,5 +211,16 @@ mod tests {
         assert_eq!(ext.get("a").map(String::as_str), Some("1"));
         assert_eq!(ext.get("b").map(String::as_str), Some("true"));
         assert!(!ext.contains_key("c"));
+    }
+
+    #[test]
+    fn ext_fields_keep_their_order_and_the_last_of_a_repeated_key() {
+        let cmd = decode(br#"{"code":34,"extFields":{"z":"1","a":"2","z":"3","n":null,"b":null,"b":"4"}}"#).unwrap();
+        let ext: Vec<(String, String)> = cmd.ext_fields.unwrap().into_iter().collect();
+        let pairs = |v: &[(&str, &str)]| v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert_eq!(ext, pairs(&[("z", "3"), ("a", "2"), ("b", "4")]));
+        assert_eq!(decode(br#"{"code":34,"extFields":null}"#).unwrap().ext_fields, None);
+        assert_eq!(decode(br#"{"code":34,"extFields":{}}"#).unwrap().ext_fields, Some(ExtFields::default()));
+        assert!(decode(br#"{"code":34,"extFields":"x"}"#).is_err());
     }
 }
