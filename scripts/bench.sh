@@ -10,7 +10,8 @@
 #                                     h is three brokers in DLedger mode, one DLedger group;
 #                                     i is the gRPC front, mqbroker --enable-proxy; j is pop through Java's
 #                                     proxy in cluster mode; k is 5.x timer messages; none of i-k runs for 4.9;
-#                                     l is a' and b', a and b driven by broker-load, the lean client of scripts/bench/load;
+#                                     l is a', b', c' and f0': a, b, c and f0 driven by broker-load, the lean client of scripts/bench/load
+#                                     (a-lean, b-lean, c-lean, f0-lean: one of them alone);
 #                                     m is the fixed-rate latency workload, broker-load --mode rate;
 #                                     n, o and p are the scale workloads: 1,000 producer connections,
 #                                     1,000 topics x 8 queues, 8 consumer groups on one topic;
@@ -117,13 +118,13 @@ clk_tck="$(getconf CLK_TCK)"
 
 # the broker workloads (a-f, h-q) need the broker, the name server and their load generators; g (DLedger) its own
 wants_broker="" wants_dledger="" wants_routeload=""
-case ",$workloads," in *,[a-fh-q],*) wants_broker=1 ;; esac
+case ",$workloads," in *,[a-fh-q],*|*-lean,*) wants_broker=1 ;; esac
 case ",$workloads," in *,g,*) wants_dledger=1 ;; esac
 case ",$workloads," in *,e,*) wants_routeload=1 ;; esac
 bins=()
 [ -z "$wants_broker" ] || bins+=(--bin mqnamesrv --bin mqbroker)
 [ -z "$wants_dledger" ] || bins+=(--bin dledger --bin dledger-load)
-case ",$workloads," in *,[lmnopq],*) bins+=(--bin broker-load) ;; esac
+case ",$workloads," in *,[lmnopq],*|*-lean,*) bins+=(--bin broker-load) ;; esac
 # our binaries: built here into target/release, or (BENCH_BIN_DIR) taken as they are from another build
 if [ -n "${BENCH_BIN_DIR:-}" ]; then
   bin_dir="$(cd "$BENCH_BIN_DIR" && pwd)"
@@ -350,10 +351,10 @@ loadgen() {  # dir kind args...: runs the generator on the client core; its outp
 
 # id | flushDiskType | loadgen arguments
 declare -A wl_flush=( [a]=ASYNC_FLUSH [b]=ASYNC_FLUSH [c]=ASYNC_FLUSH [d]=SYNC_FLUSH [f]=ASYNC_FLUSH [f0]=ASYNC_FLUSH [k]=ASYNC_FLUSH
-  [a-lean]=ASYNC_FLUSH [b-lean]=ASYNC_FLUSH [m]=ASYNC_FLUSH [n]=ASYNC_FLUSH [o]=ASYNC_FLUSH [p]=ASYNC_FLUSH [q]=ASYNC_FLUSH )
+  [a-lean]=ASYNC_FLUSH [b-lean]=ASYNC_FLUSH [c-lean]=ASYNC_FLUSH [f0-lean]=ASYNC_FLUSH [m]=ASYNC_FLUSH [n]=ASYNC_FLUSH [o]=ASYNC_FLUSH [p]=ASYNC_FLUSH [q]=ASYNC_FLUSH )
 # the brokerRole of the master; f runs a slave next to it, f0 is the same load on a lone ASYNC_MASTER
 declare -A wl_role=( [a]=ASYNC_MASTER [b]=ASYNC_MASTER [c]=ASYNC_MASTER [d]=ASYNC_MASTER [f]=SYNC_MASTER [f0]=ASYNC_MASTER [k]=ASYNC_MASTER
-  [a-lean]=ASYNC_MASTER [b-lean]=ASYNC_MASTER [m]=ASYNC_MASTER [n]=ASYNC_MASTER [o]=ASYNC_MASTER [p]=ASYNC_MASTER [q]=ASYNC_MASTER )
+  [a-lean]=ASYNC_MASTER [b-lean]=ASYNC_MASTER [c-lean]=ASYNC_MASTER [f0-lean]=ASYNC_MASTER [m]=ASYNC_MASTER [n]=ASYNC_MASTER [o]=ASYNC_MASTER [p]=ASYNC_MASTER [q]=ASYNC_MASTER )
 # the load generator's kind (default broker: BrokerLoad) and timerWheelEnable (default false) where they differ
 declare -A wl_load=( [k]=timer )
 declare -A wl_timer_wheel=( [k]=true )
@@ -366,6 +367,10 @@ declare -A wl_args=(
   # CPU, so the client core is not what limits them
   [a-lean]="--mode sync --threads 64 --size 128 --topic BenchmarkTest"
   [b-lean]="--mode async --threads 1 --size 1024 --inflight 1024 --topic bench_async"
+  # c' and f0': c's and f0's load from broker-load (c': SEND_BATCH_MESSAGE as the Java producer's
+  # send(Collection) writes it)
+  [c-lean]="--mode batch --threads 64 --size 1024 --batch 16 --topic bench_batch"
+  [f0-lean]="--mode sync --threads 64 --size 1024 --topic bench_replicated"
   # m: open loop at the fixed rate (added where it runs); a stall may hold up to 64Ki sends
   [m]="--mode rate --inflight 65536 --size 1024 --topic bench_rate"
   # n, o, p: the scale workloads
@@ -765,7 +770,8 @@ for wl in "${wl_list[@]}"; do
       h) dledger_brokers_workload "$sys" ;;
       i) [ "$sys" = java49 ] || grpc_workload "$sys" ;;  # 4.9 has no gRPC front
       j) [ "$sys" = java49 ] || pop_workload "$sys" ;;  # nor pop
-      l) broker_workload "$sys" a-lean; broker_workload "$sys" b-lean ;;
+      l) for lean in a-lean b-lean c-lean f0-lean; do broker_workload "$sys" "$lean"; done ;;
+      a-lean|b-lean|c-lean|f0-lean) broker_workload "$sys" "$wl" ;;  # one of l's alone
       m|n|o|p|q) broker_workload "$sys" "$wl" ;;
       k) [ "$sys" = java49 ] || broker_workload "$sys" k ;;  # nor timer messages (5.x)
       *) echo "unknown workload $wl" >&2; exit 2 ;;
@@ -797,6 +803,8 @@ meta = {
                 "b": "async send 1 KiB, 1024 in flight, push consumer, 8 queues",
                 "a-lean": "a's load from broker-load (scripts/bench/load: our remoting client on one thread, the Java client 4.9's SEND_MESSAGE_V2 frames and push-consumer pulls, one connection)",
                 "b-lean": "b's load from broker-load",
+                "c-lean": "c's load from broker-load (SEND_BATCH_MESSAGE of 16 x 1 KiB encoded as the Java producer's send(Collection))",
+                "f0-lean": "f0's load from broker-load",
                 "n": "1,000 producer connections: 1,000 sync senders of 1 KiB (broker-load --connections 1000), one topic of 8 queues, push consumer's pulls",
                 "o": "1,000 topics x 8 queues: async 1 KiB sends, 1,024 in flight, spread over every queue (broker-load --topics 1000), one consumer pulling all 8,000 queues",
                 "p": "8 consumer groups: b' (async 1 KiB, 1,024 in flight, 8 queues) with 8 groups each consuming every message (broker-load --groups 8); consume TPS counts every group's",

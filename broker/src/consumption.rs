@@ -382,8 +382,8 @@ mod tests {
         let lot = Arc::new(ParkingLot::new(wake, ParkingBudget::new(16, 16)));
         let _ = f.service.parking.set(lot.clone());
         let arrivals = lot.clone();
-        f.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
-            arrivals.notify_arriving(&crate::parking::QueueKey::new(topic, queue_id), max_offset, Some(tags_code), Instant::now());
+        f.store.set_arrival_listener(Arc::new(move |topic, queue_id, arrived| {
+            arrivals.notify_arrivals(&crate::parking::QueueKey::new(topic, queue_id), arrived, Instant::now());
         }));
         assert!(f.service.pull(&f.channel, pull_request(0, FLAG_SUSPEND), true).is_none(), "parked");
         assert_eq!(lot.held_count(), 1);

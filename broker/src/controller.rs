@@ -557,8 +557,8 @@ fn long_polling(
     let notifications = Arc::new(PopParking::new(Box::new(pop_wake(pop, pull_pool, PopService::notification)), hold.budget()));
     let _ = pop.notifications.set(notifications);
     let (arrivals, pop) = (hold.clone(), pop.clone());
-    broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, max_offset, tags_code| {
-        arrivals.notify_arriving(&crate::parking::QueueKey::new(topic, queue_id), max_offset, Some(tags_code), Instant::now());
+    broker.store.set_arrival_listener(Arc::new(move |topic, queue_id, arrived| {
+        arrivals.notify_arrivals(&crate::parking::QueueKey::new(topic, queue_id), arrived, Instant::now());
         pop.on_arrival(topic, queue_id);
     }));
     hold

@@ -205,11 +205,27 @@ impl<P: Parked> ParkingLot<P> {
             // Counted before looking for whom to wake (see `park_since`).
             self.arrivals.fetch_add(1, Ordering::SeqCst);
         }
+        self.wake_where(key, now, |p| p.satisfied_by(max_offset, tags_code));
+    }
+
+    /// Messages reached a queue (a dispatch pass's, in queue order: the queue's next offset and
+    /// tags code of each): wakes, under one lock, the requests any of them satisfies, as
+    /// [`ParkingLot::notify_arriving`] would for each in turn.
+    pub fn notify_arrivals(&self, key: &QueueKey, arrivals: &[store::store::Arrival], now: Instant) {
+        if arrivals.is_empty() {
+            return;
+        }
+        self.arrivals.fetch_add(1, Ordering::SeqCst);
+        self.wake_where(key, now, |p| arrivals.iter().any(|a| p.satisfied_by(a.max_offset, Some(a.tags_code))));
+    }
+
+    /// Wakes the requests on `key` that `satisfied` accepts, and drops those whose time is up or
+    /// whose connection closed (a closed one is not run).
+    fn wake_where(&self, key: &QueueKey, now: Instant, satisfied: impl Fn(&P) -> bool) {
         let woken: Vec<(P, usize)> = {
             let mut by_queue = self.by_queue.lock();
             let Some(parked) = by_queue.get_mut(key) else { return };
-            let (wake, keep): (Vec<_>, Vec<_>) =
-                parked.drain(..).partition(|(p, _)| p.satisfied_by(max_offset, tags_code) || now >= p.deadline() || p.channel().is_closed());
+            let (wake, keep): (Vec<_>, Vec<_>) = parked.drain(..).partition(|(p, _)| satisfied(p) || now >= p.deadline() || p.channel().is_closed());
             *parked = keep;
             wake
         };
@@ -306,6 +322,48 @@ mod tests {
         assert!(pops.park(QueueKey::new("T", 1), waiting(5)).is_ok(), "a woken request frees its place for any kind");
         pops.check(later, |_, _| 0);
         assert_eq!((second.load(Ordering::SeqCst), pops.held_count(), budget.total()), (2, 0, 0), "the deadline wakes the rest");
+    }
+
+    /// A request waiting past offset `from` for a message of tags code `tag`.
+    struct Tagged {
+        channel: Channel,
+        from: i64,
+        tag: i64,
+    }
+
+    impl Parked for Tagged {
+        fn channel(&self) -> &Channel {
+            &self.channel
+        }
+        fn deadline(&self) -> Instant {
+            Instant::now() + Duration::from_secs(60)
+        }
+        fn satisfied_by(&self, max_offset: i64, tags_code: Option<i64>) -> bool {
+            max_offset > self.from && tags_code.is_none_or(|t| t == self.tag)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pass_of_arrivals_wakes_whom_any_of_them_satisfies_and_nobody_else() {
+        let (a, _la) = channel().await;
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = woken.clone();
+        let wake = Box::new(move |_: Tagged| {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        let lot = ParkingLot::new(wake, ParkingBudget::new(8, 8));
+        let key = QueueKey::new("T", 0);
+        let arrival = |max_offset, tags_code| store::store::Arrival { max_offset, tags_code };
+        assert!(lot.park(key.clone(), Tagged { channel: a.clone(), from: 5, tag: 7 }).is_ok());
+        assert!(lot.park(key.clone(), Tagged { channel: a.clone(), from: 6, tag: 3 }).is_ok());
+        // Offset 6 has tag 3 (not past the second's offset), offset 7 tag 9: nobody's message.
+        lot.notify_arrivals(&key, &[arrival(6, 3), arrival(7, 9)], Instant::now());
+        assert_eq!((woken.load(Ordering::SeqCst), lot.held_count()), (0, 2));
+        // Then tag 7 at offset 8 wakes the first only, tag 3 at 9 the second.
+        lot.notify_arrivals(&key, &[arrival(8, 7)], Instant::now());
+        assert_eq!((woken.load(Ordering::SeqCst), lot.held_count()), (1, 1));
+        lot.notify_arrivals(&key, &[arrival(9, 1), arrival(10, 3)], Instant::now());
+        assert_eq!((woken.load(Ordering::SeqCst), lot.held_count()), (2, 0));
     }
 
     #[tokio::test]

@@ -26,8 +26,10 @@ WORKLOADS = {
     "p": "p  8 consumer groups, broker-load",
     "q": "q  catch-up from disk, broker-load",
     "c": "c  batch 16x1 KiB x64 thr",
+    "c-lean": "c' batch 16x1 KiB x64, broker-load",
     "d": "d  SYNC_FLUSH 1 KiB x64",
     "f0": "f0 ASYNC_MASTER 1 KiB x64",
+    "f0-lean": "f0' ASYNC_MASTER 1 KiB x64, broker-load",
     "f": "f  SYNC_MASTER+slave 1 KiB x64",
     "e": "e  name server, Java client",
     "e-lean": "e' name server, routeload",
@@ -117,7 +119,7 @@ CATCH_UP_ROWS = pick(
     "rate asked (msg/s)", "send TPS (msg/s)", "send p50 (ms)", "send p99 (ms)", ("send p99.9 (ms)", AT_MOST_TENTH),
     "broker CPU (cores)", "loadgen CPU (cores)", "broker peak RSS (MiB)", "send failed / not OK")
 NO_RATIO_FIXED_RATE = {"rate asked (msg/s)", "send failed / not OK"}
-SATURATION = {"b", "c", "f", "h", "a-lean", "b-lean", "n", "o", "p"}  # the workloads where "throughput at least 3x" applies
+SATURATION = {"b", "c", "f", "h", "a-lean", "b-lean", "c-lean", "f0-lean", "n", "o", "p"}  # the workloads where "throughput at least 3x" applies
 REPLICATED = {"f": "f0"}  # master/slave workloads and their ASYNC_MASTER baseline (same load, no slave)
 SYNC_VS_ASYNC_GOAL = 0.8  # our SYNC_MASTER throughput within 20 % of our ASYNC_MASTER
 

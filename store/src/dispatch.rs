@@ -16,7 +16,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use indexmap::IndexMap;
+use parking_lot::{Mutex, RwLock};
 use remoting::protocol::name::TopicName;
 use tracing::error;
 
@@ -31,9 +32,19 @@ use crate::queues::ConsumeQueues;
 /// The delay-level topic: its consume queues hold the delivery time in place of the tags code.
 pub use remoting::protocol::system_topic::SCHEDULE as SCHEDULE_TOPIC;
 
-/// Told about every message dispatched into a consume queue (long polling wakes on it): topic,
-/// queue id, the queue's next offset, tags code.
-pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64, i64) + Send + Sync>;
+/// Told, at the end of each dispatch pass, of the messages each consume queue received in it (long
+/// polling wakes on it): topic, queue id, and per message in queue order the queue's next offset
+/// and the message's tags code. One call per queue per pass, not per message: a pass over many
+/// appends wakes each queue's parked requests once.
+pub type ArrivalListener = Arc<dyn Fn(&str, i32, &[Arrival]) + Send + Sync>;
+
+/// One message's arrival in its consume queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// The queue's next offset once the message is in.
+    pub max_offset: i64,
+    pub tags_code: i64,
+}
 
 /// One commit-log record as the dispatchers see it (Java's `DispatchRequest`).
 pub struct DispatchRequest<'a> {
@@ -101,6 +112,10 @@ pub trait Dispatcher: Send + Sync {
     fn runs_on_recovery(&self) -> bool {
         true
     }
+
+    /// The end of a pass of the dispatcher thread over newly readable records (not called on
+    /// recovery): what a dispatcher gathers per pass it hands on here.
+    fn end_of_pass(&self) {}
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +176,13 @@ impl DispatchList {
         let request = DispatchRequest { record, phy_offset, tags_code: self.tags_code_of(record) };
         for dispatcher in self.entries.read().iter() {
             dispatcher.dispatch(&request);
+        }
+    }
+
+    /// Ends a pass of the dispatcher thread (see [`Dispatcher::end_of_pass`]).
+    pub(crate) fn end_of_pass(&self) {
+        for dispatcher in self.entries.read().iter() {
+            dispatcher.end_of_pass();
         }
     }
 
@@ -260,30 +282,82 @@ impl Dispatcher for BuildIndex {
     }
 }
 
-/// Long polling's wake-up (Java's `notifyMessageArriveIfNecessary`): told of every record that
-/// went into a consume queue, once the listener is set.
+/// Long polling's wake-up (Java's `notifyMessageArriveIfNecessary`): gathers the records of a
+/// pass that went into a consume queue, by queue, and tells the listener at the pass's end, or
+/// sooner when [`MAX_GATHERED_ARRIVALS`] are held (a pass over a long backlog).
 pub struct ArrivalNotice {
     listener: RwLock<Option<ArrivalListener>>,
     queues: Arc<ConsumeQueues>,
+    pending: Mutex<Gathered>,
+}
+
+/// Arrivals held before they are told, whatever the pass's length.
+pub const MAX_GATHERED_ARRIVALS: usize = 4096;
+
+/// A pass's arrivals by topic and queue id, in the order their queues first received one.
+#[derive(Default)]
+struct Gathered {
+    by_queue: IndexMap<(String, i32), Vec<Arrival>>,
+    count: usize,
+}
+
+/// A borrowed `(topic, queue id)` key: hashes as the owned tuple does, so a pass's lookups do
+/// not allocate.
+#[derive(Hash)]
+struct QueueRef<'a>(&'a str, i32);
+
+impl indexmap::Equivalent<(String, i32)> for QueueRef<'_> {
+    fn equivalent(&self, key: &(String, i32)) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
 }
 
 impl ArrivalNotice {
     pub(crate) fn new(queues: Arc<ConsumeQueues>) -> ArrivalNotice {
-        ArrivalNotice { listener: RwLock::new(None), queues }
+        ArrivalNotice { listener: RwLock::new(None), queues, pending: Mutex::new(Gathered::default()) }
     }
 
     pub(crate) fn set_listener(&self, listener: ArrivalListener) {
         *self.listener.write() = Some(listener);
     }
+
+    /// Tells the listener what was gathered, one call per queue.
+    fn tell(&self) {
+        let gathered = std::mem::take(&mut *self.pending.lock());
+        let Some(listener) = self.listener.read().clone() else { return };
+        for ((topic, queue_id), arrivals) in &gathered.by_queue {
+            // The consume queue's dispatcher ran first: a queued record with a valid name has its queue.
+            if self.queues.find(topic, *queue_id).is_some() {
+                listener(topic, *queue_id, arrivals);
+            }
+        }
+    }
 }
 
 impl Dispatcher for ArrivalNotice {
     fn dispatch(&self, request: &DispatchRequest<'_>) {
-        let Some(listener) = self.listener.read().clone() else { return };
-        // The consume queue's dispatcher ran first: a queued record with a valid name has its queue.
-        if request.is_queued() && self.queues.find(request.topic(), request.queue_id()).is_some() {
-            listener(request.topic(), request.queue_id(), request.queue_offset() + 1, request.tags_code);
+        if !request.is_queued() || self.listener.read().is_none() {
+            return;
         }
+        let arrival = Arrival { max_offset: request.queue_offset() + 1, tags_code: request.tags_code };
+        let full = {
+            let mut pending = self.pending.lock();
+            match pending.by_queue.get_mut(&QueueRef(request.topic(), request.queue_id())) {
+                Some(arrivals) => arrivals.push(arrival),
+                None => {
+                    pending.by_queue.insert((request.topic().to_owned(), request.queue_id()), vec![arrival]);
+                }
+            }
+            pending.count += 1;
+            pending.count >= MAX_GATHERED_ARRIVALS
+        };
+        if full {
+            self.tell();
+        }
+    }
+
+    fn end_of_pass(&self) {
+        self.tell();
     }
 
     fn runs_on_recovery(&self) -> bool {

@@ -564,3 +564,40 @@ fn the_active_commit_log_file_is_kept_prefaulted_ahead_of_the_writer() {
         store.shutdown();
     }
 }
+
+#[test]
+fn long_polling_hears_of_every_arrival_once_per_queue_and_pass_in_queue_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    type Heard = Vec<(String, i32, Vec<store::store::Arrival>)>;
+    let heard: Arc<std::sync::Mutex<Heard>> = Arc::default();
+    let h = heard.clone();
+    store.set_arrival_listener(Arc::new(move |topic, queue_id, arrivals| h.lock().unwrap().push((topic.to_owned(), queue_id, arrivals.to_vec()))));
+    store.start().unwrap();
+    for i in 0..40 {
+        assert_eq!(store.put_message(&message(i)).status, PutStatus::PutOk);
+    }
+    // A batch is appended at once: one pass sees it all, and its queue hears of it in one call.
+    let batch: Vec<MessageToStore> = (0..10).map(|i| MessageToStore { topic: "B".into(), queue_id: 1, ..message(i) }).collect();
+    store.put_messages(&batch).append.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while heard.lock().unwrap().iter().map(|h| h.2.len()).sum::<usize>() < 50 {
+        assert!(std::time::Instant::now() < deadline, "arrivals never all heard");
+        std::thread::yield_now();
+    }
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.iter().filter(|h| h.0 == "B").map(|h| h.2.len()).collect::<Vec<_>>(), vec![10]);
+    // Per queue: every message once, its next offset in order, with its tags code.
+    let mut by_queue: std::collections::BTreeMap<(String, i32), Vec<store::store::Arrival>> = Default::default();
+    for (topic, queue_id, arrivals) in heard {
+        by_queue.entry((topic, queue_id)).or_default().extend(arrivals);
+    }
+    for ((topic, queue_id), arrivals) in &by_queue {
+        let offsets: Vec<i64> = arrivals.iter().map(|a| a.max_offset).collect();
+        assert_eq!(offsets, (1..=arrivals.len() as i64).collect::<Vec<_>>(), "{topic}-{queue_id}");
+    }
+    let t0q0: Vec<i64> = by_queue[&("T0".to_owned(), 0)].iter().map(|a| a.tags_code).collect();
+    let expected: Vec<i64> = (0..40).filter(|i| i % 3 == 0 && i % 2 == 0).map(|i| store::message::tags_code(Some(&format!("Tag{}", i % 4)))).collect();
+    assert_eq!(t0q0, expected);
+    store.shutdown();
+}

@@ -366,8 +366,8 @@ fn random_queue(write_queue_nums: i32) -> i32 {
 fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
     let mut buf: Bytes = base.body.clone();
     // What the broker adds to the wrapper, Java 5.x appends to every inner message.
-    let added: Vec<(String, String)> =
-        [MSG_REGION, TRACE_ON, "CLUSTER"].iter().filter_map(|name| properties::get(&base.properties, name).map(|v| (name.to_string(), v.to_owned()))).collect();
+    let added: Vec<(&str, &str)> =
+        [MSG_REGION, TRACE_ON, "CLUSTER"].iter().filter_map(|name| properties::get(&base.properties, name).map(|v| (*name, v))).collect();
     let mut out = Vec::new();
     while buf.has_remaining() {
         if buf.remaining() < 22 {
@@ -386,13 +386,25 @@ fn split_batch(base: &MessageToStore) -> Result<Vec<MessageToStore>, String> {
         if buf.remaining() < props_len {
             return Err("batch entry properties are truncated".into());
         }
-        let props = std::str::from_utf8(&buf.split_to(props_len)).map_err(|_| "batch entry properties are not UTF-8")?.to_owned();
+        let props = buf.split_to(props_len);
+        let props = std::str::from_utf8(&props).map_err(|_| "batch entry properties are not UTF-8")?;
         if total as usize != 20 + body_len + 2 + props_len {
             return Err(format!("batch entry size {total} does not match its content"));
         }
-        let mut map = properties::parse(&props);
-        map.extend(added.iter().cloned());
-        out.push(MessageToStore { flag, body, properties: properties::serialize(map.iter().map(|(k, v)| (k.as_str(), v.as_str()))), ..base.clone() });
+        out.push(MessageToStore {
+            topic: base.topic.clone(),
+            queue_id: base.queue_id,
+            flag,
+            sys_flag: base.sys_flag,
+            born_timestamp: base.born_timestamp,
+            born_host: base.born_host,
+            store_host: base.store_host,
+            reconsume_times: base.reconsume_times,
+            prepared_transaction_offset: base.prepared_transaction_offset,
+            body,
+            // Rewritten in one pass (the map round trip's result, without the map).
+            properties: properties::with_set(props, &added),
+        });
     }
     if out.is_empty() {
         return Err("empty batch".into());

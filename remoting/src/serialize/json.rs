@@ -98,10 +98,6 @@ fn ext_fields<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ExtFields
             f.write_str("an object of ext fields")
         }
 
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
         fn visit_none<E>(self) -> Result<Self::Value, E> {
             Ok(None)
         }

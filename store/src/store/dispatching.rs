@@ -83,6 +83,7 @@ impl MessageStore {
             }
             did = true;
             self.reput_from.store(to, Ordering::Release);
+            self.dispatchers.end_of_pass();
         }
     }
 

@@ -36,7 +36,7 @@ use crate::physical_log::PhysicalLog;
 use crate::queues::ConsumeQueues;
 use crate::recovery::RecoveryReport;
 
-pub use crate::dispatch::{ArrivalListener, SCHEDULE_TOPIC};
+pub use crate::dispatch::{Arrival, ArrivalListener, SCHEDULE_TOPIC};
 pub use crate::error::StoreError;
 pub use lookups::QueryMessageResult;
 pub use reads::{GetMessageResult, GetMessageStatus};

@@ -23,7 +23,11 @@
 //! `posix_fadvise(DONTNEED)` on every file under `DIR/commitlog`), and the window opens at once
 //! with the consumer starting from the backlog's head while the senders go on in `--mode`.
 //!
-//!   broker-load --namesrv ADDR --mode sync|async|rate --threads N --inflight N --rate R --size B
+//! `--mode batch` sends as the Java producer's `send(Collection<Message>)`: SEND_BATCH_MESSAGE with
+//! the V2 header (`batch` true, the wrapper's `WAIT` property) and a body of `--batch` messages each
+//! encoded as `MessageDecoder.encodeMessage` writes them (magic and body CRC 0, its own `UNIQ_KEY`).
+//!
+//!   broker-load --namesrv ADDR --mode sync|batch|async|rate [--batch N] --threads N --inflight N --rate R --size B
 //!               --topic T [--connections N] [--topics N] [--groups N] [--backlog-mib N --store-dir DIR]
 //!               --broker-pid PID --warmup S --duration S --drain S --out FILE
 
@@ -61,8 +65,9 @@ struct Cli {
     namesrv: String,
     #[arg(long, default_value = "BenchmarkTest")]
     topic: String,
-    /// sync: `threads` senders, one send in flight each; async: `inflight` sends in flight;
-    /// rate: `rate` sends a second on a fixed schedule, at most `inflight` outstanding.
+    /// sync: `threads` senders, one send in flight each; batch: as sync, each send a
+    /// SEND_BATCH_MESSAGE of `batch` messages; async: `inflight` sends in flight; rate: `rate`
+    /// sends a second on a fixed schedule, at most `inflight` outstanding.
     #[arg(long)]
     mode: String,
     /// Messages a second in `--mode rate`.
@@ -74,6 +79,9 @@ struct Cli {
     inflight: usize,
     #[arg(long, default_value_t = 128)]
     size: usize,
+    /// Messages per send in `--mode batch`.
+    #[arg(long, default_value_t = 16)]
+    batch: usize,
     /// The queues of an auto-created topic (the producer's defaultTopicQueueNums).
     #[arg(long, default_value_t = 8)]
     queues: i32,
@@ -184,6 +192,9 @@ async fn run(cli: Cli) -> Result<()> {
         errors: BTreeMap::new(),
         schedule: None,
     }));
+    if !matches!(cli.mode.as_str(), "sync" | "batch" | "async" | "rate") {
+        bail!("--mode must be sync, batch, async or rate");
+    }
     if cli.mode == "rate" && (cli.rate.is_nan() || cli.rate <= 0.0) {
         bail!("--mode rate needs --rate above 0");
     }
@@ -261,6 +272,7 @@ async fn run(cli: Cli) -> Result<()> {
         counters: counters.clone(),
         hist: hist.clone(),
         seq: RefCell::new(0),
+        batch: if cli.mode == "batch" { cli.batch.max(1) } else { 1 },
     });
     let broker = Sampled::start(cli.broker_pid);
     let mut caught_up = None;
@@ -328,8 +340,9 @@ async fn run(cli: Cli) -> Result<()> {
     }
     out.insert("threads".into(), json!(cli.threads));
     out.insert("size".into(), json!(cli.size));
-    out.insert("batch".into(), json!(1));
-    out.insert("inflight".into(), json!(if cli.mode == "sync" { 0 } else { cli.inflight }));
+    let per_send = if cli.mode == "batch" { cli.batch.max(1) } else { 1 };
+    out.insert("batch".into(), json!(per_send));
+    out.insert("inflight".into(), json!(if matches!(cli.mode.as_str(), "sync" | "batch") { 0 } else { cli.inflight }));
     if cli.mode == "rate" {
         out.insert("rate".into(), json!(cli.rate));
         out.insert("latency_from".into(), json!("the scheduled send time (corrected for coordinated omission)"));
@@ -340,7 +353,7 @@ async fn run(cli: Cli) -> Result<()> {
     out.insert("send_not_ok".into(), json!(not_ok1 - not_ok0));
     out.insert("send_failed".into(), json!(failed1 - failed0));
     out.insert("send_tps".into(), json!(msgs / secs));
-    out.insert("send_calls_tps".into(), json!(msgs / secs));
+    out.insert("send_calls_tps".into(), json!(msgs / per_send as f64 / secs));
     out.insert("send_latency_ms".into(), percentiles_ms(&h.send, 1000.0));
     out.insert("send_max_ms".into(), json!(h.send.max() as f64 / 1000.0));
     out.insert("consume".into(), json!(true));
@@ -463,6 +476,45 @@ fn send_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq:
         .with_body(body.clone()))
 }
 
+/// A SEND_BATCH_MESSAGE of `count` messages as the Java producer's `send(Collection<Message>)`
+/// writes it: the wrapper's header (batch, the first message's `WAIT`), and a body of the
+/// messages each encoded as `MessageDecoder.encodeMessage` (magic and body CRC 0), each with its own
+/// `UNIQ_KEY` (`seq * count + i`).
+fn batch_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq: u64, count: usize) -> Result<RemotingCommand> {
+    let mut encoded = Vec::with_capacity(count * (body.len() + 80));
+    for i in 0..count as u64 {
+        let props = format!("UNIQ_KEY\u{1}{}\u{2}WAIT\u{1}true\u{2}", uniq_key(seq * count as u64 + i));
+        let total = 20 + body.len() + 2 + props.len();
+        encoded.extend_from_slice(&(total as i32).to_be_bytes());
+        encoded.extend_from_slice(&0i32.to_be_bytes()); // magic
+        encoded.extend_from_slice(&0i32.to_be_bytes()); // body CRC
+        encoded.extend_from_slice(&0i32.to_be_bytes()); // flag
+        encoded.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        encoded.extend_from_slice(body);
+        encoded.extend_from_slice(&(props.len() as i16).to_be_bytes());
+        encoded.extend_from_slice(props.as_bytes());
+    }
+    let header = SendMessageRequestHeader {
+        producer_group: PRODUCER_GROUP.into(),
+        topic: TopicName::new(topic)?,
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: default_queues,
+        queue_id: queue,
+        sys_flag: 0,
+        born_timestamp: now_ms(),
+        flag: 0,
+        properties: Some("WAIT\u{1}true\u{2}".into()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        batch: Some(true),
+        max_reconsume_times: None,
+        broker_name: None,
+    };
+    Ok(RemotingCommand::request_with_header(RequestCode::SEND_BATCH_MESSAGE, &SendMessageRequestHeaderV2::from(header))
+        .with_serialize_type(SerializeType::RocketMq)
+        .with_body(Bytes::from(encoded)))
+}
+
 async fn send_one(client: &RemotingClient, addr: &str, topic: &str, queue: i32, body: &Bytes, default_queues: i32) -> Result<()> {
     let r = client.invoke(addr, send_request(topic, queue, body, default_queues, 0)?, TIMEOUT).await?;
     if r.response_code() != ResponseCode::SUCCESS {
@@ -481,6 +533,8 @@ struct SendCtx {
     counters: Arc<Counters>,
     hist: Shared,
     seq: RefCell<u64>,
+    /// Messages per send: 1, or `--batch` in `--mode batch`.
+    batch: usize,
 }
 
 impl SendCtx {
@@ -501,7 +555,11 @@ impl SendCtx {
     async fn send(self: Rc<Self>, scheduled: Option<(u64, Instant)>) {
         let seq = scheduled.map_or_else(|| self.next(), |(seq, _)| seq);
         let (client, topic, queue) = self.place(seq);
-        let request = match send_request(topic, queue, &self.body, self.default_queues, seq) {
+        let request = match self.batch {
+            1 => send_request(topic, queue, &self.body, self.default_queues, seq),
+            n => batch_request(topic, queue, &self.body, self.default_queues, seq, n),
+        };
+        let request = match request {
             Ok(r) => r,
             Err(e) => return self.error(e.to_string(), false),
         };
@@ -510,7 +568,7 @@ impl SendCtx {
         let took = started.elapsed();
         match result {
             Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
-                self.counters.ok.fetch_add(1, Ordering::Relaxed);
+                self.counters.ok.fetch_add(self.batch as u64, Ordering::Relaxed);
                 let mut h = self.hist.borrow_mut();
                 if h.measuring {
                     let _ = h.service.record(took.as_micros() as u64);
@@ -525,7 +583,7 @@ impl SendCtx {
 
     fn error(&self, what: String, answered: bool) {
         let c = if answered { &self.counters.not_ok } else { &self.counters.failed };
-        c.fetch_add(1, Ordering::Relaxed);
+        c.fetch_add(self.batch as u64, Ordering::Relaxed);
         *self.hist.borrow_mut().errors.entry(what).or_default() += 1;
     }
 
