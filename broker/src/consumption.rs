@@ -5,7 +5,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use remoting::header::HeaderError;
 use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
 use remoting::protocol::heartbeat::SubscriptionData;
@@ -221,11 +220,8 @@ impl PullService {
         }
         b.metrics.on_get(&h.topic, &h.consumer_group, h.queue_id, result.next_begin_offset, got.0, got.1);
         if code == ResponseCode::SUCCESS {
-            let mut body = BytesMut::with_capacity(result.buffer_total_size);
-            for m in &result.messages {
-                body.extend_from_slice(m);
-            }
-            response = response.with_body(body.freeze());
+            // Each message a slice of the mapping, written to the socket as it is (see body_tail).
+            response = response.with_body_parts(result.messages);
         }
         Some(response)
     }

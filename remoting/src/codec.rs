@@ -82,7 +82,7 @@ pub fn frame_size_estimate(cmd: &RemotingCommand) -> usize {
     const FIXED_BYTES: usize = 8 + 160;
     let remark = cmd.remark.as_ref().map_or(0, |r| r.len() + 12);
     let ext: usize = cmd.ext_fields.iter().flatten().map(|(k, v)| k.len() + v.len() + 6).sum();
-    FIXED_BYTES + remark + ext + cmd.body.as_ref().map_or(0, |b| b.len())
+    FIXED_BYTES + remark + ext + cmd.body_len()
 }
 
 impl Decoder for RemotingCodec {
@@ -136,7 +136,9 @@ impl Encoder<&RemotingCommand> for RemotingCodec {
 
     fn encode(&mut self, cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.encode_head(cmd, dst)?;
-        dst.put_slice(cmd.body_bytes());
+        for part in cmd.body_parts() {
+            dst.put_slice(part);
+        }
         Ok(())
     }
 }
@@ -157,7 +159,7 @@ impl RemotingCodec {
             dst.truncate(start);
             return Err(CodecError::HeaderTooLarge { header_bytes });
         }
-        let length = 4 + header_bytes + cmd.body_bytes().len();
+        let length = 4 + header_bytes + cmd.body_len();
         if length + 4 > self.max_frame_bytes {
             dst.truncate(start);
             return Err(CodecError::FrameTooLarge { frame_bytes: length as u64 + 4, max_bytes: self.max_frame_bytes });

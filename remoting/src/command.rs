@@ -85,7 +85,13 @@ pub struct RemotingCommand {
     pub flag: i32,
     pub remark: Option<String>,
     pub ext_fields: Option<ExtFields>,
+    /// The body, or its first part when it was given in parts ([`RemotingCommand::with_body_parts`]).
     pub body: Option<Bytes>,
+    /// The body's parts after the first, written right after `body` as one body on the wire. A
+    /// pull's messages, each a slice of the commit log's mapping, so reach the socket without being
+    /// copied together first (Java's FileRegion). Empty unless `body` is set; decoded frames never
+    /// have one.
+    pub body_tail: Vec<Bytes>,
     /// The serialize type the header arrived in, or will be written in.
     pub serialize_type: SerializeType,
 }
@@ -135,6 +141,18 @@ impl RemotingCommand {
 
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = Some(body.into());
+        self
+    }
+
+    /// A body given as parts written one after another (see `body_tail`); no parts, no body.
+    pub fn with_body_parts(mut self, mut parts: Vec<Bytes>) -> Self {
+        if parts.is_empty() {
+            self.body = None;
+            self.body_tail = Vec::new();
+        } else {
+            self.body = Some(parts.remove(0));
+            self.body_tail = parts;
+        }
         self
     }
 
@@ -192,7 +210,33 @@ impl RemotingCommand {
         self.ext_fields.as_ref()?.get(key).map(String::as_str).filter(|v| !v.is_empty())
     }
 
+    /// The body as one slice. A body in parts must be joined first ([`RemotingCommand::flatten_body`]);
+    /// only writers of frames, which take the parts as they are, meet such bodies.
     pub fn body_bytes(&self) -> &[u8] {
+        debug_assert!(self.body_tail.is_empty(), "a body in parts read as one slice");
         self.body.as_deref().unwrap_or(&[])
+    }
+
+    /// The body's length in bytes, all of its parts counted.
+    pub fn body_len(&self) -> usize {
+        self.body.as_ref().map_or(0, Bytes::len) + self.body_tail.iter().map(Bytes::len).sum::<usize>()
+    }
+
+    /// The body's parts in order (none when there is no body).
+    pub fn body_parts(&self) -> impl Iterator<Item = &Bytes> {
+        self.body.iter().chain(self.body_tail.iter())
+    }
+
+    /// Joins a body given in parts into one buffer, for whoever reads it as one (an in-process peer).
+    pub fn flatten_body(&mut self) {
+        if self.body_tail.is_empty() {
+            return;
+        }
+        let mut joined = bytes::BytesMut::with_capacity(self.body_len());
+        for part in self.body_parts() {
+            joined.extend_from_slice(part);
+        }
+        self.body = Some(joined.freeze());
+        self.body_tail = Vec::new();
     }
 }

@@ -491,8 +491,10 @@ pub fn spawn_commands(pipe: CommandPipe, endpoints: Endpoints, config: &Connecti
         let bytes = crate::codec::frame_size_estimate(&cmd);
         Ok((cmd, bytes))
     });
-    let sink = PollSender::new(tx).sink_map_err(|_| CodecError::Io(std::io::ErrorKind::BrokenPipe.into())).with(move |cmd: RemotingCommand| {
+    let sink = PollSender::new(tx).sink_map_err(|_| CodecError::Io(std::io::ErrorKind::BrokenPipe.into())).with(move |mut cmd: RemotingCommand| {
         let bytes = crate::codec::frame_size_estimate(&cmd);
+        // The peer reads the body as one, as it would have from a socket.
+        cmd.flatten_body();
         futures::future::ready(if bytes > max_bytes { Err(CodecError::FrameTooLarge { frame_bytes: bytes as u64, max_bytes }) } else { Ok(cmd) })
     });
     start(Box::pin(frames), Box::pin(sink), endpoints, config, side, handler)

@@ -1,7 +1,7 @@
 //! The socket side of a connection's writer: frames encoded into one buffer and written with
-//! vectored writes, where a large body (a pull's messages, shared with the commit log's mapping)
-//! goes from its own buffer to the socket, not copied into the frame buffer first (Java's
-//! FileRegion). Small bodies are copied: an iovec per 128-byte body costs more than the copy.
+//! vectored writes, where a large body (a pull's messages, each a slice of the commit log's
+//! mapping) goes from its own buffers to the socket, not copied into the frame buffer first
+//! (Java's FileRegion). Small bodies are copied: an iovec per 128-byte body costs more than the copy.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -15,13 +15,14 @@ use tokio::io::AsyncWrite;
 use crate::codec::{CodecError, RemotingCodec};
 use crate::command::RemotingCommand;
 
-/// Bodies of at least this many bytes are written from their own buffer.
+/// Bodies of at least this many bytes (all parts counted) are written from their own buffers.
 pub const SEPARATE_BODY_BYTES: usize = 4096;
 /// Above this many bytes queued, [`Sink::poll_ready`] writes them out before taking another frame
 /// (tokio-util's `FramedWrite` uses the same boundary).
 const FLUSH_AT_BYTES: usize = 128 * 1024;
-/// Slices per `writev`; Linux takes up to 1,024, and a batch rarely holds more than a few dozen.
-const MAX_SLICES: usize = 64;
+/// Slices per `writev`; Linux takes up to 1,024. A pull's answer is a slice per message (32 by
+/// default), so a batch of a few answers fills a few hundred.
+const MAX_SLICES: usize = 256;
 
 pub struct FrameWriter<W> {
     io: W,
@@ -80,14 +81,13 @@ impl<W: AsyncWrite + Unpin> Sink<RemotingCommand> for FrameWriter<W> {
 
     fn start_send(self: Pin<&mut Self>, cmd: RemotingCommand) -> Result<(), CodecError> {
         let this = self.get_mut();
-        match &cmd.body {
-            Some(body) if body.len() >= SEPARATE_BODY_BYTES => {
-                this.codec.encode_head(&cmd, &mut this.buf)?;
-                this.queue.push_back(this.buf.split().freeze());
-                this.queue.push_back(body.clone());
-            }
-            _ => tokio_util::codec::Encoder::encode(&mut this.codec, &cmd, &mut this.buf)?,
+        if cmd.body_len() < SEPARATE_BODY_BYTES {
+            return tokio_util::codec::Encoder::encode(&mut this.codec, &cmd, &mut this.buf);
         }
+        this.codec.encode_head(&cmd, &mut this.buf)?;
+        this.queue.push_back(this.buf.split().freeze());
+        let RemotingCommand { body, body_tail, .. } = cmd;
+        this.queue.extend(body.into_iter().chain(body_tail));
         Ok(())
     }
 
@@ -141,6 +141,28 @@ mod tests {
         for cmd in commands {
             writer.feed(cmd).await.unwrap();
         }
+        writer.close().await.unwrap();
+        assert_eq!(reader.await.unwrap(), expected);
+    }
+
+    /// A body in parts, many of them (more than one `writev` takes), arrives as the one body it
+    /// stands for, with a small body in parts copied whole like any small body.
+    #[tokio::test]
+    async fn a_body_in_parts_reaches_the_peer_as_one_body() {
+        let (ours, mut theirs) = tokio::io::duplex(1000);
+        let parts = |n: usize, each: usize| -> Vec<Bytes> { (0..n).map(|i| Bytes::from(vec![i as u8; each])).collect() };
+        let whole = |parts: &[Bytes]| parts.concat();
+        let (big, small) = (parts(200, 131), parts(3, 10));
+        let expected: Vec<u8> =
+            [command(1, 0).with_body(whole(&big)), command(2, 0).with_body(whole(&small))].iter().flat_map(|c| encode_frame(c).unwrap().to_vec()).collect();
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            theirs.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        let mut writer = FrameWriter::new(ours, RemotingCodec::default());
+        writer.feed(command(1, 0).with_body_parts(big)).await.unwrap();
+        writer.feed(command(2, 0).with_body_parts(small)).await.unwrap();
         writer.close().await.unwrap();
         assert_eq!(reader.await.unwrap(), expected);
     }

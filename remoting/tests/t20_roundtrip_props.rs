@@ -42,6 +42,7 @@ fn command_in(serialize_type: SerializeType) -> impl Strategy<Value = RemotingCo
                 remark,
                 ext_fields,
                 body: body.map(Into::into),
+                body_tail: Vec::new(),
                 serialize_type,
             }
         })

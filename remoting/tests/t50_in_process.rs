@@ -297,7 +297,7 @@ async fn a_typed_call_by_address_goes_over_the_attached_stream() {
 }
 
 /// A command pipe: the same server path with nothing encoded. The body reaches the processor and
-/// comes back as the same bytes (not a copy), an unknown code is refused as over a socket, and a
+/// comes back as the same bytes (not a copy), a body in parts arrives joined, an unknown code is refused as over a socket, and a
 /// command over the frame limit closes the connection as an unencodable frame does.
 #[tokio::test]
 async fn a_command_pipe_carries_commands_unencoded_with_the_same_answers_and_limits() {
@@ -320,6 +320,9 @@ async fn a_command_pipe_carries_commands_unencoded_with_the_same_answers_and_lim
     let response = client.invoke(request, TIMEOUT).await.unwrap();
     assert_eq!((response.code, response.ext("k")), (ResponseCode::SUCCESS.0, Some("v")));
     assert_eq!(response.body.as_ref().map(|b| b.as_ptr()), Some(body.as_ptr()), "the body crossed without a copy");
+    let parts = vec![bytes::Bytes::from_static(b"in "), bytes::Bytes::from_static(b"parts")];
+    let joined = client.invoke(RemotingCommand::request(ECHO).with_body_parts(parts), TIMEOUT).await.unwrap();
+    assert_eq!((joined.body_bytes(), joined.body_tail.len()), (&b"in parts"[..], 0), "a body in parts arrives as one");
 
     let unknown = client.invoke(RemotingCommand::request(RequestCode(9999)), TIMEOUT).await.unwrap();
     assert_eq!(unknown.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0);
@@ -327,6 +330,6 @@ async fn a_command_pipe_carries_commands_unencoded_with_the_same_answers_and_lim
     let oversize = RemotingCommand::request(ECHO).with_body(vec![0u8; 128 * 1024]);
     assert!(client.invoke(oversize, TIMEOUT).await.is_err(), "a command over the frame limit is not delivered");
     eventually("the connection is closed on both ends", || client.is_closed() && fixture.server.connection_count() == 0).await;
-    assert_eq!(fixture.echo.seen.lock().unwrap().len(), 1, "only the first request reached the processor");
+    assert_eq!(fixture.echo.seen.lock().unwrap().len(), 2, "only the first two requests reached the processor");
     fixture.server.shutdown().await;
 }

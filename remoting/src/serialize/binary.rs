@@ -126,7 +126,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
         None
     };
 
-    Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: None, serialize_type: Default::default() })
+    Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: None, body_tail: Vec::new(), serialize_type: Default::default() })
 }
 
 #[cfg(test)]

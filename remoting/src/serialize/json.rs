@@ -147,6 +147,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
         remark: h.remark,
         ext_fields: h.ext_fields,
         body: None,
+        body_tail: Vec::new(),
         serialize_type: Default::default(),
     })
 }

@@ -454,7 +454,13 @@ fn uniq_key(seq: u64) -> String {
     format!("7F000001{:08X}{:016X}", std::process::id(), seq)
 }
 
-fn send_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq: u64) -> Result<RemotingCommand> {
+/// The properties the Java producer gives a message it sends with `WAIT` (and its id).
+fn message_properties(seq: u64) -> String {
+    format!("UNIQ_KEY\u{1}{}\u{2}WAIT\u{1}true\u{2}", uniq_key(seq))
+}
+
+/// A send request as the Java producer writes it (SendMessageRequestHeaderV2, ROCKETMQ headers).
+fn producer_request(code: RequestCode, topic: &str, queue: i32, default_queues: i32, properties: String, batch: bool, body: Bytes) -> Result<RemotingCommand> {
     let header = SendMessageRequestHeader {
         producer_group: PRODUCER_GROUP.into(),
         topic: TopicName::new(topic)?,
@@ -464,16 +470,18 @@ fn send_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq:
         sys_flag: 0,
         born_timestamp: now_ms(),
         flag: 0,
-        properties: Some(format!("UNIQ_KEY\u{1}{}\u{2}WAIT\u{1}true\u{2}", uniq_key(seq))),
+        properties: Some(properties),
         reconsume_times: Some(0),
         unit_mode: Some(false),
-        batch: Some(false),
+        batch: Some(batch),
         max_reconsume_times: None,
         broker_name: None,
     };
-    Ok(RemotingCommand::request_with_header(RequestCode::SEND_MESSAGE_V2, &SendMessageRequestHeaderV2::from(header))
-        .with_serialize_type(SerializeType::RocketMq)
-        .with_body(body.clone()))
+    Ok(RemotingCommand::request_with_header(code, &SendMessageRequestHeaderV2::from(header)).with_serialize_type(SerializeType::RocketMq).with_body(body))
+}
+
+fn send_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq: u64) -> Result<RemotingCommand> {
+    producer_request(RequestCode::SEND_MESSAGE_V2, topic, queue, default_queues, message_properties(seq), false, body.clone())
 }
 
 /// A SEND_BATCH_MESSAGE of `count` messages as the Java producer's `send(Collection<Message>)`
@@ -483,7 +491,7 @@ fn send_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq:
 fn batch_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq: u64, count: usize) -> Result<RemotingCommand> {
     let mut encoded = Vec::with_capacity(count * (body.len() + 80));
     for i in 0..count as u64 {
-        let props = format!("UNIQ_KEY\u{1}{}\u{2}WAIT\u{1}true\u{2}", uniq_key(seq * count as u64 + i));
+        let props = message_properties(seq * count as u64 + i);
         let total = 20 + body.len() + 2 + props.len();
         encoded.extend_from_slice(&(total as i32).to_be_bytes());
         encoded.extend_from_slice(&0i32.to_be_bytes()); // magic
@@ -494,25 +502,7 @@ fn batch_request(topic: &str, queue: i32, body: &Bytes, default_queues: i32, seq
         encoded.extend_from_slice(&(props.len() as i16).to_be_bytes());
         encoded.extend_from_slice(props.as_bytes());
     }
-    let header = SendMessageRequestHeader {
-        producer_group: PRODUCER_GROUP.into(),
-        topic: TopicName::new(topic)?,
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: default_queues,
-        queue_id: queue,
-        sys_flag: 0,
-        born_timestamp: now_ms(),
-        flag: 0,
-        properties: Some("WAIT\u{1}true\u{2}".into()),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        batch: Some(true),
-        max_reconsume_times: None,
-        broker_name: None,
-    };
-    Ok(RemotingCommand::request_with_header(RequestCode::SEND_BATCH_MESSAGE, &SendMessageRequestHeaderV2::from(header))
-        .with_serialize_type(SerializeType::RocketMq)
-        .with_body(Bytes::from(encoded)))
+    producer_request(RequestCode::SEND_BATCH_MESSAGE, topic, queue, default_queues, "WAIT\u{1}true\u{2}".into(), true, Bytes::from(encoded))
 }
 
 async fn send_one(client: &RemotingClient, addr: &str, topic: &str, queue: i32, body: &Bytes, default_queues: i32) -> Result<()> {

@@ -23,7 +23,8 @@ import rocketmq.compat.runtime.Versions;
  * both started with {@code -c <properties file>}.
  */
 public final class NameServer implements AutoCloseable {
-    private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
+    /** A Java name server's JVM start took over 30 s once under CI's parallel lanes on two cores. */
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
 
     private final String kind;
     private final int port;
