@@ -207,7 +207,7 @@ impl RemotingCommand {
 
     /// One ext field, treating an empty string like an absent one (Go sends `""` for unset keys).
     pub fn ext(&self, key: &str) -> Option<&str> {
-        self.ext_fields.as_ref()?.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.ext_fields.as_ref()?.get(key).filter(|v| !v.is_empty())
     }
 
     /// The body as one slice. A body in parts must be joined first ([`RemotingCommand::flatten_body`]);

@@ -12,10 +12,7 @@
 //! }
 //! ```
 
-/// Custom-header fields as they travel (`extFields`): string to string, in arrival order, so a
-/// decoded command re-encodes to the same bytes. Hashed with foldhash (seeded per process), not
-/// SipHash: every request builds and reads one, and SipHash was a visible part of a send's cost.
-pub type ExtFields = indexmap::IndexMap<String, String, foldhash::fast::RandomState>;
+pub use crate::ext::ExtFields;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
@@ -58,7 +55,11 @@ pub trait CommandHeader: Sized {
 /// `Option` of them (the optional fields).
 pub trait HeaderField: Sized {
     fn write(&self, key: &'static str, ext: &mut ExtFields);
-    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError>;
+    /// The field from the text its key has (`None`: the key is absent).
+    fn read_text(text: Option<&str>, key: &'static str) -> Result<Self, HeaderError>;
+    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+        Self::read_text(ext.get(key), key)
+    }
 }
 
 /// A scalar that has a Java text form.
@@ -110,10 +111,6 @@ macro_rules! numeric_scalar {
 }
 numeric_scalar!(i32 => "int", i64 => "long", f64 => "double");
 
-fn lookup<'a>(ext: &'a ExtFields, key: &str) -> Option<&'a str> {
-    ext.get(key).map(String::as_str)
-}
-
 fn parse<T: HeaderScalar>(key: &'static str, text: &str) -> Result<T, HeaderError> {
     T::from_text(text).map_err(|e| match e {
         ScalarError::Malformed => HeaderError::Invalid { field: key, value: text.to_owned(), expected: T::EXPECTED },
@@ -126,8 +123,8 @@ impl<T: HeaderScalar> HeaderField for T {
         ext.insert(key.to_owned(), self.to_text());
     }
 
-    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        match lookup(ext, key) {
+    fn read_text(text: Option<&str>, key: &'static str) -> Result<Self, HeaderError> {
+        match text {
             // An empty number is what Go sends for "unset"; for a required field that is missing.
             Some("") if T::EMPTY_IS_MISSING => Err(HeaderError::Missing { field: key }),
             Some(text) => parse(key, text),
@@ -144,8 +141,8 @@ impl<T: HeaderScalar> HeaderField for Option<T> {
     }
 
     /// Empty strings read as absent: Go writes `""` for every unset key.
-    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        match lookup(ext, key) {
+    fn read_text(text: Option<&str>, key: &'static str) -> Result<Self, HeaderError> {
+        match text {
             None | Some("") => Ok(None),
             Some(text) => parse(key, text).map(Some),
         }
@@ -174,8 +171,18 @@ macro_rules! command_header {
                 $( $crate::header::HeaderField::write(&self.$field, $key, ext); )*
             }
 
-            fn read_from(ext: &$crate::header::ExtFields) -> Result<Self, $crate::header::HeaderError> {
-                Ok($name { $( $field: $crate::header::HeaderField::read(ext, $key)?, )* })
+            // One pass over the fields, each of ours taking its key's text, rather than a
+            // lookup per field.
+            #[allow(unused_mut, unused_variables)]
+            fn read_from(__ext: &$crate::header::ExtFields) -> Result<Self, $crate::header::HeaderError> {
+                $( let mut $field: Option<&str> = None; )*
+                for (__key, __text) in __ext.iter() {
+                    match __key {
+                        $( $key => $field = Some(__text), )*
+                        _ => {}
+                    }
+                }
+                Ok($name { $( $field: $crate::header::HeaderField::read_text($field, $key)?, )* })
             }
         }
     };

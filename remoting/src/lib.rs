@@ -4,7 +4,7 @@
 //! - [`codec`]: bytes <-> frames <-> [`RemotingCommand`] (length checks before allocation);
 //! - [`serialize`]: the two header encodings, JSON (fastjson's exact output) and ROCKETMQ binary;
 //! - [`command`]: the command itself; [`code`]: request and response codes;
-//! - [`header`]: typed custom headers <-> `extFields`; [`fastjson`]: JSON bodies with Java's quirks;
+//! - [`header`]: typed custom headers <-> `extFields` ([`ext`]: the fields, as their block or a map); [`fastjson`]: JSON bodies with Java's quirks;
 //!   [`properties`]: Java `Properties` text; [`config`]: config structs keyed like Java's;
 //! - [`server`]: accept loop, per-connection reader and writer, processor registry with bounded
 //!   business pools; [`client`]: sync, async and oneway calls over cached connections;
@@ -22,6 +22,7 @@ pub mod codec;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod ext;
 pub mod fastjson;
 pub mod header;
 pub mod metrics;

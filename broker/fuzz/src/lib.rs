@@ -142,7 +142,7 @@ pub fn expected(spec: &[Field], ext: &ExtFields) -> Result<Vec<(String, String)>
     for f in spec {
         // Text and booleans judge `""` themselves (Java's parseBoolean reads it as false).
         let text_like = matches!(f.ty, Ty::Str | Ty::Topic | Ty::Group | Ty::Bool);
-        match ext.get(f.key).map(String::as_str) {
+        match ext.get(f.key) {
             None if f.required => return Err((f.key, Kind::Missing)),
             None => {}
             Some("") if !f.required => {}
@@ -154,7 +154,7 @@ pub fn expected(spec: &[Field], ext: &ExtFields) -> Result<Vec<(String, String)>
 }
 
 fn pairs(ext: &ExtFields) -> Vec<(String, String)> {
-    ext.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    ext.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
 }
 
 /// Decodes `H` from `ext` and checks it against the model; returns whether it decoded.

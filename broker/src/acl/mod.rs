@@ -207,7 +207,7 @@ fn authenticate<'a>(
         return Ok(None);
     }
     let needed = touched()?;
-    let signature = ext.and_then(|e| e.get(SIGNATURE)).map(String::as_str).unwrap_or("");
+    let signature = ext.and_then(|e| e.get(SIGNATURE)).unwrap_or("");
     if !signature_matches(request, &account.secret_key, signature) {
         return Err(format!("Check signature failed for accessKey={access_key}"));
     }
@@ -244,13 +244,7 @@ impl Signed<'_> {
 
 /// The signature Java's `AclClientRPCHook` computes and `AclUtils.calSignature` checks.
 pub fn sign(request: &RemotingCommand, secret_key: &str) -> String {
-    let mut fields: Vec<(&str, &str)> = request
-        .ext_fields
-        .iter()
-        .flatten()
-        .filter(|(k, _)| k.as_str() != SIGNATURE && k.as_str() != UNIQUE_MSG_QUERY_FLAG)
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let mut fields: Vec<(&str, &str)> = request.ext_fields.iter().flatten().filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_MSG_QUERY_FLAG).collect();
     fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let Ok(mut mac) = Hmac::<sha1::Sha1>::new_from_slice(secret_key.as_bytes()) else {
         // HMAC takes keys of any length; this cannot happen.
@@ -385,7 +379,7 @@ mod tests {
         let mut request = RemotingCommand::request(remoting::RequestCode::GET_ALL_TOPIC_CONFIG);
         c.sign(&mut request);
         let ext = request.ext_fields.as_ref().unwrap();
-        assert_eq!(ext[ACCESS_KEY], "rocketmq2");
+        assert_eq!(&ext[ACCESS_KEY], "rocketmq2");
         assert!(signature_matches(&request, "12345678", &ext[SIGNATURE]));
     }
 

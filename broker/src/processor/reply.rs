@@ -372,10 +372,10 @@ mod tests {
         let push = push_request(&send_header("a\u{1}b\u{2}"), born, stored, "a\u{1}b\u{2}".into(), bytes::Bytes::from_static(b"hi"));
         assert_eq!(push.code, RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT.0);
         let ext = push.ext_fields.clone().unwrap();
-        assert_eq!(ext.get("bornHost").map(String::as_str), Some("10.0.0.1:5555"));
-        assert_eq!(ext.get("storeHost").map(String::as_str), Some("10.0.0.2:10911"));
-        assert_eq!(ext.get("unitMode").map(String::as_str), Some("false"));
-        assert_eq!(ext.get("queueId").map(String::as_str), Some("-1"));
+        assert_eq!(ext.get("bornHost"), Some("10.0.0.1:5555"));
+        assert_eq!(ext.get("storeHost"), Some("10.0.0.2:10911"));
+        assert_eq!(ext.get("unitMode"), Some("false"));
+        assert_eq!(ext.get("queueId"), Some("-1"));
         assert!(ext.get("storeTimestamp").is_some_and(|t| t.parse::<i64>().is_ok()));
         assert!(!ext.contains_key("reconsumeTimes"), "an absent optional is not sent");
         let back = ReplyMessageRequestHeader::read_from(&ext).unwrap();

@@ -2,10 +2,11 @@
 //! remark (i32 length + bytes), ext block (i32 length + entries of i16 key length, key, i32 value
 //! length, value). All big-endian. A zero length means absent (null) in Java.
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use super::HeaderDecodeError;
 use crate::command::{ExtFields, LanguageCode, RemotingCommand};
+use crate::ext::MAX_BLOCK_FIELDS;
 
 /// Whether `cmd` fits the binary layout: ext keys carry an i16 length. Java truncates the length
 /// silently and sends a corrupt frame; we refuse to encode instead.
@@ -97,6 +98,40 @@ fn count_entries(mut block: &[u8]) -> usize {
     n
 }
 
+/// The ext block's fields: kept as the block itself (copied out of the frame, so a request held
+/// long, a parked pull, holds no read buffer) when it reads as one, else a map.
+fn ext_fields(block: &[u8]) -> Result<ExtFields, HeaderDecodeError> {
+    let entries = count_entries(block);
+    if entries <= MAX_BLOCK_FIELDS {
+        let mut spans = Vec::with_capacity(entries);
+        let mut r = Reader { buf: block };
+        while !r.buf.is_empty() {
+            let key_len = r.length::<2>("ext key length")?;
+            let key_start = block.len() - r.buf.len();
+            r.take(key_len, "ext key")?;
+            let value_len = r.length::<4>("ext value length")?;
+            let value_start = block.len() - r.buf.len();
+            r.take(value_len, "ext value")?;
+            // The block is at most a frame, 16 MiB by default and below 4 GiB by the length word.
+            spans.push([key_start as u32, (key_start + key_len) as u32, value_start as u32, (value_start + value_len) as u32]);
+        }
+        if let Some(ext) = ExtFields::from_block(Bytes::copy_from_slice(block), spans) {
+            return Ok(ext);
+        }
+    }
+    // Sized once for its entries: growing it by doubling rehashed it three or four times.
+    let mut ext = ExtFields::with_capacity(entries);
+    let mut r = Reader { buf: block };
+    while !r.buf.is_empty() {
+        let key_len = r.length::<2>("ext key length")?;
+        let key = r.text(key_len, "ext key")?;
+        let value_len = r.length::<4>("ext value length")?;
+        let value = r.text(value_len, "ext value")?;
+        ext.insert(key, value);
+    }
+    Ok(ext)
+}
+
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
     let mut r = Reader { buf: header };
     let code = i16::from_be_bytes(r.array("code")?) as i32;
@@ -109,22 +144,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderDecodeError> {
     let remark = if remark_len > 0 { Some(r.text(remark_len, "remark")?) } else { None };
 
     let ext_len = r.length::<4>("ext length")?;
-    let ext_fields = if ext_len > 0 {
-        let mut block = Reader { buf: r.take(ext_len, "ext fields")? };
-        // Sized once for its entries: growing it by doubling rehashed it three or four times
-        // per request.
-        let mut ext = ExtFields::with_capacity_and_hasher(count_entries(block.buf), Default::default());
-        while !block.buf.is_empty() {
-            let key_len = block.length::<2>("ext key length")?;
-            let key = block.text(key_len, "ext key")?;
-            let value_len = block.length::<4>("ext value length")?;
-            let value = block.text(value_len, "ext value")?;
-            ext.insert(key, value);
-        }
-        Some(ext)
-    } else {
-        None
-    };
+    let ext_fields = if ext_len > 0 { Some(ext_fields(r.take(ext_len, "ext fields")?)?) } else { None };
 
     Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: None, body_tail: Vec::new(), serialize_type: Default::default() })
 }

@@ -205,8 +205,8 @@ mod tests {
         let cmd = decode(br#"{"code":34,"language":9,"opaque":5,"extFields":{"a":1,"b":true,"c":null}}"#).unwrap();
         assert_eq!(cmd.language, LanguageCode::GO);
         let ext = cmd.ext_fields.unwrap();
-        assert_eq!(ext.get("a").map(String::as_str), Some("1"));
-        assert_eq!(ext.get("b").map(String::as_str), Some("true"));
+        assert_eq!(ext.get("a"), Some("1"));
+        assert_eq!(ext.get("b"), Some("true"));
         assert!(!ext.contains_key("c"));
     }
 
