@@ -2,8 +2,8 @@
 //! decoded command re-encodes to the same bytes; a repeated key keeps its first place and its last
 //! value (Java's map).
 //!
-//! A ROCKETMQ header's fields are kept as they arrived: the ext block's bytes, shared with the
-//! frame, and where each key and value lies in it. Typed headers read them from there (a send's or
+//! A ROCKETMQ header's fields are kept as they arrived: the ext block's bytes (copied out of the
+//! frame, so a parked request does not hold its read buffer) and where each key and value lies in it. Typed headers read them from there (a send's or
 //! a pull's header costs one small vector, not two strings per field and a hash map). The first
 //! change makes them a map; so do blocks a map reads better (repeated keys, invalid UTF-8, many
 //! fields). JSON headers and commands we build are maps from the start.
@@ -40,10 +40,14 @@ impl Default for ExtFields {
     }
 }
 
+/// The bytes from `start` to `end` of `block` (a key's or a value's span).
+fn part(block: &[u8], start: u32, end: u32) -> &[u8] {
+    &block[start as usize..end as usize]
+}
+
 fn text(block: &[u8], start: u32, end: u32) -> &str {
-    let bytes = &block[start as usize..end as usize];
     // Checked when the block was taken (`from_block`); never fails.
-    std::str::from_utf8(bytes).unwrap_or_default()
+    std::str::from_utf8(part(block, start, end)).unwrap_or_default()
 }
 
 impl ExtFields {
@@ -57,12 +61,11 @@ impl ExtFields {
         if !spans.iter().all(within) {
             return None;
         }
-        let valid =
-            |s: &Span| std::str::from_utf8(&block[s[0] as usize..s[1] as usize]).is_ok() && std::str::from_utf8(&block[s[2] as usize..s[3] as usize]).is_ok();
+        let valid = |s: &Span| std::str::from_utf8(part(&block, s[0], s[1])).is_ok() && std::str::from_utf8(part(&block, s[2], s[3])).is_ok();
         if !spans.iter().all(valid) {
             return None;
         }
-        let key = |s: &Span| &block[s[0] as usize..s[1] as usize];
+        let key = |s: &Span| part(&block, s[0], s[1]);
         // Lengths and first bytes first: a send's keys are "a" to "n", and a call to memcmp per
         // pair of them cost more than the rest of the decode.
         let same = |a: &[u8], b: &[u8]| a.len() == b.len() && a.first() == b.first() && a == b;
@@ -91,7 +94,7 @@ impl ExtFields {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         match &self.repr {
-            Repr::Block { block, spans } => spans.iter().find(|s| &block[s[0] as usize..s[1] as usize] == key.as_bytes()).map(|s| text(block, s[2], s[3])),
+            Repr::Block { block, spans } => spans.iter().find(|s| part(block, s[0], s[1]) == key.as_bytes()).map(|s| text(block, s[2], s[3])),
             Repr::Map(map) => map.get(key).map(String::as_str),
         }
     }

@@ -57,9 +57,6 @@ pub trait HeaderField: Sized {
     fn write(&self, key: &'static str, ext: &mut ExtFields);
     /// The field from the text its key has (`None`: the key is absent).
     fn read_text(text: Option<&str>, key: &'static str) -> Result<Self, HeaderError>;
-    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        Self::read_text(ext.get(key), key)
-    }
 }
 
 /// A scalar that has a Java text form.
