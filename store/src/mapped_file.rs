@@ -371,6 +371,23 @@ impl MappedFile {
         Some(Bytes::from_owner(MappedRange { file: self.clone(), pos, len }))
     }
 
+    /// Whether every page of `[pos, pos + len)` (cut at the end of the file) is in the page
+    /// cache, so a read of it takes no disk wait (`mincore`). False when the kernel cannot say.
+    pub fn resident(&self, pos: usize, len: usize) -> bool {
+        let end = pos.saturating_add(len).min(self.size);
+        if pos >= end {
+            return false;
+        }
+        let start = pos / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        let pages = (end - start).div_ceil(OS_PAGE_SIZE);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: `[start, end)` lies inside the mapping (`end` <= its size), which lives as long
+        // as `self`, and `start` is page-aligned as mmap's address is; `vec` holds one byte per
+        // page of the range, as mincore writes.
+        let rc = unsafe { nix::libc::mincore(self.map.as_ptr().add(start) as *mut nix::libc::c_void, end - start, vec.as_mut_ptr()) };
+        rc == 0 && vec.iter().all(|v| v & 1 == 1)
+    }
+
     /// Everything readable from `pos`.
     pub fn read_from(&self, pos: usize) -> Option<&[u8]> {
         let end = self.read_position();
@@ -627,6 +644,21 @@ mod tests {
         f.zero_tail(100).unwrap();
         assert_eq!(f.raw(0, 100).unwrap(), &[9u8; 100][..]);
         assert!(f.raw(100, OS_PAGE_SIZE * 3 - 100).unwrap().iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn written_pages_are_resident_and_pages_never_touched_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 16 << 20;
+        let f = MappedFile::create(dir.path(), 0, size).unwrap();
+        assert!(!f.resident(0, OS_PAGE_SIZE), "a new file's pages are not in the page cache");
+        assert!(f.append(&[3u8; OS_PAGE_SIZE * 2 + 10]));
+        assert!(f.resident(0, OS_PAGE_SIZE * 3), "every page written to");
+        assert!(f.resident(100, 10) && f.resident(OS_PAGE_SIZE * 2 + 5, 1), "ranges inside a page");
+        // Far past what the kernel reads around a fault.
+        assert!(!f.resident(size / 2, OS_PAGE_SIZE), "a page never touched");
+        assert!(!f.resident(0, size), "a range that runs into untouched pages");
+        assert!(!f.resident(size, 10), "nothing past the end");
     }
 
     /// Minor page faults of the calling thread so far (`/proc/thread-self/stat`, field 10).

@@ -29,6 +29,12 @@ pub trait PhysicalLog: Send + Sync {
     /// `size` readable bytes at `offset` (none if not all of them are readable).
     fn read(&self, offset: i64, size: usize) -> Option<Bytes>;
 
+    /// Whether the page cache holds every page of `[offset, offset + len)` (within its file): a
+    /// read of it takes no disk wait. False when not known.
+    fn resident(&self, _offset: i64, _len: usize) -> bool {
+        false
+    }
+
     /// One step of the dispatcher's walk from `from`: hands each whole readable record of one
     /// read to `visit`, in order, and returns where the next step starts (`from` itself, or less
     /// when nothing is readable yet; a step may also only skip what holds no record).
@@ -83,6 +89,10 @@ impl PhysicalLog for PlainLog {
 
     fn read(&self, offset: i64, size: usize) -> Option<Bytes> {
         self.log.read_bytes(offset, size)
+    }
+
+    fn resident(&self, offset: i64, len: usize) -> bool {
+        self.log.locate(offset).is_some_and(|(file, pos)| file.resident(pos, len))
     }
 
     fn dispatch_step(&self, from: i64, visit: &mut Visit<'_>) -> i64 {

@@ -162,7 +162,7 @@ fn a_read_is_recent_when_it_starts_near_the_end_of_the_log() {
     assert_eq!(first, store.max_phy_offset() - store.min_phy_offset());
     assert_eq!(store.bytes_behind_end("T0", 0, 12), None, "nothing there yet");
     assert_eq!(store.bytes_behind_end("Nope", 0, 0), None);
-    assert!(store.reads_recent("T0", 0, 0) && store.reads_recent("T0", 0, 12) && store.reads_recent("Nope", 0, 0));
+    assert!(store.reads_in_memory("T0", 0, 0) && store.reads_in_memory("T0", 0, 12) && store.reads_in_memory("Nope", 0, 0));
     store.shutdown();
 }
 

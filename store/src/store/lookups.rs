@@ -11,7 +11,7 @@ use super::MessageStore;
 use crate::consume_queue::ConsumeQueue;
 use crate::message::record::{decode_record, RecordAt};
 
-/// What [`MessageStore::reads_recent`] counts as written lately: a few seconds of appends at
+/// What [`MessageStore::reads_in_memory`] counts as written lately: a few seconds of appends at
 /// this machine's rates, far less than any page cache that holds the writer's own pages.
 pub const RECENT_BYTES: i64 = 256 << 20;
 
@@ -106,14 +106,21 @@ impl MessageStore {
         self.log.max_offset()
     }
 
-    /// Whether a read of the queue from `offset` starts in what was written lately, the last
-    /// [`RECENT_BYTES`] of the commit log (or finds nothing to read in the log): what a consumer
-    /// keeping up reads, and the page cache holds, since the writer put it there moments ago
-    /// (the rest of the read is later still). Not Java's `accessMessageInMemoryMaxRatio` test,
-    /// which counts bytes only and so takes a log dropped from the cache (a restart of the
-    /// machine, an eviction) for one in memory.
-    pub fn reads_recent(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
-        self.bytes_behind_end(topic, queue_id, offset).is_none_or(|behind| behind <= RECENT_BYTES)
+    /// Whether a read of the queue from `offset` finds its messages in memory: it starts in what
+    /// was written lately, the last [`RECENT_BYTES`] of the commit log, which the page cache holds
+    /// since the writer put it there moments ago (no system call for a consumer keeping up), or
+    /// the page cache holds the most a pull from memory takes from there
+    /// (`maxTransferBytesOnMessageInMemory`; a consumer behind, reading what memory still holds).
+    /// True as well when the log holds nothing there to read. Not Java's
+    /// `accessMessageInMemoryMaxRatio` test, which counts bytes only and so takes a log dropped
+    /// from the cache (a restart of the machine, an eviction) for one in memory.
+    pub fn reads_in_memory(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
+        let Some(unit) = self.find_queue(topic, queue_id).and_then(|q| q.get(offset)) else { return true };
+        if self.max_phy_offset() - unit.phy_offset <= RECENT_BYTES {
+            return true;
+        }
+        let (pull_bytes, _) = self.commit_log.tunables().max_transfer(false);
+        self.log.resident(unit.phy_offset, pull_bytes)
     }
 
     /// How far behind the commit log's readable end the message at `offset` of the queue
