@@ -78,9 +78,18 @@ struct Tasks {
 /// Jobs a task runs before it lets the runtime's other tasks (the connections' readers) run.
 const TASK_BUDGET: usize = 16;
 
+/// ... or request bytes: a task's turn of large jobs (batch sends) ends sooner, so a consumer's
+/// pulls, read and answered between two turns, take about the messages a turn appends and keep
+/// up with the producers on a saturated runtime thread. A budget of jobs alone let 16 sends of
+/// 16 messages (256 KiB) through per turn, as many messages as 8 pulls of 32 take: the consumer
+/// (one pull in flight per queue, as Java's push consumer) fell behind. 64 KiB kept it up at the
+/// same send rate (`scripts/bench.sh` c'); 32 KiB cost a sixth of the sends.
+const TASK_BUDGET_BYTES: usize = 64 * 1024;
+
 /// What a task finds when it looks for a job.
 enum Next {
-    Job(Job),
+    /// A job and the bytes of its request.
+    Job(Job, usize),
     /// Nothing it may take now: wait to be woken.
     Wait,
     /// Shut down and drained.
@@ -107,14 +116,14 @@ impl Queue {
 
     /// The head job, counted as running, if fewer than `threads` run (workers, tasks and jobs
     /// run in place alike).
-    fn take(&mut self) -> Option<Job> {
+    fn take(&mut self) -> Option<(Job, usize)> {
         if self.running >= self.threads {
             return None;
         }
         let queued = self.jobs.pop_front()?;
         self.bytes -= queued.bytes;
         self.running += 1;
-        Some(queued.job)
+        Some((queued.job, queued.bytes))
     }
 }
 
@@ -128,7 +137,7 @@ impl Shared {
             queue.running -= 1;
         }
         loop {
-            if let Some(job) = queue.take() {
+            if let Some((job, _)) = queue.take() {
                 return Some(job);
             }
             if !queue.open && queue.jobs.is_empty() {
@@ -156,8 +165,8 @@ impl Shared {
         if finished_one {
             queue.running -= 1;
         }
-        if let Some(job) = queue.take() {
-            return Next::Job(job);
+        if let Some((job, bytes)) = queue.take() {
+            return Next::Job(job, bytes);
         }
         if !queue.open && queue.jobs.is_empty() {
             Next::Done
@@ -167,7 +176,7 @@ impl Shared {
     }
 
     /// One task of a pool drained on a runtime: runs jobs from the queue, at most
-    /// [`TASK_BUDGET`] before it yields, so a connection's reader keeps reading (and serving the
+    /// [`TASK_BUDGET`] or [`TASK_BUDGET_BYTES`] of them before it yields, so a connection's reader keeps reading (and serving the
     /// pulls that run where they are read) while sends queue here, as Java's pull threads run
     /// beside its send thread.
     async fn drain(self: std::sync::Arc<Self>) {
@@ -187,13 +196,15 @@ impl Shared {
         let mut finished_one = false;
         loop {
             let mut ran = 0;
+            let mut ran_bytes = 0usize;
             let budget_spent = loop {
                 match shared.try_next(finished_one) {
-                    Next::Job(job) => {
+                    Next::Job(job, bytes) => {
                         job();
                         finished_one = true;
                         ran += 1;
-                        if ran == TASK_BUDGET {
+                        ran_bytes += bytes;
+                        if ran == TASK_BUDGET || ran_bytes >= TASK_BUDGET_BYTES {
                             break true;
                         }
                     }
@@ -636,6 +647,37 @@ mod tests {
         assert_eq!(on_runtime.load(Ordering::SeqCst), 200, "every job ran on the runtime");
         assert_eq!(most.load(Ordering::SeqCst), 1, "one task: one job at a time");
         assert_eq!(pool.try_execute(0, || {}), Err(Rejected::ShutDown));
+    }
+
+    /// The longest run of jobs the pool's task ran between two turns of another task that
+    /// yields after each step, for `jobs` jobs of `bytes` each.
+    fn longest_turn(jobs: usize, bytes: usize) -> usize {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let pool = BusinessPool::on_runtime("t", 1, 10_000, runtime.handle());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        for _ in 0..jobs {
+            let log = log.clone();
+            pool.try_execute(bytes, move || log.lock().push(true)).unwrap();
+        }
+        let other = log.clone();
+        runtime.block_on(async move {
+            while other.lock().iter().filter(|job| **job).count() < jobs {
+                other.lock().push(false);
+                tokio::task::yield_now().await;
+            }
+        });
+        // Dropped first: an undriven runtime's task could not see the shutdown.
+        drop(runtime);
+        pool.shutdown();
+        let log = log.lock();
+        log.split(|job| !*job).map(<[bool]>::len).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_task_yields_after_its_budget_of_jobs_or_of_request_bytes() {
+        assert_eq!(longest_turn(64, 10), TASK_BUDGET, "small jobs: the budget of jobs");
+        assert_eq!(longest_turn(16, 32 * 1024), 2, "jobs of 32 KiB: two make the 64 KiB");
+        assert_eq!(longest_turn(4, 1 << 20), 1, "a job larger than the budget runs alone");
     }
 
     #[test]
