@@ -3,10 +3,11 @@
 //! value (Java's map).
 //!
 //! A ROCKETMQ header's fields are kept as they arrived: the ext block's bytes (copied out of the
-//! frame, so a parked request does not hold its read buffer) and where each key and value lies in it. Typed headers read them from there (a send's or
-//! a pull's header costs one small vector, not two strings per field and a hash map). The first
-//! change makes them a map; so do blocks a map reads better (repeated keys, invalid UTF-8, many
-//! fields). JSON headers and commands we build are maps from the start.
+//! frame, so a parked request does not hold its read buffer) and where each key and value lies
+//! in it. Typed headers read them from there (a send's or a pull's header costs one small
+//! vector, not two strings per field and a hash map). The first change makes them a map; so do
+//! blocks a map reads better (repeated keys, invalid UTF-8, many fields). JSON headers and
+//! commands we build are maps from the start.
 
 use bytes::Bytes;
 

@@ -175,10 +175,10 @@ impl Shared {
         }
     }
 
-    /// One task of a pool drained on a runtime: runs jobs from the queue, at most
-    /// [`TASK_BUDGET`] or [`TASK_BUDGET_BYTES`] of them before it yields, so a connection's reader keeps reading (and serving the
-    /// pulls that run where they are read) while sends queue here, as Java's pull threads run
-    /// beside its send thread.
+    /// One task of a pool drained on a runtime: runs jobs from the queue, at most [`TASK_BUDGET`]
+    /// of them or [`TASK_BUDGET_BYTES`] of their requests before it yields, so a connection's
+    /// reader keeps reading (and serving the pulls that run where they are read) while sends
+    /// queue here, as Java's pull threads run beside its send thread.
     async fn drain(self: std::sync::Arc<Self>) {
         struct Gone(std::sync::Arc<Shared>);
         impl Drop for Gone {

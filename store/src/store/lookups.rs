@@ -115,19 +115,23 @@ impl MessageStore {
     /// `accessMessageInMemoryMaxRatio` test, which counts bytes only and so takes a log dropped
     /// from the cache (a restart of the machine, an eviction) for one in memory.
     pub fn reads_in_memory(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
-        let Some(unit) = self.find_queue(topic, queue_id).and_then(|q| q.get(offset)) else { return true };
-        if self.max_phy_offset() - unit.phy_offset <= RECENT_BYTES {
+        let Some(start) = self.phy_offset_of(topic, queue_id, offset) else { return true };
+        if self.max_phy_offset() - start <= RECENT_BYTES {
             return true;
         }
         let (pull_bytes, _) = self.commit_log.tunables().max_transfer(false);
-        self.log.resident(unit.phy_offset, pull_bytes)
+        self.log.resident(start, pull_bytes)
     }
 
     /// How far behind the commit log's readable end the message at `offset` of the queue
     /// starts; `None` when the queue holds no message there.
     pub fn bytes_behind_end(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
-        let unit = self.find_queue(topic, queue_id)?.get(offset)?;
-        Some(self.max_phy_offset() - unit.phy_offset)
+        Some(self.max_phy_offset() - self.phy_offset_of(topic, queue_id, offset)?)
+    }
+
+    /// Where in the commit log the message at `offset` of the queue starts.
+    fn phy_offset_of(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+        Some(self.find_queue(topic, queue_id)?.get(offset)?.phy_offset)
     }
 
     /// Java's bytes behind the end of the commit log that a read finds in memory.
