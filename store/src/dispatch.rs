@@ -55,6 +55,9 @@ pub struct DispatchRequest<'a> {
     /// The tags' hash code, or for a delayed message its delivery time (what the consume queue
     /// stores).
     pub tags_code: i64,
+    /// The `KEYS` and `UNIQ_KEY` properties, read with the tags in one pass over the properties.
+    keys: Option<&'a str>,
+    uniq_key: Option<&'a str>,
 }
 
 impl DispatchRequest<'_> {
@@ -94,11 +97,11 @@ impl DispatchRequest<'_> {
     }
 
     pub fn keys(&self) -> Option<&str> {
-        self.record.property(properties::KEYS)
+        self.keys
     }
 
     pub fn uniq_key(&self) -> Option<&str> {
-        self.record.property(properties::UNIQ_KEY)
+        self.uniq_key
     }
 }
 
@@ -173,7 +176,7 @@ impl DispatchList {
 
     /// Hands a new record to every dispatcher, in order.
     pub(crate) fn dispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
-        let request = DispatchRequest { record, phy_offset, tags_code: self.tags_code_of(record) };
+        let request = self.request(record, phy_offset);
         for dispatcher in self.entries.read().iter() {
             dispatcher.dispatch(&request);
         }
@@ -188,22 +191,29 @@ impl DispatchList {
 
     /// Hands a record recovery walks after a crash to the dispatchers that run on recovery.
     pub(crate) fn redispatch(&self, record: &DecodedRecord<'_>, phy_offset: i64) {
-        let request = DispatchRequest { record, phy_offset, tags_code: self.tags_code_of(record) };
+        let request = self.request(record, phy_offset);
         for dispatcher in self.entries.read().iter().filter(|d| d.runs_on_recovery()) {
             dispatcher.dispatch(&request);
         }
     }
 
+    /// A record as the dispatchers see it: the properties they all read are looked up once.
+    fn request<'a>(&self, record: &'a DecodedRecord<'a>, phy_offset: i64) -> DispatchRequest<'a> {
+        let [tags, keys, uniq_key, delay] =
+            properties::get_each(record.properties, [properties::TAGS, properties::KEYS, properties::UNIQ_KEY, properties::DELAY]);
+        DispatchRequest { record, phy_offset, tags_code: self.tags_code_of(record, tags, delay), keys, uniq_key }
+    }
+
     /// The tags code of a record; for delayed messages Java stores the delivery time instead.
-    fn tags_code_of(&self, record: &DecodedRecord<'_>) -> i64 {
+    fn tags_code_of(&self, record: &DecodedRecord<'_>, tags: Option<&str>, delay: Option<&str>) -> i64 {
         if record.topic == SCHEDULE_TOPIC {
-            if let Some(level) = record.property(properties::DELAY).and_then(|d| d.parse::<usize>().ok()) {
+            if let Some(level) = delay.and_then(|d| d.parse::<usize>().ok()) {
                 let levels = &self.delay_levels_ms;
                 let level = level.clamp(1, levels.len().max(1));
                 return record.store_timestamp + levels.get(level - 1).map_or(1000, |ms| *ms as i64);
             }
         }
-        tags_code(record.property(properties::TAGS))
+        tags_code(tags)
     }
 }
 

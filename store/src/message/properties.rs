@@ -95,6 +95,21 @@ pub fn get<'a>(s: &'a str, name: &str) -> Option<&'a str> {
     }
 }
 
+/// Looks several properties up in one pass: for each of `names`, the value [`get`] would give
+/// (the last pair with that name and a value). Cheaper than a [`get`] per name when the
+/// dispatcher thread reads three or four of them from every record.
+pub fn get_each<'a, const N: usize>(s: &'a str, names: [&str; N]) -> [Option<&'a str>; N] {
+    let mut found = [None; N];
+    for_each(s, |name, value| {
+        for (at, wanted) in names.iter().enumerate() {
+            if *wanted == name {
+                found[at] = Some(value);
+            }
+        }
+    });
+    found
+}
+
 /// Calls `f` with each pair [`parse`] keeps (name and value both non-empty), in order, duplicates
 /// included: one pass for a caller that looks for several names.
 pub fn for_each<'a>(s: &'a str, mut f: impl FnMut(&'a str, &'a str)) {
@@ -205,9 +220,11 @@ mod tests {
             "é\u{1}ü\u{2}A\u{1}ß",
         ];
         for s in cases {
-            for name in ["A", "AA", "B", "BA", "é", "X"] {
+            let names = ["A", "AA", "B", "BA", "é", "X"];
+            for name in names {
                 assert_eq!(get(s, name).map(str::to_owned), get_by_parse(s, name), "{s:?} {name}");
             }
+            assert_eq!(get_each(s, names), names.map(|name| get(s, name)), "{s:?}");
             let set = [("A", "v"), ("CLUSTER", "c")];
             assert_eq!(with_set(s, &set), with_set_by_parse(s, &set), "{s:?}");
         }
@@ -217,6 +234,7 @@ mod tests {
         #[test]
         fn get_and_with_set_agree_with_the_map(s in "[AB\u{1}\u{2}é]{0,40}", name in "[AB]{1,2}") {
             proptest::prop_assert_eq!(get(&s, &name).map(str::to_owned), get_by_parse(&s, &name));
+            proptest::prop_assert_eq!(get_each(&s, [name.as_str(), "B"]), [get(&s, &name), get(&s, "B")]);
             let set = [(name.as_str(), "v"), ("C", "w")];
             proptest::prop_assert_eq!(with_set(&s, &set), with_set_by_parse(&s, &set));
         }
