@@ -114,12 +114,18 @@ impl AsRef<[u8]> for MappedRange {
     }
 }
 
-fn reserve_blocks(file: &File, size: usize) -> io::Result<()> {
+/// Grows a file that will be mapped writable to `size` bytes with its blocks reserved. Every
+/// file the store maps writable is sized here: a write through a mapping into a hole the
+/// filesystem cannot fill (a full disk) is a SIGBUS that kills the broker, where a failed
+/// reservation is an error the caller reports. Java's `FileChannel.map` grows a file the same
+/// way (`fallocate` since JDK 8u162).
+pub(crate) fn reserve_blocks(file: &File, size: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    match nix::fcntl::posix_fallocate(file.as_raw_fd(), 0, size as i64) {
+    let len = i64::try_from(size).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file size past i64"))?;
+    match nix::fcntl::posix_fallocate(file.as_raw_fd(), 0, len) {
         Ok(()) => Ok(()),
         // Filesystems without fallocate: fall back to a sparse file, as Java has.
-        Err(nix::errno::Errno::EOPNOTSUPP) => file.set_len(size as u64),
+        Err(nix::errno::Errno::EOPNOTSUPP) => file.set_len(size),
         Err(e) => Err(io::Error::from(e)),
     }
 }
@@ -151,7 +157,7 @@ impl MappedFile {
         if len != size as u64 {
             // Reserve the blocks now: a sparse mapping on a full disk fails later with SIGBUS on
             // a page write; reserving turns a full disk into a clean error here.
-            if let Err(e) = reserve_blocks(&file, size) {
+            if let Err(e) = reserve_blocks(&file, size as u64) {
                 drop(file);
                 let _ = std::fs::remove_file(&path);
                 return Err(e);

@@ -37,6 +37,25 @@ fn a_new_file_is_full_size_with_a_zero_header_and_an_index_count_of_one() {
     assert!(f.select_phy_offsets("a", 10, 0, i64::MAX).is_empty());
 }
 
+/// Bytes the filesystem holds for the file (holes hold none).
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn a_file_has_its_blocks_reserved_when_created_or_grown_so_a_full_disk_is_an_error_not_a_sigbus() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny(1024, 4096);
+    let f = new_file(dir.path(), &config);
+    assert!(allocated(f.path()) >= config.file_size_bytes(), "{} of {}", allocated(f.path()), config.file_size_bytes());
+    let short = dir.path().join("20240102000000000");
+    std::fs::write(&short, [0u8; 40]).unwrap();
+    let grown = IndexFile::open(&short, &config).unwrap();
+    assert_eq!(std::fs::metadata(grown.path()).unwrap().len(), config.file_size_bytes());
+    assert!(allocated(grown.path()) >= config.file_size_bytes());
+}
+
 #[test]
 fn the_default_geometry_gives_java_sized_files() {
     assert_eq!(IndexConfig::default().file_size_bytes(), 420_000_040);

@@ -71,7 +71,9 @@ impl TimerWheel {
         if actual != 0 && actual != length {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("Timer wheel length:{actual} != expected:{length}")));
         }
-        file.set_len(length)?;
+        if actual != length {
+            crate::mapped_file::reserve_blocks(&file, length)?;
+        }
         // SAFETY: the file is ours for the store's lifetime (the store directory's lock file keeps
         // other brokers out) and its length is fixed above.
         let map = unsafe { MmapMut::map_mut(&file)? };
@@ -198,6 +200,8 @@ mod tests {
         let path = dir.path().join("timerwheel");
         let mut wheel = TimerWheel::open(&path, 10, 1000).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 20 * 32);
+        // Its blocks are reserved: a full disk fails the open, not a later write (SIGBUS).
+        assert!(std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(&path).unwrap()) * 512 >= 20 * 32);
         assert!(wheel.slot(5_000).is_empty());
         wheel.put_slot(5_400, 52, 104, 2, 0);
         assert_eq!(wheel.slot(5_999), Slot { time_ms: 5_000, first_pos: 52, last_pos: 104, num: 2, magic: 0 });
