@@ -2,7 +2,7 @@
 # Side-by-side benchmark of our mqnamesrv/mqbroker against Java RocketMQ's, driven by the official
 # Java client (our generator in scripts/bench/loadgen: Maven Central does not serve rocketmq-example).
 #
-#   scripts/bench.sh --quick          each workload ~20 s measured (~15 minutes in all on a fresh clone)
+#   scripts/bench.sh --quick          each workload ~20 s measured (about an hour for both systems)
 #   scripts/bench.sh                  each workload 60 s measured
 #   options: --with-4.9               also run the Java 4.9.7 name server and broker
 #            --workloads a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q  a subset (default all; e also runs e', the lean route client;
@@ -203,7 +203,9 @@ free_ports() {  # count: the first of `count` consecutive free loopback ports
 import socket, sys, random
 n = int(sys.argv[1])
 for _ in range(200):
-    base = random.randrange(20000, 60000 - n)
+    # below Linux's ephemeral range (32768-60999): a port found free here can still be taken by a
+    # client's outgoing connection before the server binds it (a Java broker in m failed so)
+    base = random.randrange(10000, 32768 - n)
     socks = []
     try:
         for p in range(base, base + n):
@@ -752,6 +754,16 @@ dledger_workload() {  # system
 # ---- run ------------------------------------------------------------------------------------------
 
 load1="$(cut -d' ' -f1 /proc/loadavg)"
+# o holds ~46 GiB of consume-queue files (8,000 queues, each file reserved whole, as Java's broker
+# does): refuse to start a run that would fill the disk half-way through rather than fail at o.
+case ",$workloads," in
+  *,o,*)
+    free_gib=$(( $(df -Pk "$run" | awk 'NR == 2 { print $4 }') / 1048576 ))
+    if [ "$free_gib" -lt 50 ]; then
+      echo "o needs ~50 GiB free under $run (~46 GiB of consume queues per system, one system at a time); $free_gib GiB free: free some or leave o out (--workloads)" >&2
+      exit 2
+    fi ;;
+esac
 echo "== $label run: warm-up ${warmup}s, measured ${duration}s per workload; server on cpu $server_cpu, load generator on cpu $client_cpu; load average now $load1" >&2
 if awk "BEGIN { exit !($load1 > 0.5) }"; then
   echo "   WARNING: other work is running on this machine (load average $load1); the table shows how busy each core was besides our processes" >&2
