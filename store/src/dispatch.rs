@@ -24,7 +24,7 @@ use tracing::error;
 use crate::checkpoint::Checkpoint;
 use crate::config::MessageStoreConfig;
 use crate::consume_queue::CqUnit;
-use crate::index::{IndexRecord, IndexService};
+use crate::index::{IndexError, IndexRecord, IndexService};
 use crate::message::record::{DecodedRecord, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE};
 use crate::message::{properties, tags_code};
 use crate::queues::ConsumeQueues;
@@ -280,7 +280,10 @@ impl Dispatcher for BuildIndex {
             uniq_key: request.uniq_key(),
         });
         let full_at = built.unwrap_or_else(|e| {
-            error!(error = %e, "index build failed");
+            // `Failed` was logged once, when it began.
+            if !matches!(e, IndexError::Failed) {
+                error!(error = %e, "index build failed");
+            }
             None
         });
         if let Some(end_timestamp) = full_at {

@@ -130,6 +130,36 @@ pub(crate) fn reserve_blocks(file: &File, size: u64) -> io::Result<()> {
     }
 }
 
+/// Opens `path` read-write for a writable mapping, creating it when missing, and reserves `size`
+/// bytes of blocks when it is shorter ([`reserve_blocks`]). When the reservation fails (a full
+/// disk) a file this call created is removed again, so that a later attempt starts clean rather
+/// than finding a short or half-reserved file it would refuse.
+pub(crate) fn open_reserved(path: &Path, size: u64) -> io::Result<File> {
+    let (file, created) = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
+        Ok(file) => (file, true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (OpenOptions::new().read(true).write(true).open(path)?, false),
+        Err(e) => return Err(e),
+    };
+    if file.metadata()?.len() < size {
+        if let Err(e) = reserve_blocks(&file, size) {
+            drop(file);
+            if created {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    }
+    Ok(file)
+}
+
+/// Bytes the filesystem holds for the file at `path` (a hole holds none): what tests of the
+/// reservation above assert.
+#[cfg(test)]
+pub(crate) fn allocated_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map(|m| m.blocks() * 512).unwrap_or(0)
+}
+
 /// Faults `[start, start + len)` of `map` in writable without touching its bytes (see
 /// [`MappedFile::prefault_ahead`]).
 fn populate_writable(map: &MmapRaw, start: usize, len: usize) -> io::Result<()> {
@@ -152,17 +182,7 @@ impl MappedFile {
     pub fn create(dir: &Path, from_offset: u64, size: usize) -> io::Result<MappedFile> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(file_name(from_offset));
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
-        let len = file.metadata()?.len();
-        if len != size as u64 {
-            // Reserve the blocks now: a sparse mapping on a full disk fails later with SIGBUS on
-            // a page write; reserving turns a full disk into a clean error here.
-            if let Err(e) = reserve_blocks(&file, size as u64) {
-                drop(file);
-                let _ = std::fs::remove_file(&path);
-                return Err(e);
-            }
-        }
+        let file = open_reserved(&path, size as u64)?;
         Self::map(path, file, from_offset, size)
     }
 
@@ -573,6 +593,26 @@ impl MappedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_reserved_reserves_a_short_file_and_removes_only_a_file_it_created_when_it_cannot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = open_reserved(&path, 64 * 1024).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 64 * 1024);
+        assert!(allocated_bytes(&path) >= 64 * 1024);
+        // Opened again it keeps its bytes.
+        drop(file);
+        std::fs::write(&path, b"kept").unwrap();
+        assert_eq!(open_reserved(&path, 4).unwrap().metadata().unwrap().len(), 4);
+        // A reservation that fails (a size past i64, as a full disk would) leaves no new file
+        // behind and does not remove one that was there.
+        let fresh = dir.path().join("g");
+        assert!(open_reserved(&fresh, u64::MAX).is_err());
+        assert!(!fresh.exists());
+        assert!(open_reserved(&path, u64::MAX).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"kept");
+    }
 
     #[test]
     fn appends_become_readable_and_survive_a_reopen() {

@@ -330,6 +330,37 @@ fn a_nearly_full_disk_refuses_writes_until_space_returns() {
     store.shutdown();
 }
 
+/// Java's `retryGetAndCreateIndexFile`: three tries a second apart, then the index-file error
+/// flag, which makes the store not writable. Ours clears it when a cleaning pass can create a
+/// file again (Java's stays until a restart).
+#[test]
+fn when_no_index_file_can_be_created_writes_are_refused_until_one_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()));
+    let index_dir = dir.path().join("index");
+    let _ = std::fs::remove_dir_all(&index_dir);
+    std::fs::write(&index_dir, b"a file where the index directory goes").unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(store.put_message(&message(0)).status, PutStatus::PutOk);
+    wait_dispatched(&store);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "three tries, a second apart");
+    let r = store.put_message(&message(1));
+    assert_eq!(r.status, PutStatus::ServiceNotAvailable);
+    assert!(r.remark.unwrap().contains("index file"));
+    // The record went into its consume queue all the same; only its keys are not indexed.
+    assert_eq!(store.get_message("T0", 0, 0, 32, |_| true).status, GetMessageStatus::Found);
+    let now = std::time::SystemTime::now();
+    store.clean_once(now, 5, 0.5);
+    assert_eq!(store.put_message(&message(1)).status, PutStatus::ServiceNotAvailable, "still no room for a file");
+    std::fs::remove_file(&index_dir).unwrap();
+    store.clean_once(now, 5, 0.5);
+    assert_eq!(store.put_message(&message(1)).status, PutStatus::PutOk);
+    wait_dispatched(&store);
+    assert_eq!(store.query_message("T1", "key-1", 32, 0, i64::MAX).messages.len(), 1);
+    assert!(store.query_message("T0", "key-0", 32, 0, i64::MAX).messages.is_empty(), "put while the index had failed");
+    store.shutdown();
+}
+
 #[test]
 fn raw_commit_log_ranges_are_served_for_replication() {
     let dir = tempfile::tempdir().unwrap();

@@ -37,7 +37,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use tracing::warn;
 
 use super::{index_key_hash, IndexConfig, IndexError};
-use crate::mapped_file::reserve_blocks;
+use crate::mapped_file::{open_reserved, reserve_blocks};
 
 pub const HEADER_SIZE: usize = 40;
 pub const HASH_SLOT_SIZE: usize = 4;
@@ -111,13 +111,7 @@ impl IndexFile {
     pub fn create(path: &Path, config: &IndexConfig, end_phy_offset: i64, end_timestamp: i64) -> Result<IndexFile, IndexError> {
         config.validate()?;
         let io_err = |source| IndexError::Io { path: path.to_owned(), source };
-        let file = OpenOptions::new().read(true).write(true).create_new(true).open(path).map_err(io_err)?;
-        if let Err(e) = reserve_blocks(&file, config.file_size_bytes()) {
-            // Gone again, so the next attempt can create it (a full disk may have room later).
-            drop(file);
-            let _ = std::fs::remove_file(path);
-            return Err(io_err(e));
-        }
+        let file = open_reserved(path, config.file_size_bytes()).map_err(io_err)?;
         let f = Self::map(path, file, config)?;
         if end_phy_offset > 0 {
             f.set_i64(&f.header.begin_phy_offset, BEGIN_PHY_OFFSET_POS, end_phy_offset);

@@ -6,8 +6,9 @@
 //! without locks; a file deleted meanwhile stays mapped until the last snapshot drops it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration as Pause;
 
 use chrono::{Duration, Local, NaiveDate, NaiveDateTime};
 use parking_lot::{Mutex, RwLock};
@@ -44,12 +45,22 @@ pub struct QueryResult {
     pub index_last_update_phyoffset: i64,
 }
 
+/// Tries at creating an index file, a pause apart, before the index is marked failed (Java's
+/// `MAX_TRY_IDX_CREATE` and its one-second sleep in `retryGetAndCreateIndexFile`).
+const CREATE_TRIES: u32 = 3;
+const CREATE_PAUSE: Pause = Pause::from_secs(1);
+
 pub struct IndexService {
     dir: PathBuf,
     config: IndexConfig,
     files: RwLock<Vec<Arc<IndexFile>>>,
     writer: Mutex<()>,
     index_msg_timestamp: AtomicI64,
+    /// Set when no index file could be created after [`CREATE_TRIES`] tries (Java's
+    /// `WRITE_INDEX_FILE_ERROR_BIT`): the store refuses puts while it is set.
+    failed: AtomicBool,
+    /// Records left unindexed since the index failed.
+    unindexed: AtomicU64,
 }
 
 impl std::fmt::Debug for IndexService {
@@ -99,6 +110,8 @@ impl IndexService {
             files: RwLock::new(Vec::new()),
             writer: Mutex::new(()),
             index_msg_timestamp: AtomicI64::new(0),
+            failed: AtomicBool::new(false),
+            unindexed: AtomicU64::new(0),
         })
     }
 
@@ -157,8 +170,16 @@ impl IndexService {
     /// file's endTimestamp is then returned (and kept, see [`Self::index_msg_timestamp`]) for the
     /// checkpoint's indexMsgTimestamp. Java forces it on a background thread; here the
     /// dispatcher waits, which keeps "checkpoint never ahead of the forced index" trivially true.
+    ///
+    /// When no file can be created the index is marked failed ([`Self::has_failed`]; one error
+    /// logged) and records go unindexed ([`IndexError::Failed`]), as Java's do, until
+    /// [`Self::retry_failed`] creates one.
     pub fn build_index(&self, record: &IndexRecord<'_>) -> Result<Option<i64>, IndexError> {
         let _writer = self.writer.lock();
+        if self.has_failed() {
+            self.unindexed.fetch_add(1, Ordering::Relaxed);
+            return Err(IndexError::Failed);
+        }
         let mut full_file_timestamp = None;
         let mut file = self.writable_file(&mut full_file_timestamp)?;
         if record.physical_offset < file.end_phy_offset() || record.transaction_type == TRANSACTION_ROLLBACK_TYPE {
@@ -171,6 +192,30 @@ impl IndexService {
             self.put_key(&mut file, &build_key(record.topic, key), record, &mut full_file_timestamp)?;
         }
         Ok(full_file_timestamp)
+    }
+
+    /// Whether no index file could be created (see [`Self::build_index`]): the store is then not
+    /// writable, as Java's `isWriteable()` is false with its index-file error bit set.
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    /// When the index has failed, tries once to create a file (the store's cleaning pass asks,
+    /// after it may have freed space) and clears the mark when that works. Java keeps its mark
+    /// until a restart; a broker that recovers by itself once the disk has room serves its users
+    /// better.
+    pub fn retry_failed(&self) {
+        let _writer = self.writer.lock();
+        if !self.has_failed() {
+            return;
+        }
+        // A full file's end time is not handed to the checkpoint here: it keeps an older
+        // indexMsgTimestamp, which only makes a recovery rebuild more of the index.
+        if self.writable_file(&mut None).is_ok() {
+            self.failed.store(false, Ordering::Release);
+            let unindexed = self.unindexed.swap(0, Ordering::Relaxed);
+            warn!(unindexed, "an index file could be created again; the store takes writes again");
+        }
     }
 
     fn put_key(&self, file: &mut Arc<IndexFile>, key: &str, record: &IndexRecord<'_>, full_file_timestamp: &mut Option<i64>) -> Result<(), IndexError> {
@@ -192,12 +237,9 @@ impl IndexService {
         if let Some(last) = last.as_ref().filter(|f| !f.is_full()) {
             return Ok(Arc::clone(last));
         }
-        std::fs::create_dir_all(&self.dir).map_err(|source| IndexError::Io { path: self.dir.clone(), source })?;
-        let name = next_file_name(Local::now().naive_local(), last.as_ref().map(|f| f.file_name()));
-        let (end_phy_offset, end_timestamp) = last.as_ref().map_or((0, 0), |f| (f.end_phy_offset(), f.end_timestamp()));
-        let file = Arc::new(IndexFile::create(&self.dir.join(&name), &self.config, end_phy_offset, end_timestamp)?);
+        let file = Arc::new(self.create_next(last.as_deref())?);
         self.files.write().push(Arc::clone(&file));
-        info!(path = %file.path().display(), end_phy_offset, end_timestamp, "index file created");
+        info!(path = %file.path().display(), end_phy_offset = file.end_phy_offset(), end_timestamp = file.end_timestamp(), "index file created");
 
         if let Some(full) = last {
             match full.flush() {
@@ -212,6 +254,43 @@ impl IndexService {
             }
         }
         Ok(file)
+    }
+
+    /// A new file after `last`, tried [`CREATE_TRIES`] times a pause apart (once when the index
+    /// has failed already); when none works the index is marked failed.
+    fn create_next(&self, last: Option<&IndexFile>) -> Result<IndexFile, IndexError> {
+        let failed = self.has_failed();
+        let (end_phy_offset, end_timestamp) = last.map_or((0, 0), |f| (f.end_phy_offset(), f.end_timestamp()));
+        let tries = if failed { 1 } else { CREATE_TRIES };
+        let mut tried = 0;
+        let error = loop {
+            let created = std::fs::create_dir_all(&self.dir).map_err(|source| IndexError::Io { path: self.dir.clone(), source }).and_then(|()| {
+                let name = next_file_name(Local::now().naive_local(), last.map(|f| f.file_name()));
+                IndexFile::create(&self.dir.join(&name), &self.config, end_phy_offset, end_timestamp)
+            });
+            match created {
+                Ok(file) => return Ok(file),
+                Err(e) => {
+                    tried += 1;
+                    if tried >= tries {
+                        break e;
+                    }
+                    info!(tried, error = %e, "tried to create an index file");
+                    std::thread::sleep(CREATE_PAUSE);
+                }
+            }
+        };
+        if failed {
+            return Err(IndexError::Failed);
+        }
+        self.unindexed.fetch_add(1, Ordering::Relaxed);
+        self.failed.store(true, Ordering::Release);
+        error!(
+            error = %error,
+            tries = CREATE_TRIES,
+            "no index file can be created: the store refuses writes until one can (Java's index file error flag), records go unindexed meanwhile"
+        );
+        Err(IndexError::Failed)
     }
 
     /// The endTimestamp of the newest file that became full and was forced to disk (0 if none

@@ -80,6 +80,9 @@ pub enum IndexError {
     FreshFileFull { path: PathBuf },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    /// No index file can be created (logged once when it began): the record is not indexed.
+    #[error("no index file can be created")]
+    Failed,
 }
 
 /// Java's index key hash: `abs(key.hashCode())`, and 0 when that is still negative

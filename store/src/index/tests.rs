@@ -3,6 +3,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::*;
+use crate::mapped_file::allocated_bytes;
 use crate::message::record::{TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE};
 
 const T0: i64 = 1_700_000_000_000;
@@ -37,23 +38,17 @@ fn a_new_file_is_full_size_with_a_zero_header_and_an_index_count_of_one() {
     assert!(f.select_phy_offsets("a", 10, 0, i64::MAX).is_empty());
 }
 
-/// Bytes the filesystem holds for the file (holes hold none).
-fn allocated(path: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).unwrap().blocks() * 512
-}
-
 #[test]
 fn a_file_has_its_blocks_reserved_when_created_or_grown_so_a_full_disk_is_an_error_not_a_sigbus() {
     let dir = tempfile::tempdir().unwrap();
     let config = tiny(1024, 4096);
     let f = new_file(dir.path(), &config);
-    assert!(allocated(f.path()) >= config.file_size_bytes(), "{} of {}", allocated(f.path()), config.file_size_bytes());
+    assert!(allocated_bytes(f.path()) >= config.file_size_bytes(), "{} of {}", allocated_bytes(f.path()), config.file_size_bytes());
     let short = dir.path().join("20240102000000000");
     std::fs::write(&short, [0u8; 40]).unwrap();
     let grown = IndexFile::open(&short, &config).unwrap();
     assert_eq!(std::fs::metadata(grown.path()).unwrap().len(), config.file_size_bytes());
-    assert!(allocated(grown.path()) >= config.file_size_bytes());
+    assert!(allocated_bytes(grown.path()) >= config.file_size_bytes());
 }
 
 #[test]
@@ -497,4 +492,28 @@ fn destroy_removes_every_file() {
     service.destroy();
     assert!(service.files().is_empty());
     assert_eq!(std::fs::read_dir(service.dir()).unwrap().count(), 0);
+}
+
+#[test]
+fn when_no_file_can_be_created_the_index_fails_once_skips_records_and_recovers_on_retry() {
+    let root = tempfile::tempdir().unwrap();
+    let service = IndexService::new(root.path(), tiny(16, 64)).unwrap();
+    service.load(true, 0).unwrap();
+    let index_dir = root.path().join("index");
+    std::fs::write(&index_dir, b"not a directory").unwrap();
+    let started = std::time::Instant::now();
+    assert!(matches!(service.build_index(&record(100, T0, Some("U1"), None)), Err(IndexError::Failed)));
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "three tries, a second apart (Java's)");
+    assert!(service.has_failed());
+    // Records meanwhile are skipped without a try; a retry that still cannot create keeps the mark.
+    assert!(matches!(service.build_index(&record(200, T0, Some("U2"), None)), Err(IndexError::Failed)));
+    service.retry_failed();
+    assert!(service.has_failed());
+    std::fs::remove_file(&index_dir).unwrap();
+    service.retry_failed();
+    assert!(!service.has_failed());
+    assert_eq!(service.files().len(), 1);
+    assert_eq!(service.build_index(&record(300, T0, Some("U3"), None)).unwrap(), None);
+    assert_eq!(all_time(&service, "U3"), vec![300]);
+    assert!(all_time(&service, "U1").is_empty() && all_time(&service, "U2").is_empty());
 }

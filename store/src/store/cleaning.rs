@@ -61,6 +61,10 @@ impl MessageStore {
                 cleanup::log_deleted("index", index.delete_files_below(min));
             }
         }
+        // A failed index (no file could be created) refuses writes until a file can be.
+        if let Some(index) = &self.index {
+            index.retry_failed();
+        }
         deleted
     }
 

@@ -80,6 +80,9 @@ impl MessageStore {
         if self.disk_full.load(Ordering::Acquire) {
             return Some(PutMessageResult::failed(ServiceNotAvailable, "the disk is full; writes are refused until space is freed"));
         }
+        if self.index.as_ref().is_some_and(|index| index.has_failed()) {
+            return Some(PutMessageResult::failed(ServiceNotAvailable, "no index file can be created; writes are refused until one can"));
+        }
         None
     }
 

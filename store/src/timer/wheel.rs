@@ -10,7 +10,7 @@
 // Mapping the wheel file is the one unsafe call here (see `open`).
 #![allow(unsafe_code)]
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::Path;
 
@@ -66,14 +66,15 @@ impl TimerWheel {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        let actual = file.metadata()?.len();
-        if actual != 0 && actual != length {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("Timer wheel length:{actual} != expected:{length}")));
+        match std::fs::metadata(path) {
+            Ok(m) if m.len() != 0 && m.len() != length => {
+                let actual = m.len();
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("Timer wheel length:{actual} != expected:{length}")));
+            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
         }
-        if actual != length {
-            crate::mapped_file::reserve_blocks(&file, length)?;
-        }
+        let file = crate::mapped_file::open_reserved(path, length)?;
         // SAFETY: the file is ours for the store's lifetime (the store directory's lock file keeps
         // other brokers out) and its length is fixed above.
         let map = unsafe { MmapMut::map_mut(&file)? };
@@ -201,7 +202,7 @@ mod tests {
         let mut wheel = TimerWheel::open(&path, 10, 1000).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 20 * 32);
         // Its blocks are reserved: a full disk fails the open, not a later write (SIGBUS).
-        assert!(std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(&path).unwrap()) * 512 >= 20 * 32);
+        assert!(crate::mapped_file::allocated_bytes(&path) >= 20 * 32);
         assert!(wheel.slot(5_000).is_empty());
         wheel.put_slot(5_400, 52, 104, 2, 0);
         assert_eq!(wheel.slot(5_999), Slot { time_ms: 5_000, first_pos: 52, last_pos: 104, num: 2, magic: 0 });
