@@ -312,9 +312,15 @@ impl MappedFile {
         f(self.map.as_mut_ptr())
     }
 
-    /// Copies appended bytes from the pool buffer into the file when at least `least_pages` pages
+    /// Writes appended bytes from the pool buffer into the file when at least `least_pages` pages
     /// accumulated (0 = any), and returns the buffer to the pool once the file is fully committed.
     /// Single committer only. Returns the committed position.
+    ///
+    /// The bytes go in with pwrite(2), as Java's `FileChannel.write` does, not with a copy through
+    /// the mapping: a write through the mapping into pages never touched takes a page fault and a
+    /// zero-fill per page (on this project's VMs a fresh file fills at ~0.65 GB/s through a mapping
+    /// and ~3.2 GB/s with write(2), store-bench's baselines). Readers still read through the
+    /// mapping: both are the one page cache of the file.
     pub fn commit(&self, least_pages: usize) -> usize {
         let Some(wb) = &self.write_buffer else { return self.wrote_position() };
         let wrote = self.wrote_position();
@@ -326,9 +332,15 @@ impl MappedFile {
             }
             if let Some(buffer) = wb.buffer.read().as_ref() {
                 // SAFETY: [committed, wrote) was published by the writer (acquire above) and is
-                // not written again; the destination range of the mapping is beyond the published
-                // read position, so no reader sees it until `committed` moves below.
-                unsafe { std::ptr::copy_nonoverlapping(buffer.as_ptr().add(committed), self.map.as_mut_ptr().add(committed), wrote - committed) };
+                // not written again while the buffer is lent to this file.
+                let bytes = unsafe { std::slice::from_raw_parts(buffer.as_ptr().add(committed), wrote - committed) };
+                // The file's range is beyond the published read position, so no reader sees it
+                // until `committed` moves below. A failed write moves nothing: the next commit
+                // writes the range again.
+                if let Err(e) = std::os::unix::fs::FileExt::write_all_at(&self.file, bytes, committed as u64) {
+                    tracing::error!(path = %self.path.display(), error = %e, "commit of the pool buffer into the file failed");
+                    return committed;
+                }
             }
             self.committed.store(wrote, Ordering::Release);
         }
